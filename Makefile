@@ -1,0 +1,45 @@
+# ticketd — run `make help` for the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+GO        ?= go
+BIN       ?= bin/ticketd
+PKGS      ?= ./...
+BENCHTIME ?= 2s
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@2025.1.1
+
+.PHONY: help run test test-short build lint bench cover fuzz
+
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+run: ## Run the server with embedded SQLite and dev auth (prints a token).
+	$(GO) run ./cmd/ticketd serve --dev
+
+test: ## Run every test with -race against real PostgreSQL (started or installed if needed) and SQLite.
+	@url=$$(./scripts/ensure-postgres.sh) && \
+	  TICKETD_TEST_DATABASE_URL="$$url" TICKETD_REQUIRE_POSTGRES=1 $(GO) test -race -count=1 -timeout 10m $(PKGS)
+
+test-short: ## Run the tests without PostgreSQL (its tests skip).
+	$(GO) test -count=1 $(PKGS)
+
+build: ## Build the binary into bin/.
+	$(GO) build -trimpath -o $(BIN) ./cmd/ticketd
+
+lint: ## gofmt, go vet and staticcheck.
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
+
+bench: ## Benchmarks on PostgreSQL and SQLite (create and replay, -cpu 1,2).
+	@url=$$(./scripts/ensure-postgres.sh) && \
+	  TICKETD_TEST_DATABASE_URL="$$url" $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -cpu 1,2 ./internal/tickets/
+
+cover: ## Test with coverage; writes coverage.out and prints the total.
+	@url=$$(./scripts/ensure-postgres.sh) && \
+	  TICKETD_TEST_DATABASE_URL="$$url" $(GO) test -count=1 -coverpkg=./... -coverprofile=coverage.out $(PKGS) >/dev/null && \
+	  $(GO) tool cover -func=coverage.out | tail -n 1
+
+fuzz: ## Fuzz the parsers of untrusted input (FUZZTIME each, default 30s).
+	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $${FUZZTIME:-30s} ./internal/tickets/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $${FUZZTIME:-30s} ./internal/operations/

@@ -1,0 +1,128 @@
+// Package db opens ticketd's database from a URL: PostgreSQL for production,
+// embedded SQLite (pure Go) for a zero-setup server and for tests.
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/driver/postgres"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+)
+
+// Dialect names the SQL dialect behind a URL; it selects the migration set.
+type Dialect string
+
+// The supported dialects.
+const (
+	Postgres Dialect = "postgres"
+	SQLite   Dialect = "sqlite"
+)
+
+// ErrBadURL is returned for a database URL that is neither postgres:// nor sqlite://.
+var ErrBadURL = errors.New(`database URL must be "postgres://user@host:port/db?sslmode=…" or "sqlite://PATH"`)
+
+// DB is an open database and the dialect it speaks.
+type DB struct {
+	Gorm    *gorm.DB
+	Dialect Dialect
+}
+
+// ParseURL splits a database URL into its dialect and the driver's DSN.
+// For SQLite it adds the pragmas ticketd relies on: WAL so readers never wait
+// for the writer, a busy timeout so writers queue instead of failing, foreign
+// keys, and IMMEDIATE write transactions so two writers never both read and
+// then deadlock on lock upgrade.
+func ParseURL(raw string) (Dialect, string, error) {
+	switch {
+	case strings.HasPrefix(raw, "postgres://"), strings.HasPrefix(raw, "postgresql://"):
+		if _, err := url.Parse(raw); err != nil {
+			return "", "", fmt.Errorf("%w: %v", ErrBadURL, err)
+		}
+		return Postgres, raw, nil
+	case strings.HasPrefix(raw, "sqlite://"):
+		path := strings.TrimPrefix(raw, "sqlite://")
+		query := ""
+		if i := strings.IndexByte(path, '?'); i >= 0 {
+			path, query = path[:i], path[i+1:]
+		}
+		if path == "" {
+			return "", "", fmt.Errorf("%w: the sqlite path is empty", ErrBadURL)
+		}
+		params, err := url.ParseQuery(query)
+		if err != nil {
+			return "", "", fmt.Errorf("%w: %v", ErrBadURL, err)
+		}
+		params.Add("_pragma", "busy_timeout(10000)")
+		params.Add("_pragma", "journal_mode(WAL)")
+		params.Add("_pragma", "foreign_keys(1)")
+		params.Add("_pragma", "synchronous(NORMAL)")
+		params.Set("_txlock", "immediate")
+		return SQLite, "file:" + path + "?" + params.Encode(), nil
+	default:
+		return "", "", ErrBadURL
+	}
+}
+
+// Open connects to the database at rawURL and checks that it answers.
+// It does not migrate: see the migrations package.
+func Open(ctx context.Context, rawURL string) (*DB, error) {
+	dialect, dsn, err := ParseURL(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	var dialector gorm.Dialector
+	switch dialect {
+	case Postgres:
+		dialector = postgres.Open(dsn)
+	case SQLite:
+		dialector = sqlite.Open(dsn)
+	}
+	g, err := gorm.Open(dialector, &gorm.Config{
+		TranslateError:         true,
+		SkipDefaultTransaction: true, // every write ticketd makes is already in an explicit transaction
+		Logger:                 logger.Discard,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open %s database: %w", dialect, err)
+	}
+	sqlDB, err := g.DB()
+	if err != nil {
+		return nil, fmt.Errorf("open %s database: %w", dialect, err)
+	}
+	switch dialect {
+	case Postgres:
+		sqlDB.SetMaxOpenConns(20)
+		sqlDB.SetMaxIdleConns(10)
+		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
+		sqlDB.SetConnMaxLifetime(time.Hour)
+	case SQLite:
+		// One writer at a time is SQLite's rule anyway; a few connections
+		// let readers proceed under WAL while a write is in flight.
+		sqlDB.SetMaxOpenConns(4)
+		sqlDB.SetMaxIdleConns(4)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := sqlDB.PingContext(pingCtx); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
+	}
+	return &DB{Gorm: g, Dialect: dialect}, nil
+}
+
+// Close releases the connection pool.
+func (d *DB) Close() error {
+	sqlDB, err := d.Gorm.DB()
+	if err != nil {
+		return fmt.Errorf("close database: %w", err)
+	}
+	return sqlDB.Close()
+}

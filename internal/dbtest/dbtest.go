@@ -1,0 +1,154 @@
+// Package dbtest gives each test a database of its own, migrated and dropped
+// on cleanup, so tests run in parallel and in any order against real engines.
+//
+// PostgreSQL tests run when TICKETD_TEST_DATABASE_URL names a server (any
+// database on it; the tests create their own). Without the variable they skip,
+// so a plain `go test ./...` works anywhere; `make test` always sets it, so
+// there a missing server is a failure, not a skip.
+package dbtest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver for creating and dropping test databases
+
+	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/migrations"
+)
+
+// EnvPostgresURL names the variable that points the tests at PostgreSQL.
+const EnvPostgresURL = "TICKETD_TEST_DATABASE_URL"
+
+// EnvRequirePostgres, when set (make test sets it), turns a missing
+// PostgreSQL from a skip into a failure.
+const EnvRequirePostgres = "TICKETD_REQUIRE_POSTGRES"
+
+// PostgresURL creates a fresh, migrated PostgreSQL database and returns its
+// URL (sslmode=disable, so a test may route it through a TCP proxy).
+// The database is dropped when the test ends.
+func PostgresURL(tb testing.TB) string {
+	tb.Helper()
+	base := os.Getenv(EnvPostgresURL)
+	if base == "" {
+		if os.Getenv(EnvRequirePostgres) != "" {
+			tb.Fatalf("%s is set but %s is not: make test must find PostgreSQL", EnvRequirePostgres, EnvPostgresURL)
+		}
+		tb.Skipf("PostgreSQL tests need %s (make test sets it)", EnvPostgresURL)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		tb.Fatalf("%s: %v", EnvPostgresURL, err)
+	}
+	q := u.Query()
+	if q.Get("sslmode") == "" {
+		q.Set("sslmode", "disable")
+	}
+	u.RawQuery = q.Encode()
+
+	adminURL := u.String()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, err := sql.Open("pgx", adminURL)
+	if err != nil {
+		tb.Fatalf("open admin connection: %v", err)
+	}
+	defer admin.Close()
+	name := "ticketd_test_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		tb.Fatalf("create test database (is PostgreSQL at %s running?): %v", u.Redacted(), err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		admin, err := sql.Open("pgx", adminURL)
+		if err != nil {
+			tb.Errorf("open admin connection: %v", err)
+			return
+		}
+		defer admin.Close()
+		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			tb.Errorf("drop test database %s: %v", name, err)
+		}
+	})
+
+	u.Path = "/" + name
+	if err := migrate(ctx, "pgx", u.String(), "postgres"); err != nil {
+		tb.Fatalf("migrate %s: %v", name, err)
+	}
+	return u.String()
+}
+
+// Postgres opens a fresh, migrated PostgreSQL database for this test.
+func Postgres(tb testing.TB) *db.DB {
+	tb.Helper()
+	return open(tb, PostgresURL(tb))
+}
+
+// SQLiteURL creates a fresh, migrated SQLite database file in the test's
+// temporary directory and returns its sqlite:// URL.
+func SQLiteURL(tb testing.TB) string {
+	tb.Helper()
+	raw := "sqlite://" + filepath.Join(tb.TempDir(), "ticketd.db")
+	d := open(tb, raw)
+	sqlDB, err := d.Gorm.DB()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := migrations.Up(context.Background(), sqlDB, "sqlite"); err != nil {
+		tb.Fatalf("migrate sqlite: %v", err)
+	}
+	return raw
+}
+
+// SQLite opens a fresh, migrated SQLite database for this test.
+func SQLite(tb testing.TB) *db.DB {
+	tb.Helper()
+	return open(tb, SQLiteURL(tb))
+}
+
+// Dialects runs f once per supported engine, as parallel subtests named
+// "postgres" and "sqlite", each with a database of its own.
+func Dialects(t *testing.T, f func(t *testing.T, d *db.DB)) {
+	t.Helper()
+	for _, dialect := range []db.Dialect{db.Postgres, db.SQLite} {
+		t.Run(string(dialect), func(t *testing.T) {
+			t.Parallel()
+			if dialect == db.Postgres {
+				f(t, Postgres(t))
+				return
+			}
+			f(t, SQLite(t))
+		})
+	}
+}
+
+func open(tb testing.TB, rawURL string) *db.DB {
+	tb.Helper()
+	d, err := db.Open(context.Background(), rawURL)
+	if err != nil {
+		tb.Fatalf("open %s: %v", rawURL, err)
+	}
+	tb.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+func migrate(ctx context.Context, driver, dsn, dialect string) error {
+	conn, err := sql.Open(driver, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := migrations.Up(ctx, conn, dialect); err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,265 @@
+package operations
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// record is the row behind Record; it stays here, beside its queries.
+type record struct {
+	TenantID    string    `gorm:"column:tenant_id;primaryKey"`
+	Action      string    `gorm:"column:action;primaryKey"`
+	OperationID string    `gorm:"column:operation_id;primaryKey"`
+	Fingerprint string    `gorm:"column:fingerprint"`
+	Status      string    `gorm:"column:status"`
+	ResultID    *string   `gorm:"column:result_id"`
+	Error       *string   `gorm:"column:error"`
+	CreatedAt   time.Time `gorm:"column:created_at"`
+	UpdatedAt   time.Time `gorm:"column:updated_at"`
+}
+
+func (record) TableName() string { return "operations" }
+
+func (r record) toRecord() Record {
+	rec := Record{
+		Key:         Key{Tenant: r.TenantID, Action: r.Action, OperationID: uuid.MustParse(r.OperationID)},
+		Fingerprint: r.Fingerprint,
+		Status:      Status(r.Status),
+		CreatedAt:   r.CreatedAt.UTC(),
+		UpdatedAt:   r.UpdatedAt.UTC(),
+	}
+	if r.ResultID != nil {
+		rec.ResultID = *r.ResultID
+	}
+	if r.Error != nil {
+		rec.Error = *r.Error
+	}
+	return rec
+}
+
+// Options tunes a Ledger. Zero values take the defaults.
+type Options struct {
+	// LockTimeout bounds how long a call waits for a concurrent call holding
+	// the same key before answering ErrInProgress. Default 3s.
+	LockTimeout time.Duration
+	// WriteTimeout bounds a whole write transaction, which runs detached from
+	// the caller's cancellation. Default 15s.
+	WriteTimeout time.Duration
+}
+
+// Ledger runs writes at most once per Key.
+type Ledger struct {
+	db   *gorm.DB
+	opts Options
+}
+
+// NewLedger returns a ledger over db (PostgreSQL or SQLite, migrated).
+func NewLedger(db *gorm.DB, opts Options) *Ledger {
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = 3 * time.Second
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = 15 * time.Second
+	}
+	return &Ledger{db: db, opts: opts}
+}
+
+// WriteFunc performs the side effect inside the ledger's transaction and
+// returns the durable ID of what it made. An error rolls everything back,
+// the record included, so the same key stays usable.
+type WriteFunc func(tx *gorm.DB) (resultID string, err error)
+
+// Run executes write at most once for key. Calls with the same key and
+// fingerprint after a success get the recorded outcome with Replayed set;
+// a different fingerprint gets ErrConflict and nothing is written.
+//
+// Errors: ErrConflict, ErrInProgress (a concurrent call holds the key; retry
+// with the same ID), ErrOutcomeUnknown (COMMIT's reply was lost), ErrUnavailable
+// (the store failed before anything committed), or write's own error
+// (nothing committed). The write runs detached from ctx's cancellation, bounded
+// by Options.WriteTimeout, so a caller that goes away never leaves it half done.
+func (l *Ledger) Run(ctx context.Context, key Key, fingerprint string, write WriteFunc) (Outcome, error) {
+	// Fast path: a retry of a finished operation needs no write transaction.
+	rec, err := l.Lookup(ctx, key)
+	switch {
+	case err == nil:
+		return answer(rec, fingerprint)
+	case !errors.Is(err, ErrNotFound):
+		return Outcome{}, err
+	}
+
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.WriteTimeout)
+	defer cancel()
+	return l.claimAndWrite(wctx, key, fingerprint, write)
+}
+
+// answer turns an existing record into the reply to a call that brought
+// fingerprint.
+func answer(rec Record, fingerprint string) (Outcome, error) {
+	if rec.Fingerprint != fingerprint {
+		return Outcome{Record: rec}, fmt.Errorf("%w (key %s)", ErrConflict, rec.Key)
+	}
+	if rec.Status == StatusPending {
+		return Outcome{Record: rec}, ErrInProgress
+	}
+	return Outcome{Record: rec, Replayed: true}, nil
+}
+
+// errClaimedElsewhere aborts the transaction when a concurrent call
+// committed the same key first.
+var errClaimedElsewhere = errors.New("key claimed by a concurrent call")
+
+func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint string, write WriteFunc) (out Outcome, err error) {
+	tx := l.db.WithContext(ctx).Begin()
+	if tx.Error != nil {
+		return Outcome{}, fmt.Errorf("%w: begin: %v", ErrUnavailable, tx.Error)
+	}
+	committed := false
+	defer func() {
+		if committed {
+			return
+		}
+		_ = tx.Rollback().Error
+		if p := recover(); p != nil {
+			panic(p)
+		}
+	}()
+
+	postgres := tx.Dialector.Name() == "postgres"
+	if postgres {
+		// Only the claim may wait briefly on a concurrent holder of the key;
+		// the rest of the transaction is bounded by the write timeout.
+		if err := tx.Exec(fmt.Sprintf("SET LOCAL lock_timeout = %d", l.opts.LockTimeout.Milliseconds())).Error; err != nil {
+			return Outcome{}, fmt.Errorf("%w: set lock timeout: %v", ErrUnavailable, err)
+		}
+	}
+
+	now := time.Now().UTC()
+	row := record{
+		TenantID: key.Tenant, Action: key.Action, OperationID: key.OperationID.String(),
+		Fingerprint: fingerprint, Status: string(StatusPending), CreatedAt: now, UpdatedAt: now,
+	}
+	claim := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
+	if claim.Error != nil {
+		if isLockTimeout(claim.Error) {
+			return Outcome{Record: Record{Key: key, Status: StatusPending}}, fmt.Errorf("%w (key %s)", ErrInProgress, key)
+		}
+		return Outcome{}, fmt.Errorf("%w: claim operation: %v", ErrUnavailable, claim.Error)
+	}
+	if claim.RowsAffected == 0 {
+		// A concurrent call committed this key after our fast-path read.
+		// Read Committed (and SQLite's serialised writers) show us its record now.
+		var existing record
+		if err := tx.Where(keyClause(key)).Take(&existing).Error; err != nil {
+			return Outcome{}, fmt.Errorf("%w: read concurrently claimed operation: %v", ErrUnavailable, err)
+		}
+		return answer(existing.toRecord(), fingerprint)
+	}
+	if postgres {
+		if err := tx.Exec("SET LOCAL lock_timeout = 0").Error; err != nil {
+			return Outcome{}, fmt.Errorf("%w: reset lock timeout: %v", ErrUnavailable, err)
+		}
+	}
+
+	resultID, err := write(tx)
+	if err != nil {
+		return Outcome{}, err
+	}
+
+	row.Status, row.ResultID, row.UpdatedAt = string(StatusSucceeded), &resultID, time.Now().UTC()
+	if err := tx.Model(&record{}).Where(keyClause(key)).
+		Updates(map[string]any{"status": row.Status, "result_id": resultID, "updated_at": row.UpdatedAt}).Error; err != nil {
+		return Outcome{}, fmt.Errorf("%w: record outcome: %v", ErrUnavailable, err)
+	}
+
+	// From here on a failure is not a failure: COMMIT may have landed and only
+	// its reply been lost. Rolling back is pointless and reporting failure
+	// would invite a retry under a new ID, i.e. a duplicate.
+	committed = true
+	if err := tx.Commit().Error; err != nil {
+		return Outcome{Record: Record{Key: key, Fingerprint: fingerprint, Status: StatusUnknown}},
+			fmt.Errorf("%w (key %s): %v", ErrOutcomeUnknown, key, err)
+	}
+	return Outcome{Record: row.toRecord()}, nil
+}
+
+// Lookup returns the record for key, or ErrNotFound. It never sees another
+// tenant's records: the tenant is part of the key.
+func (l *Ledger) Lookup(ctx context.Context, key Key) (Record, error) {
+	var row record
+	err := l.db.WithContext(ctx).Where(keyClause(key)).Take(&row).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return Record{}, fmt.Errorf("%w (key %s)", ErrNotFound, key)
+	case err != nil:
+		return Record{}, fmt.Errorf("%w: look up operation: %v", ErrUnavailable, err)
+	}
+	return row.toRecord(), nil
+}
+
+// Find returns the tenant's record for operationID under any action, for
+// callers that know only the ID (an agent asking what became of it).
+func (l *Ledger) Find(ctx context.Context, tenant string, operationID uuid.UUID) (Record, error) {
+	var row record
+	err := l.db.WithContext(ctx).
+		Where("tenant_id = ? AND operation_id = ?", tenant, operationID.String()).
+		Order("created_at DESC").Take(&row).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return Record{}, fmt.Errorf("%w (tenant %s, id %s)", ErrNotFound, tenant, operationID)
+	case err != nil:
+		return Record{}, fmt.Errorf("%w: find operation: %v", ErrUnavailable, err)
+	}
+	return row.toRecord(), nil
+}
+
+func keyClause(key Key) map[string]any {
+	return map[string]any{"tenant_id": key.Tenant, "action": key.Action, "operation_id": key.OperationID.String()}
+}
+
+// isLockTimeout reports PostgreSQL's lock_not_available (SQLSTATE 55P03),
+// raised when lock_timeout expires.
+func isLockTimeout(err error) bool {
+	var coded interface{ SQLState() string }
+	if errors.As(err, &coded) {
+		return coded.SQLState() == "55P03"
+	}
+	return strings.Contains(err.Error(), "55P03")
+}
+
+// Position is where a page of records ends, newest first.
+type Position struct {
+	CreatedAt   time.Time `json:"c"`
+	Action      string    `json:"a"`
+	OperationID string    `json:"o"`
+}
+
+// List returns up to limit of the tenant's records, newest first, strictly
+// after the position when one is given, optionally only those with status.
+func (l *Ledger) List(ctx context.Context, tenant string, status Status, after *Position, limit int) ([]Record, error) {
+	q := l.db.WithContext(ctx).Where("tenant_id = ?", tenant)
+	if status != "" {
+		q = q.Where("status = ?", string(status))
+	}
+	if after != nil {
+		c := after.CreatedAt.UTC()
+		q = q.Where("(created_at < ?) OR (created_at = ? AND action < ?) OR (created_at = ? AND action = ? AND operation_id < ?)",
+			c, c, after.Action, c, after.Action, after.OperationID)
+	}
+	var rows []record
+	if err := q.Order("created_at DESC, action DESC, operation_id DESC").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("%w: list operations: %v", ErrUnavailable, err)
+	}
+	out := make([]Record, len(rows))
+	for i, r := range rows {
+		out[i] = r.toRecord()
+	}
+	return out, nil
+}

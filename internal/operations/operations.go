@@ -1,0 +1,95 @@
+// Package operations is ticketd's idempotency ledger: it runs a caller's
+// write at most once per (tenant, action, operation ID), in the same
+// database transaction as the record that remembers its outcome.
+//
+// The package is generic: it knows keys, fingerprints, statuses and result
+// IDs, never what the write creates.
+package operations
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Status is where an operation stands. It is part of the public contract.
+type Status string
+
+// The statuses a record can have.
+const (
+	// StatusPending means the key is claimed and the outcome is not known yet.
+	StatusPending Status = "pending"
+	// StatusSucceeded means the write committed; ResultID names what it made.
+	StatusSucceeded Status = "succeeded"
+	// StatusFailed means a definitive, recorded rejection.
+	StatusFailed Status = "failed"
+	// StatusUnknown means the outcome needs reconciliation.
+	StatusUnknown Status = "unknown"
+)
+
+// Errors the ledger returns. Each maps to one contract code (DESIGN §3).
+var (
+	// ErrConflict: the key was used before with a different fingerprint.
+	ErrConflict = errors.New("operation ID already used with different input")
+	// ErrInProgress: another call holds the key and has not finished.
+	ErrInProgress = errors.New("operation with this ID is in progress")
+	// ErrOutcomeUnknown: COMMIT was sent but its answer was lost; the write
+	// may or may not have landed.
+	ErrOutcomeUnknown = errors.New("outcome unknown: the commit's reply was lost")
+	// ErrNotFound: no record exists for the key within this tenant.
+	ErrNotFound = errors.New("no operation with this ID")
+	// ErrUnavailable: the store failed before anything was committed.
+	ErrUnavailable = errors.New("store unavailable")
+)
+
+// Key identifies one intended action of one tenant.
+type Key struct {
+	Tenant      string
+	Action      string
+	OperationID uuid.UUID
+}
+
+func (k Key) String() string {
+	return fmt.Sprintf("%s/%s/%s", k.Tenant, k.Action, k.OperationID)
+}
+
+// Record is what the ledger remembers about a key.
+type Record struct {
+	Key
+	Fingerprint string
+	Status      Status
+	ResultID    string // set when Status is succeeded
+	Error       string // set when Status is failed
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// Outcome is the answer to Run: the record and whether it was replayed from
+// an earlier call rather than produced by this one.
+type Outcome struct {
+	Record   Record
+	Replayed bool
+}
+
+// ParseID parses an operation ID: a canonical 8-4-4-4-12 UUID of version 4
+// or 7 (either case). Braces, "urn:uuid:", other versions and the nil UUID
+// are rejected because a predictable or ambiguous key would let two
+// intentions collide.
+func ParseID(s string) (uuid.UUID, error) {
+	if len(s) != 36 {
+		return uuid.Nil, fmt.Errorf("operation_id must be a UUID in 8-4-4-4-12 form (36 characters), got %d characters", len(s))
+	}
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("operation_id is not a UUID: %w", err)
+	}
+	if id.Variant() != uuid.RFC4122 {
+		return uuid.Nil, errors.New("operation_id must be an RFC 9562 UUID (variant 10xx)")
+	}
+	if v := id.Version(); v != 4 && v != 7 {
+		return uuid.Nil, fmt.Errorf("operation_id must be a UUID of version 4 or 7, got version %d", v)
+	}
+	return id, nil
+}

@@ -1,0 +1,162 @@
+package tickets
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// Limits on ticket input, in characters (Unicode code points), after trimming.
+const (
+	MaxTitle       = 200
+	MaxDescription = 20000
+	MaxLabels      = 20
+	MaxLabel       = 50
+	MaxProjectID   = 64
+)
+
+// Priorities, in increasing urgency.
+var Priorities = []Priority{PriorityLow, PriorityNormal, PriorityHigh, PriorityUrgent}
+
+// ErrInvalid marks input that failed validation. Nothing was attempted.
+var ErrInvalid = errors.New("invalid input")
+
+// FieldError says what is wrong with one field.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// ValidationError lists every problem found in one input. It matches
+// ErrInvalid with errors.Is.
+type ValidationError struct {
+	Fields []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return "invalid input: " + strings.Join(parts, "; ")
+}
+
+// Is makes errors.Is(err, ErrInvalid) true for validation errors.
+func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
+
+func invalidField(field, format string, args ...any) *ValidationError {
+	return &ValidationError{Fields: []FieldError{{Field: field, Message: fmt.Sprintf(format, args...)}}}
+}
+
+// Normalize returns the canonical form of a new ticket, or a
+// *ValidationError listing every problem. Two inputs that mean the same
+// ticket (surrounding spaces, label case and order, duplicate labels, an
+// omitted default priority, Unicode composition) normalise to the same value,
+// so their fingerprints match. Normalize is idempotent.
+func Normalize(in NewTicket) (NewTicket, error) {
+	var (
+		out  NewTicket
+		errs []FieldError
+	)
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+	}
+	text := func(field, s string, maxLen int, required, fold bool) string {
+		if msg := checkText(s); msg != "" {
+			bad(field, "%s", msg)
+			return ""
+		}
+		s = canonicalText(s, fold)
+		switch n := utf8.RuneCountInString(s); {
+		case required && n == 0:
+			bad(field, "is required and must not be blank")
+		case n > maxLen:
+			bad(field, "must be at most %d characters after trimming, got %d", maxLen, n)
+		}
+		return s
+	}
+
+	out.ProjectID = text("project_id", in.ProjectID, MaxProjectID, true, true)
+	out.Title = text("title", in.Title, MaxTitle, true, false)
+	out.Description = text("description", in.Description, MaxDescription, false, false)
+
+	out.Priority = Priority(strings.ToLower(strings.TrimSpace(string(in.Priority))))
+	if out.Priority == "" {
+		out.Priority = PriorityNormal
+	}
+	if !slices.Contains(Priorities, out.Priority) {
+		bad("priority", "must be one of low, normal, high, urgent; got %q", in.Priority)
+	}
+
+	out.Labels = make([]string, 0, len(in.Labels))
+	for i, l := range in.Labels {
+		field := fmt.Sprintf("labels[%d]", i)
+		if msg := checkText(l); msg != "" {
+			bad(field, "%s", msg)
+			continue
+		}
+		l = canonicalText(l, true)
+		switch n := utf8.RuneCountInString(l); {
+		case n == 0:
+			bad(field, "must not be blank")
+		case n > MaxLabel:
+			bad(field, "must be at most %d characters after trimming, got %d", MaxLabel, n)
+		default:
+			out.Labels = append(out.Labels, l)
+		}
+	}
+	slices.Sort(out.Labels)
+	out.Labels = slices.Compact(out.Labels)
+	if len(out.Labels) > MaxLabels {
+		bad("labels", "at most %d distinct labels, got %d", MaxLabels, len(out.Labels))
+	}
+
+	if len(errs) > 0 {
+		return NewTicket{}, &ValidationError{Fields: errs}
+	}
+	return out, nil
+}
+
+// canonicalText lower-cases (when fold is set), composes (NFC) and trims, in
+// that order, so that applying it twice changes nothing.
+func canonicalText(s string, fold bool) string {
+	if fold {
+		s = strings.ToLower(s)
+	}
+	return strings.TrimSpace(norm.NFC.String(s))
+}
+
+// checkText rejects what no database column can hold faithfully.
+func checkText(s string) string {
+	switch {
+	case !utf8.ValidString(s):
+		return "must be valid UTF-8"
+	case strings.ContainsRune(s, 0):
+		return "must not contain NUL characters"
+	}
+	return ""
+}
+
+// Fingerprint is the SHA-256 (hex) of the canonical JSON of a normalised
+// ticket: what makes two calls the same intended ticket.
+func Fingerprint(n NewTicket) string {
+	canonical, err := json.Marshal(struct {
+		ProjectID   string   `json:"project_id"`
+		Title       string   `json:"title"`
+		Description string   `json:"description"`
+		Priority    Priority `json:"priority"`
+		Labels      []string `json:"labels"`
+	}{n.ProjectID, n.Title, n.Description, n.Priority, n.Labels})
+	if err != nil {
+		panic(fmt.Sprintf("marshal fingerprint input: %v", err)) // strings only: cannot fail
+	}
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,323 @@
+package tickets
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/ticketd/ticketd/internal/cursor"
+	"github.com/ticketd/ticketd/internal/operations"
+)
+
+// ActionCreateTicket is the ledger action of CreateTicket; it scopes
+// operation IDs together with the tenant.
+const ActionCreateTicket = "create_ticket"
+
+// Page sizes for lists.
+const (
+	DefaultLimit = 50
+	MaxLimit     = 200
+)
+
+// Options configures a Service. Zero values take the defaults.
+type Options struct {
+	Ledger operations.Options
+	// CursorKey signs pagination cursors. Replicas behind one load balancer
+	// need the same key; empty means a random key per process.
+	CursorKey []byte
+}
+
+// Service is the one application layer both transports call.
+type Service struct {
+	db      *gorm.DB
+	ledger  *operations.Ledger
+	cursors cursor.Codec
+}
+
+// NewService returns a Service over a migrated database.
+func NewService(db *gorm.DB, opts Options) *Service {
+	return &Service{db: db, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey)}
+}
+
+// CreateResult is the outcome of CreateTicket.
+type CreateResult struct {
+	OperationID uuid.UUID
+	Ticket      Ticket
+	Replayed    bool // the ticket was created by an earlier call with this ID
+}
+
+// CreateTicket creates one ticket per (tenant, operation ID): a retry with the
+// same ID and the same normalised input returns the first call's ticket with
+// Replayed set, and never creates another. The ticket, its per-project number
+// and the operation record commit in one transaction.
+//
+// Errors: ErrInvalid (bad ID or input, or unknown project; nothing recorded,
+// the ID stays usable), operations.ErrConflict, operations.ErrInProgress,
+// operations.ErrOutcomeUnknown, operations.ErrUnavailable.
+func (s *Service) CreateTicket(ctx context.Context, tenant, reporter, operationID string, in NewTicket) (CreateResult, error) {
+	id, err := operations.ParseID(operationID)
+	if err != nil {
+		return CreateResult{}, invalidField("operation_id", "%v", err)
+	}
+	n, err := Normalize(in)
+	if err != nil {
+		return CreateResult{}, err
+	}
+	key := operations.Key{Tenant: tenant, Action: ActionCreateTicket, OperationID: id}
+	out, err := s.ledger.Run(ctx, key, Fingerprint(n), func(tx *gorm.DB) (string, error) {
+		t, err := insertTicket(ctx, tx, tenant, reporter, id, n)
+		if err != nil {
+			return "", err
+		}
+		return t.ID.String(), nil
+	})
+	if err != nil {
+		return CreateResult{OperationID: id}, fmt.Errorf("create ticket: %w", err)
+	}
+	t, err := s.ticketByID(ctx, tenant, out.Record.ResultID)
+	if err != nil {
+		return CreateResult{OperationID: id}, fmt.Errorf("create ticket: read committed ticket: %w", err)
+	}
+	return CreateResult{OperationID: id, Ticket: t, Replayed: out.Replayed}, nil
+}
+
+// insertTicket allocates the project's next number and inserts the ticket,
+// inside the ledger's transaction: a rollback returns the number, so numbers
+// stay contiguous.
+func insertTicket(ctx context.Context, tx *gorm.DB, tenant, reporter string, opID uuid.UUID, n NewTicket) (Ticket, error) {
+	var alloc struct {
+		Key        string
+		NextNumber int64
+	}
+	res := tx.Raw(`UPDATE projects SET next_number = next_number + 1
+		WHERE tenant_id = ? AND id = ? RETURNING key, next_number`, tenant, n.ProjectID).Scan(&alloc)
+	if res.Error != nil {
+		return Ticket{}, fmt.Errorf("%w: allocate ticket number: %v", operations.ErrUnavailable, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return Ticket{}, unknownProject(ctx, tx, tenant, n.ProjectID)
+	}
+	number := alloc.NextNumber - 1
+	now := time.Now().UTC()
+	labels, err := json.Marshal(n.Labels)
+	if err != nil {
+		return Ticket{}, fmt.Errorf("encode labels: %w", err)
+	}
+	opIDText := opID.String()
+	row := ticketRow{
+		ID: uuid.Must(uuid.NewV7()).String(), TenantID: tenant, ProjectID: n.ProjectID, Number: number,
+		Key: fmt.Sprintf("%s-%d", alloc.Key, number), Title: n.Title, Description: n.Description,
+		Priority: string(n.Priority), Status: string(StatusOpen), Labels: string(labels), Reporter: reporter,
+		OperationID: &opIDText, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := tx.Create(&row).Error; err != nil {
+		return Ticket{}, fmt.Errorf("%w: insert ticket: %v", operations.ErrUnavailable, err)
+	}
+	return row.toTicket()
+}
+
+// unknownProject builds the invalid-input error for a project the tenant does
+// not have, naming the ones it does so the caller can correct itself.
+func unknownProject(ctx context.Context, db *gorm.DB, tenant, projectID string) error {
+	var ids []string
+	if err := db.WithContext(ctx).Model(&projectRow{}).Where("tenant_id = ?", tenant).
+		Order("id").Limit(20).Pluck("id", &ids).Error; err != nil {
+		return fmt.Errorf("%w: list projects: %v", operations.ErrUnavailable, err)
+	}
+	if len(ids) == 0 {
+		return invalidField("project_id", "unknown project %q; this tenant has no projects yet", projectID)
+	}
+	return invalidField("project_id", "unknown project %q; known projects: %s (call list_projects)",
+		projectID, strings.Join(ids, ", "))
+}
+
+// Would says what CreateTicket would do with an operation ID.
+type Would string
+
+// What a preview predicts.
+const (
+	WouldCreate   Would = "create"
+	WouldReplay   Would = "replay"
+	WouldConflict Would = "conflict"
+)
+
+// Preview is the read-only answer of PreviewTicket.
+type Preview struct {
+	Ticket           NewTicket // normalised
+	Fingerprint      string
+	OperationID      *uuid.UUID
+	Would            Would  // set when an operation ID was given
+	ExistingTicketID string // set when Would is replay or conflict and a ticket exists
+}
+
+// PreviewTicket validates and normalises a ticket and, given an operation ID,
+// says whether CreateTicket would create, replay or conflict. It writes
+// nothing. An empty operationID skips the prediction.
+//
+// Errors: ErrInvalid, operations.ErrUnavailable.
+func (s *Service) PreviewTicket(ctx context.Context, tenant, operationID string, in NewTicket) (Preview, error) {
+	var id *uuid.UUID
+	if operationID != "" {
+		parsed, err := operations.ParseID(operationID)
+		if err != nil {
+			return Preview{}, invalidField("operation_id", "%v", err)
+		}
+		id = &parsed
+	}
+	n, err := Normalize(in)
+	if err != nil {
+		return Preview{}, err
+	}
+	if err := s.projectExists(ctx, tenant, n.ProjectID); err != nil {
+		return Preview{}, err
+	}
+	p := Preview{Ticket: n, Fingerprint: Fingerprint(n), OperationID: id}
+	if id == nil {
+		return p, nil
+	}
+	rec, err := s.ledger.Lookup(ctx, operations.Key{Tenant: tenant, Action: ActionCreateTicket, OperationID: *id})
+	switch {
+	case errors.Is(err, operations.ErrNotFound):
+		p.Would = WouldCreate
+	case err != nil:
+		return Preview{}, fmt.Errorf("preview ticket: %w", err)
+	case rec.Fingerprint == p.Fingerprint:
+		p.Would, p.ExistingTicketID = WouldReplay, rec.ResultID
+	default:
+		p.Would, p.ExistingTicketID = WouldConflict, rec.ResultID
+	}
+	return p, nil
+}
+
+func (s *Service) projectExists(ctx context.Context, tenant, projectID string) error {
+	var count int64
+	if err := s.db.WithContext(ctx).Model(&projectRow{}).
+		Where("tenant_id = ? AND id = ?", tenant, projectID).Count(&count).Error; err != nil {
+		return fmt.Errorf("%w: look up project: %v", operations.ErrUnavailable, err)
+	}
+	if count == 0 {
+		return unknownProject(ctx, s.db, tenant, projectID)
+	}
+	return nil
+}
+
+var ticketKeyPattern = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9]{0,9})-([1-9][0-9]{0,18})$`)
+
+// GetTicket returns the tenant's ticket by UUID or by key (e.g. SUP-42, any case).
+//
+// Errors: ErrInvalid (neither a UUID nor a key), ErrNotFound, operations.ErrUnavailable.
+func (s *Service) GetTicket(ctx context.Context, tenant, idOrKey string) (Ticket, error) {
+	idOrKey = strings.TrimSpace(idOrKey)
+	if id, err := uuid.Parse(idOrKey); err == nil && len(idOrKey) == 36 {
+		return s.ticketByID(ctx, tenant, id.String())
+	}
+	if !ticketKeyPattern.MatchString(idOrKey) {
+		return Ticket{}, invalidField("id", "must be a ticket UUID or a key like SUP-42, got %q", idOrKey)
+	}
+	return s.ticketWhere(ctx, "tenant_id = ? AND key = ?", tenant, strings.ToUpper(idOrKey))
+}
+
+func (s *Service) ticketByID(ctx context.Context, tenant, id string) (Ticket, error) {
+	return s.ticketWhere(ctx, "tenant_id = ? AND id = ?", tenant, id)
+}
+
+func (s *Service) ticketWhere(ctx context.Context, query string, args ...any) (Ticket, error) {
+	var row ticketRow
+	err := s.db.WithContext(ctx).Where(query, args...).Take(&row).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return Ticket{}, fmt.Errorf("ticket: %w", ErrNotFound)
+	case err != nil:
+		return Ticket{}, fmt.Errorf("%w: read ticket: %v", operations.ErrUnavailable, err)
+	}
+	return row.toTicket()
+}
+
+// ListTicketsParams filters and pages ListTickets. All fields are optional.
+type ListTicketsParams struct {
+	ProjectID string
+	Status    Status
+	Limit     int    // 1..MaxLimit; 0 means DefaultLimit
+	Cursor    string // from a previous page's NextCursor
+}
+
+// TicketPage is one page of tickets, newest first.
+type TicketPage struct {
+	Tickets    []Ticket
+	NextCursor string // empty on the last page
+}
+
+type ticketPosition struct {
+	ID string `json:"id"`
+}
+
+// ListTickets returns the tenant's tickets, newest first, a page at a time.
+// Cursors are bound to the tenant and filters.
+//
+// Errors: ErrInvalid (bad filter, limit or cursor), operations.ErrUnavailable.
+func (s *Service) ListTickets(ctx context.Context, tenant string, p ListTicketsParams) (TicketPage, error) {
+	limit, err := pageLimit(p.Limit)
+	if err != nil {
+		return TicketPage{}, err
+	}
+	projectID := canonicalText(p.ProjectID, true)
+	status := Status(strings.TrimSpace(string(p.Status)))
+	if status != "" && !slices.Contains(Statuses, status) {
+		return TicketPage{}, invalidField("status", "must be one of open, in_progress, resolved, closed; got %q", p.Status)
+	}
+	scope := strings.Join([]string{"tickets", tenant, projectID, string(status)}, "\x00")
+	q := s.db.WithContext(ctx).Where("tenant_id = ?", tenant)
+	if projectID != "" {
+		q = q.Where("project_id = ?", projectID)
+	}
+	if status != "" {
+		q = q.Where("status = ?", string(status))
+	}
+	if p.Cursor != "" {
+		var pos ticketPosition
+		if err := s.cursors.Decode(scope, p.Cursor, &pos); err != nil {
+			return TicketPage{}, invalidField("cursor", "not a cursor issued for this list; start again without one")
+		}
+		q = q.Where("id < ?", pos.ID)
+	}
+	var rows []ticketRow
+	// UUIDv7 ids sort in creation order, so id is the whole keyset.
+	if err := q.Order("id DESC").Limit(limit + 1).Find(&rows).Error; err != nil {
+		return TicketPage{}, fmt.Errorf("%w: list tickets: %v", operations.ErrUnavailable, err)
+	}
+	page := TicketPage{Tickets: make([]Ticket, 0, min(len(rows), limit))}
+	for i, r := range rows {
+		if i == limit {
+			next, err := s.cursors.Encode(scope, ticketPosition{ID: rows[i-1].ID})
+			if err != nil {
+				return TicketPage{}, err
+			}
+			page.NextCursor = next
+			break
+		}
+		t, err := r.toTicket()
+		if err != nil {
+			return TicketPage{}, err
+		}
+		page.Tickets = append(page.Tickets, t)
+	}
+	return page, nil
+}
+
+func pageLimit(limit int) (int, error) {
+	switch {
+	case limit == 0:
+		return DefaultLimit, nil
+	case limit < 0 || limit > MaxLimit:
+		return 0, invalidField("limit", "must be between 1 and %d, got %d", MaxLimit, limit)
+	}
+	return limit, nil
+}

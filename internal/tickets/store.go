@@ -1,0 +1,61 @@
+package tickets
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Rows for GORM stay here, beside their queries; domain types carry no tags.
+
+type projectRow struct {
+	TenantID   string    `gorm:"column:tenant_id;primaryKey"`
+	ID         string    `gorm:"column:id;primaryKey"`
+	Key        string    `gorm:"column:key"`
+	Name       string    `gorm:"column:name"`
+	NextNumber int64     `gorm:"column:next_number"`
+	CreatedAt  time.Time `gorm:"column:created_at"`
+}
+
+func (projectRow) TableName() string { return "projects" }
+
+func (r projectRow) toProject() Project {
+	return Project{ID: r.ID, Key: r.Key, Name: r.Name, CreatedAt: r.CreatedAt.UTC()}
+}
+
+type ticketRow struct {
+	ID          string    `gorm:"column:id;primaryKey"`
+	TenantID    string    `gorm:"column:tenant_id"`
+	ProjectID   string    `gorm:"column:project_id"`
+	Number      int64     `gorm:"column:number"`
+	Key         string    `gorm:"column:key"`
+	Title       string    `gorm:"column:title"`
+	Description string    `gorm:"column:description"`
+	Priority    string    `gorm:"column:priority"`
+	Status      string    `gorm:"column:status"`
+	Labels      string    `gorm:"column:labels"` // JSON array: one encoding for both dialects
+	Reporter    string    `gorm:"column:reporter"`
+	OperationID *string   `gorm:"column:operation_id"`
+	CreatedAt   time.Time `gorm:"column:created_at"`
+	UpdatedAt   time.Time `gorm:"column:updated_at"`
+}
+
+func (ticketRow) TableName() string { return "tickets" }
+
+func (r ticketRow) toTicket() (Ticket, error) {
+	id, err := uuid.Parse(r.ID)
+	if err != nil {
+		return Ticket{}, fmt.Errorf("ticket row %q: bad id: %w", r.ID, err)
+	}
+	labels := []string{}
+	if err := json.Unmarshal([]byte(r.Labels), &labels); err != nil {
+		return Ticket{}, fmt.Errorf("ticket row %s: bad labels: %w", r.ID, err)
+	}
+	return Ticket{
+		ID: id, Key: r.Key, ProjectID: r.ProjectID, Title: r.Title, Description: r.Description,
+		Priority: Priority(r.Priority), Status: Status(r.Status), Labels: labels, Reporter: r.Reporter,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+	}, nil
+}

@@ -1,0 +1,72 @@
+// Package tickets is ticketd's domain: projects, tickets and the one
+// retry-safe way to create a ticket. It imports no transport; the tenant and
+// the reporter are explicit arguments of every method.
+package tickets
+
+import (
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Priority of a ticket.
+type Priority string
+
+// The priorities.
+const (
+	PriorityLow    Priority = "low"
+	PriorityNormal Priority = "normal"
+	PriorityHigh   Priority = "high"
+	PriorityUrgent Priority = "urgent"
+)
+
+// Status of a ticket's work (not of an operation).
+type Status string
+
+// The ticket statuses.
+const (
+	StatusOpen       Status = "open"
+	StatusInProgress Status = "in_progress"
+	StatusResolved   Status = "resolved"
+	StatusClosed     Status = "closed"
+)
+
+// Statuses lists every ticket status.
+var Statuses = []Status{StatusOpen, StatusInProgress, StatusResolved, StatusClosed}
+
+// ErrNotFound: no such ticket or project for this tenant (another tenant's
+// are indistinguishable from absent ones).
+var ErrNotFound = errors.New("not found")
+
+// NewTicket is the caller's intent: the meaningful input of create_ticket.
+type NewTicket struct {
+	ProjectID   string
+	Title       string
+	Description string
+	Priority    Priority
+	Labels      []string
+}
+
+// Ticket is a created ticket.
+type Ticket struct {
+	ID          uuid.UUID
+	Key         string // project key and number, e.g. SUP-42
+	ProjectID   string
+	Title       string
+	Description string
+	Priority    Priority
+	Status      Status
+	Labels      []string
+	Reporter    string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// Project groups tickets; its Key prefixes their keys.
+type Project struct {
+	ID        string
+	Key       string
+	Name      string
+	CreatedAt time.Time
+}
