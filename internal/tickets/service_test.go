@@ -175,7 +175,7 @@ func TestCreateTicketRejectsBadOperationIDs(t *testing.T) {
 		svc := newService(t, d)
 		for _, id := range []string{
 			"", "not-a-uuid", uuid.Nil.String(), "{" + uuid.NewString() + "}", "urn:uuid:" + uuid.NewString(),
-			uuid.Must(uuid.NewUUID()).String(), // version 1: time and MAC based, predictable
+			uuid.Must(uuid.NewUUID()).String(),    // version 1: time and MAC based, predictable
 			"0190f3a2-7b1c-7d4e-8f00-00000000000", // one digit short
 		} {
 			if _, err := svc.CreateTicket(context.Background(), tenantA, "alice", id, printerTicket()); !errors.Is(err, tickets.ErrInvalid) {
