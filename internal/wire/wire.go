@@ -1,0 +1,106 @@
+// Package wire holds the JSON shapes that both transports return, so a
+// ticket or an operation status reads the same over MCP and over REST.
+package wire
+
+import (
+	"time"
+
+	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/tickets"
+)
+
+// Ticket is the ticket object of the public contract.
+type Ticket struct {
+	ID          string    `json:"id" jsonschema:"durable ticket ID (UUID)"`
+	Key         string    `json:"key" jsonschema:"human-readable key, project key and number, e.g. SUP-42"`
+	ProjectID   string    `json:"project_id" jsonschema:"project the ticket belongs to"`
+	Title       string    `json:"title"`
+	Description string    `json:"description"`
+	Priority    string    `json:"priority" jsonschema:"low, normal, high or urgent"`
+	Status      string    `json:"status" jsonschema:"open, in_progress, resolved or closed"`
+	Labels      []string  `json:"labels" jsonschema:"normalised labels (lower-case, sorted, distinct); always an array"`
+	Reporter    string    `json:"reporter" jsonschema:"subject of the token that created the ticket"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// FromTicket converts a domain ticket.
+func FromTicket(t tickets.Ticket) Ticket {
+	labels := t.Labels
+	if labels == nil {
+		labels = []string{}
+	}
+	return Ticket{
+		ID: t.ID.String(), Key: t.Key, ProjectID: t.ProjectID, Title: t.Title, Description: t.Description,
+		Priority: string(t.Priority), Status: string(t.Status), Labels: labels, Reporter: t.Reporter,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+	}
+}
+
+// Project is the project object of the public contract.
+type Project struct {
+	ID   string `json:"id" jsonschema:"project ID to pass as project_id, e.g. support"`
+	Key  string `json:"key" jsonschema:"prefix of the project's ticket keys, e.g. SUP"`
+	Name string `json:"name"`
+}
+
+// FromProject converts a domain project.
+func FromProject(p tickets.Project) Project {
+	return Project{ID: p.ID, Key: p.Key, Name: p.Name}
+}
+
+// StatusNotFound is the operation status reported for an ID that has no
+// record for the tenant: proof that nothing ran under it.
+const StatusNotFound = "not_found"
+
+// OperationStatus is the answer of get_operation_status and of
+// GET /api/v1/operations/{operation_id}.
+type OperationStatus struct {
+	OperationID string     `json:"operation_id"`
+	Action      string     `json:"action" jsonschema:"the write the ID was used for, e.g. create_ticket"`
+	Status      string     `json:"status" jsonschema:"succeeded, failed, pending, unknown or not_found"`
+	TicketID    string     `json:"ticket_id,omitempty" jsonschema:"the created ticket's ID, when succeeded"`
+	Ticket      *Ticket    `json:"ticket,omitempty" jsonschema:"the created ticket, when succeeded"`
+	Error       string     `json:"error,omitempty" jsonschema:"why it failed, when failed"`
+	CreatedAt   *time.Time `json:"created_at,omitempty"`
+	UpdatedAt   *time.Time `json:"updated_at,omitempty"`
+	NextStep    string     `json:"next_step" jsonschema:"what to do next, in one sentence"`
+}
+
+// FromOperation converts the service's answer for a recorded operation.
+func FromOperation(st tickets.OperationStatus) OperationStatus {
+	r := st.Record
+	out := OperationStatus{
+		OperationID: r.OperationID.String(), Action: r.Action, Status: string(r.Status), Error: r.Error,
+		CreatedAt: &r.CreatedAt, UpdatedAt: &r.UpdatedAt, NextStep: nextStep(r.Status),
+	}
+	if r.Status == operations.StatusSucceeded && r.Action == tickets.ActionCreateTicket {
+		out.TicketID = r.ResultID
+	}
+	if st.Ticket != nil {
+		t := FromTicket(*st.Ticket)
+		out.Ticket = &t
+	}
+	return out
+}
+
+// OperationNotFound is the status of an operation ID that nothing ran under.
+func OperationNotFound(operationID, action string) OperationStatus {
+	return OperationStatus{
+		OperationID: operationID, Action: action, Status: StatusNotFound,
+		NextStep: "Nothing ran under this operation_id for your tenant: no ticket was created with it. It is safe to call create_ticket with this operation_id now.",
+	}
+}
+
+func nextStep(s operations.Status) string {
+	switch s {
+	case operations.StatusSucceeded:
+		return "The ticket was created (see ticket_id); do not create it again. Retrying create_ticket with the same operation_id and input returns this ticket."
+	case operations.StatusPending:
+		return "The operation is still running; check again in a moment with the same operation_id."
+	case operations.StatusFailed:
+		return "The operation was rejected for the reason in error; nothing was created."
+	default:
+		return "The outcome is not known yet; check again shortly, or retry create_ticket with the same operation_id and input (never a new one)."
+	}
+}
