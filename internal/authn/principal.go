@@ -1,0 +1,79 @@
+// Package authn turns a bearer JWT into a Principal: the tenant, subject and
+// scopes every ticketd call is authorised against.
+//
+// It knows nothing about HTTP routing or MCP sessions. The streamable HTTP
+// transport plugs Verifier.TokenVerifier into auth.RequireBearerToken; the
+// stdio transport, which has no request to carry a token, verifies one at
+// start-up and puts the result in the context with ContextWithPrincipal.
+package authn
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+)
+
+// The scopes ticketd understands. A token may carry others; they are kept in
+// Principal.Scopes but grant nothing.
+const (
+	ScopeRead  = "tickets:read"
+	ScopeWrite = "tickets:write"
+	ScopeAdmin = "tickets:admin"
+)
+
+// Principal is the authenticated caller. Tenant scopes every query, so it only
+// ever comes from a verified token, never from tool or request arguments.
+type Principal struct {
+	Tenant  string
+	Subject string
+	// Scopes are the token's scopes, verbatim and in token order.
+	Scopes []string
+	// Expires is the token's exp claim; authorisation is re-checked per call,
+	// so a long-lived stdio principal can be refused once this has passed.
+	Expires time.Time
+}
+
+// HasScope reports whether p grants scope. Scopes are compared literally with
+// one exception: ScopeAdmin also grants ScopeRead and ScopeWrite, so an
+// operator token does not have to list all three. ScopeWrite does not imply
+// ScopeRead.
+func (p Principal) HasScope(scope string) bool {
+	if slices.Contains(p.Scopes, scope) {
+		return true
+	}
+	return (scope == ScopeRead || scope == ScopeWrite) && slices.Contains(p.Scopes, ScopeAdmin)
+}
+
+// tokenInfoPrincipal is the auth.TokenInfo.Extra key under which
+// Verifier.TokenVerifier stores the Principal.
+const tokenInfoPrincipal = "principal"
+
+// PrincipalFrom returns the Principal that Verifier.TokenVerifier stored in
+// info. It is nil-safe because MCP handlers see a nil TokenInfo on the stdio
+// and in-memory transports; ok is false then, and for a TokenInfo built by
+// anything else.
+func PrincipalFrom(info *auth.TokenInfo) (p Principal, ok bool) {
+	if info == nil {
+		return Principal{}, false
+	}
+	p, ok = info.Extra[tokenInfoPrincipal].(Principal)
+	return p, ok
+}
+
+type principalKey struct{}
+
+// ContextWithPrincipal returns a copy of ctx carrying p. The stdio transport
+// uses it because there is no HTTP request, and so no TokenInfo, to carry the
+// principal verified at start-up.
+func ContextWithPrincipal(ctx context.Context, p Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// PrincipalFromContext returns the Principal stored by ContextWithPrincipal;
+// ok is false if there is none.
+func PrincipalFromContext(ctx context.Context) (p Principal, ok bool) {
+	p, ok = ctx.Value(principalKey{}).(Principal)
+	return p, ok
+}
