@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
@@ -58,7 +59,7 @@ func Of(err error) Code {
 		return AlreadyExists
 	case errors.Is(err, ErrForbidden):
 		return Forbidden
-	case errors.Is(err, ErrUnauthenticated):
+	case errors.Is(err, ErrUnauthenticated), errors.Is(err, authn.ErrInvalidToken):
 		return Unauthenticated
 	case errors.Is(err, operations.ErrUnavailable),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):

@@ -1,0 +1,59 @@
+package db_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ticketd/ticketd/internal/db"
+)
+
+func TestParseURL(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		raw     string
+		dialect db.Dialect
+		dsnHas  string
+	}{
+		{"postgres://u@h:5432/d?sslmode=disable", db.Postgres, "postgres://u@h:5432/d"},
+		{"postgresql://u@h/d", db.Postgres, "postgresql://u@h/d"},
+		{"sqlite://ticketd.db", db.SQLite, "_txlock=immediate"},
+		{"sqlite:///var/lib/ticketd/t.db?_pragma=cache_size(2000)", db.SQLite, "file:/var/lib/ticketd/t.db?"},
+	}
+	for _, c := range cases {
+		dialect, dsn, err := db.ParseURL(c.raw)
+		if err != nil || dialect != c.dialect || !strings.Contains(dsn, c.dsnHas) {
+			t.Errorf("ParseURL(%q) = %s, %q, %v; want %s containing %q", c.raw, dialect, dsn, err, c.dialect, c.dsnHas)
+		}
+	}
+	for _, raw := range []string{"", "mysql://x", "sqlite://", "ticketd.db", "postgres://%zz"} {
+		if _, _, err := db.ParseURL(raw); !errors.Is(err, db.ErrBadURL) {
+			t.Errorf("ParseURL(%q) err = %v, want ErrBadURL", raw, err)
+		}
+	}
+}
+
+func TestOpenSQLiteAppliesPragmas(t *testing.T) {
+	t.Parallel()
+	d, err := db.Open(context.Background(), "sqlite://"+filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for pragma, want := range map[string]string{"journal_mode": "wal", "foreign_keys": "1", "busy_timeout": "10000"} {
+		var got string
+		if err := d.Gorm.Raw("PRAGMA " + pragma).Scan(&got).Error; err != nil || got != want {
+			t.Errorf("PRAGMA %s = %q, %v; want %q", pragma, got, err, want)
+		}
+	}
+}
+
+func TestOpenUnreachablePostgresFailsClearly(t *testing.T) {
+	t.Parallel()
+	_, err := db.Open(context.Background(), "postgres://nobody@127.0.0.1:1/none?sslmode=disable&connect_timeout=2")
+	if err == nil || !strings.Contains(err.Error(), "postgres database") {
+		t.Errorf("err = %v, want a connect error naming the dialect", err)
+	}
+}

@@ -1,0 +1,226 @@
+package operations_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/operations"
+)
+
+const fingerprintA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+func newKey() operations.Key {
+	return operations.Key{Tenant: "acme", Action: "create_widget", OperationID: uuid.New()}
+}
+
+// insertProject is a stand-in side effect: the ledger is generic, so any row
+// written through tx proves whether the write committed.
+func insertProject(id string) operations.WriteFunc {
+	return func(tx *gorm.DB) (string, error) {
+		err := tx.Exec(`INSERT INTO projects (tenant_id, id, key, name, next_number, created_at) VALUES (?, ?, ?, ?, 1, ?)`,
+			"acme", id, strings.ToUpper(id), id, time.Now().UTC()).Error
+		return id, err
+	}
+}
+
+func countRows(tb testing.TB, d *db.DB, table string) int64 {
+	tb.Helper()
+	var n int64
+	if err := d.Gorm.Table(table).Count(&n).Error; err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+func TestRunRecordsAndReplays(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		l := operations.NewLedger(d.Gorm, operations.Options{})
+		key := newKey()
+		first, err := l.Run(ctx, key, fingerprintA, insertProject("p1"))
+		if err != nil || first.Replayed || first.Record.Status != operations.StatusSucceeded || first.Record.ResultID != "p1" {
+			t.Fatalf("first run = %+v, %v", first, err)
+		}
+		calls := 0
+		second, err := l.Run(ctx, key, fingerprintA, func(*gorm.DB) (string, error) { calls++; return "p2", nil })
+		if err != nil || !second.Replayed || second.Record.ResultID != "p1" || calls != 0 {
+			t.Fatalf("replay = %+v, %v (write ran %d times)", second, err, calls)
+		}
+		got, err := l.Lookup(ctx, key)
+		if err != nil || got.Status != operations.StatusSucceeded || got.Fingerprint != fingerprintA || got.CreatedAt.IsZero() {
+			t.Errorf("lookup = %+v, %v", got, err)
+		}
+		other := key
+		other.Action = "delete_widget"
+		if _, err := l.Lookup(ctx, other); !errors.Is(err, operations.ErrNotFound) {
+			t.Errorf("lookup under another action = %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestRunFailingWriteRollsBackEverything(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		l := operations.NewLedger(d.Gorm, operations.Options{})
+		key := newKey()
+		boom := errors.New("downstream refused")
+		_, err := l.Run(ctx, key, fingerprintA, func(tx *gorm.DB) (string, error) {
+			if _, err := insertProject("half")(tx); err != nil {
+				return "", err
+			}
+			return "", boom
+		})
+		if !errors.Is(err, boom) {
+			t.Fatalf("err = %v, want the write's error", err)
+		}
+		if n := countRows(t, d, "projects") + countRows(t, d, "operations"); n != 0 {
+			t.Fatalf("%d rows survived a failed write, want 0", n)
+		}
+		if _, err := l.Run(ctx, key, fingerprintA, insertProject("whole")); err != nil {
+			t.Fatalf("the same key after a rolled-back write: %v", err)
+		}
+	})
+}
+
+func TestRunPanickingWriteRollsBack(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		l := operations.NewLedger(d.Gorm, operations.Options{})
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("the write's panic was swallowed")
+				}
+			}()
+			_, _ = l.Run(context.Background(), newKey(), fingerprintA, func(tx *gorm.DB) (string, error) {
+				if _, err := insertProject("half")(tx); err != nil {
+					return "", err
+				}
+				panic("bug in write")
+			})
+		}()
+		if n := countRows(t, d, "projects") + countRows(t, d, "operations"); n != 0 {
+			t.Errorf("%d rows survived a panicking write, want 0", n)
+		}
+	})
+}
+
+func TestRunConflictDoesNotWrite(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		l := operations.NewLedger(d.Gorm, operations.Options{})
+		key := newKey()
+		if _, err := l.Run(ctx, key, fingerprintA, insertProject("p1")); err != nil {
+			t.Fatal(err)
+		}
+		out, err := l.Run(ctx, key, strings.Repeat("b", 64), insertProject("p2"))
+		if !errors.Is(err, operations.ErrConflict) || out.Record.ResultID != "p1" {
+			t.Fatalf("run = %+v, %v; want ErrConflict naming the first result", out, err)
+		}
+		if n := countRows(t, d, "projects"); n != 1 {
+			t.Errorf("%d projects, want 1", n)
+		}
+	})
+}
+
+// TestRunSurvivesCallerCancellation proves writes are detached from the
+// caller: a client that disconnects mid-write must not leave it half done,
+// and its retry must find the committed result.
+func TestRunSurvivesCallerCancellation(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		l := operations.NewLedger(d.Gorm, operations.Options{})
+		key := newKey()
+		ctx, cancel := context.WithCancel(context.Background())
+		_, err := l.Run(ctx, key, fingerprintA, func(tx *gorm.DB) (string, error) {
+			cancel() // the caller goes away in the middle of the write
+			return insertProject("p1")(tx)
+		})
+		if err != nil {
+			t.Fatalf("run with a cancelled caller: %v", err)
+		}
+		out, err := l.Run(context.Background(), key, fingerprintA, insertProject("p2"))
+		if err != nil || !out.Replayed || out.Record.ResultID != "p1" {
+			t.Errorf("retry = %+v, %v; want replay of p1", out, err)
+		}
+	})
+}
+
+func TestRunConcurrentHolderIsInProgress(t *testing.T) {
+	t.Parallel()
+	d := dbtest.Postgres(t)
+	ctx := context.Background()
+	l := operations.NewLedger(d.Gorm, operations.Options{LockTimeout: 200 * time.Millisecond})
+	key := newKey()
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Run(ctx, key, fingerprintA, func(tx *gorm.DB) (string, error) {
+			close(entered)
+			<-release
+			return insertProject("slow")(tx)
+		})
+		done <- err
+	}()
+	<-entered
+	out, err := l.Run(ctx, key, fingerprintA, insertProject("dup"))
+	if !errors.Is(err, operations.ErrInProgress) || out.Record.Status != operations.StatusPending {
+		t.Errorf("concurrent call = %+v, %v; want ErrInProgress with status pending", out, err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+	out, err = l.Run(ctx, key, fingerprintA, insertProject("dup"))
+	if err != nil || !out.Replayed || out.Record.ResultID != "slow" {
+		t.Errorf("after the holder committed = %+v, %v; want replay", out, err)
+	}
+}
+
+func TestList(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		l := operations.NewLedger(d.Gorm, operations.Options{})
+		const total = 5
+		for i := range total {
+			if _, err := l.Run(ctx, newKey(), fingerprintA, insertProject("p"+string(rune('a'+i)))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var seen []string
+		var after *operations.Position
+		for range total + 1 {
+			page, err := l.List(ctx, "acme", operations.StatusSucceeded, after, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			for _, r := range page {
+				seen = append(seen, r.ResultID)
+			}
+			last := page[len(page)-1]
+			after = &operations.Position{CreatedAt: last.CreatedAt, Action: last.Action, OperationID: last.OperationID.String()}
+		}
+		if strings.Join(seen, ",") != "pe,pd,pc,pb,pa" {
+			t.Errorf("pages = %v, want newest first without gaps or repeats", seen)
+		}
+		if other, err := l.List(ctx, "globex", "", nil, 10); err != nil || len(other) != 0 {
+			t.Errorf("another tenant's list = %v, %v", other, err)
+		}
+	})
+}

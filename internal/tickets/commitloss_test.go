@@ -1,0 +1,98 @@
+package tickets_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"testing"
+
+	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/faultproxy"
+	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/tickets"
+)
+
+// commitMessage is PostgreSQL's simple-query message for COMMIT as pgx sends
+// it: 'Q', int32 length 11, "commit\0".
+const commitMessage = "Q\x00\x00\x00\x0bcommit\x00"
+
+// viaProxy opens a fresh PostgreSQL database through a fault proxy.
+func viaProxy(t *testing.T) (*db.DB, *faultproxy.Proxy) {
+	t.Helper()
+	raw := dbtest.PostgresURL(t)
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.Start(t, u.Host)
+	u.Host = proxy.Addr()
+	d, err := db.Open(context.Background(), u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	return d, proxy
+}
+
+// TestCommitReplyLostIsOutcomeUnknown cuts the database connection after
+// COMMIT reached PostgreSQL and was applied, before its reply: the service must
+// say "unknown", never "failed", and a retry must find the one ticket.
+func TestCommitReplyLostIsOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	d, proxy := viaProxy(t)
+	svc := newService(t, d)
+	ctx := context.Background()
+	id := newID()
+
+	fired := proxy.DropReplyAfter(commitMessage)
+	_, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket())
+	<-fired
+	if !errors.Is(err, operations.ErrOutcomeUnknown) {
+		t.Fatalf("err = %v, want ErrOutcomeUnknown", err)
+	}
+
+	st, err := svc.GetOperation(ctx, tenantA, id)
+	if err != nil || st.Record.Status != operations.StatusSucceeded || st.Ticket == nil {
+		t.Fatalf("status after the lost reply = %+v, %v; want succeeded with its ticket", st, err)
+	}
+	retry, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket())
+	if err != nil || !retry.Replayed || retry.Ticket.ID != st.Ticket.ID {
+		t.Fatalf("retry = %+v, %v; want replay of %s", retry, err, st.Ticket.ID)
+	}
+	if n := countTickets(t, d, tenantA); n != 1 {
+		t.Errorf("%d tickets, want 1", n)
+	}
+}
+
+// TestCommitCutIsOutcomeUnknown cuts the connection the moment COMMIT is
+// sent, so PostgreSQL may or may not apply it: whatever happened, the answer
+// is "unknown", and retrying with the same ID ends with exactly one ticket.
+func TestCommitCutIsOutcomeUnknown(t *testing.T) {
+	t.Parallel()
+	d, proxy := viaProxy(t)
+	svc := newService(t, d)
+	ctx := context.Background()
+	id := newID()
+
+	fired := proxy.CutAfter(commitMessage)
+	_, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket())
+	<-fired
+	if !errors.Is(err, operations.ErrOutcomeUnknown) {
+		t.Fatalf("err = %v, want ErrOutcomeUnknown", err)
+	}
+	retry, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket())
+	if err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if n := countTickets(t, d, tenantA); n != 1 {
+		t.Errorf("%d tickets after retry, want 1", n)
+	}
+	st, err := svc.GetOperation(ctx, tenantA, id)
+	if err != nil || st.Ticket == nil || st.Ticket.ID != retry.Ticket.ID {
+		t.Errorf("status = %+v, %v; want the retry's ticket", st, err)
+	}
+	if _, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{}); err != nil {
+		t.Errorf("the pool did not recover from the cut connection: %v", err)
+	}
+}

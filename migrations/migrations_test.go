@@ -1,0 +1,82 @@
+package migrations_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/migrations"
+)
+
+// TestDialectsEnforceTheSameKeys runs one table of rows against both schemas:
+// each dialect must accept the same rows and reject the same ones.
+func TestDialectsEnforceTheSameKeys(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		now := time.Now().UTC()
+		project := `INSERT INTO projects (tenant_id, id, key, name, next_number, created_at) VALUES (?, ?, ?, ?, 1, ?)`
+		ticket := `INSERT INTO tickets (id, tenant_id, project_id, number, key, title, description, priority, status, labels, reporter, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, 't', '', ?, 'open', '[]', 'r', ?, ?)`
+		operation := `INSERT INTO operations (tenant_id, action, operation_id, fingerprint, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`
+		fp := "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+		opID := uuid.NewString()
+		steps := []struct {
+			name string
+			sql  string
+			args []any
+			ok   bool
+		}{
+			{"Project", project, []any{"acme", "support", "SUP", "Support", now}, true},
+			{"SameProjectOtherTenant", project, []any{"globex", "support", "SUP", "Support", now}, true},
+			{"DuplicateProjectID", project, []any{"acme", "support", "HELP", "Help", now}, false},
+			{"DuplicateProjectKey", project, []any{"acme", "help", "SUP", "Help", now}, false},
+			{"Ticket", ticket, []any{uuid.NewString(), "acme", "support", 1, "SUP-1", "normal", now, now}, true},
+			{"TicketNumberReused", ticket, []any{uuid.NewString(), "acme", "support", 1, "SUP-9", "normal", now, now}, false},
+			{"TicketKeyReused", ticket, []any{uuid.NewString(), "acme", "support", 2, "SUP-1", "normal", now, now}, false},
+			{"TicketUnknownProject", ticket, []any{uuid.NewString(), "acme", "sales", 1, "SAL-1", "normal", now, now}, false},
+			{"TicketOtherTenantsProject", ticket, []any{uuid.NewString(), "initech", "support", 1, "SUP-1", "normal", now, now}, false},
+			{"TicketBadPriority", ticket, []any{uuid.NewString(), "acme", "support", 3, "SUP-3", "asap", now, now}, false},
+			{"Operation", operation, []any{"acme", "create_ticket", opID, fp, "succeeded", now, now}, true},
+			{"OperationSameKey", operation, []any{"acme", "create_ticket", opID, fp, "succeeded", now, now}, false},
+			{"OperationOtherTenant", operation, []any{"globex", "create_ticket", opID, fp, "succeeded", now, now}, true},
+			{"OperationOtherAction", operation, []any{"acme", "close_ticket", opID, fp, "succeeded", now, now}, true},
+			{"OperationBadStatus", operation, []any{"acme", "create_ticket", uuid.NewString(), fp, "done", now, now}, false},
+			{"OperationShortFingerprint", operation, []any{"acme", "create_ticket", uuid.NewString(), "abc", "pending", now, now}, false},
+		}
+		for _, s := range steps {
+			err := d.Gorm.Exec(s.sql, s.args...).Error
+			if (err == nil) != s.ok {
+				t.Errorf("%s: err = %v, want accepted=%v", s.name, err, s.ok)
+			}
+		}
+	})
+}
+
+func TestUpIsIdempotent(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		sqlDB, err := d.Gorm.DB()
+		if err != nil {
+			t.Fatal(err)
+		}
+		v1, err := migrations.Up(context.Background(), sqlDB, string(d.Dialect))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v2, err := migrations.Up(context.Background(), sqlDB, string(d.Dialect))
+		if err != nil || v2 != v1 || v1 < 1 {
+			t.Errorf("versions %d then %d (%v); want the same positive version", v1, v2, err)
+		}
+	})
+}
+
+func TestUpRejectsUnknownDialect(t *testing.T) {
+	t.Parallel()
+	if _, err := migrations.Up(context.Background(), nil, "mysql"); err == nil {
+		t.Error("Up accepted an unknown dialect")
+	}
+}
