@@ -71,12 +71,14 @@ func NewLedger(db *gorm.DB, opts Options) *Ledger {
 	return &Ledger{db: db, opts: opts}
 }
 
-// WriteFunc performs the side effect inside the ledger's transaction and
-// returns the durable ID of what it made. An error rolls everything back,
-// the record included, so the same key stays usable.
-type WriteFunc func(tx *gorm.DB) (resultID string, err error)
+// WriteFunc performs the side effect inside the ledger's transaction. An
+// error rolls everything back, the record included, so the same key stays
+// usable.
+type WriteFunc func(tx *gorm.DB) error
 
-// Run executes write at most once for key. Calls with the same key and
+// Run executes write at most once for key, recording resultID — the durable
+// ID of what write makes, allocated by the caller beforehand so the record
+// is written complete in one statement. Calls with the same key and
 // fingerprint after a success get the recorded outcome with Replayed set;
 // a different fingerprint gets ErrConflict and nothing is written.
 //
@@ -85,7 +87,7 @@ type WriteFunc func(tx *gorm.DB) (resultID string, err error)
 // (the store failed before anything committed), or write's own error
 // (nothing committed). The write runs detached from ctx's cancellation, bounded
 // by Options.WriteTimeout, so a caller that goes away never leaves it half done.
-func (l *Ledger) Run(ctx context.Context, key Key, fingerprint string, write WriteFunc) (Outcome, error) {
+func (l *Ledger) Run(ctx context.Context, key Key, fingerprint, resultID string, write WriteFunc) (Outcome, error) {
 	// Fast path: a retry of a finished operation needs no write transaction.
 	rec, err := l.Lookup(ctx, key)
 	switch {
@@ -97,7 +99,7 @@ func (l *Ledger) Run(ctx context.Context, key Key, fingerprint string, write Wri
 
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.WriteTimeout)
 	defer cancel()
-	return l.claimAndWrite(wctx, key, fingerprint, write)
+	return l.claimAndWrite(wctx, key, fingerprint, resultID, write)
 }
 
 // answer turns an existing record into the reply to a call that brought
@@ -116,7 +118,7 @@ func answer(rec Record, fingerprint string) (Outcome, error) {
 // committed the same key first.
 var errClaimedElsewhere = errors.New("key claimed by a concurrent call")
 
-func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint string, write WriteFunc) (out Outcome, err error) {
+func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, resultID string, write WriteFunc) (Outcome, error) {
 	tx := l.db.WithContext(ctx).Begin()
 	if tx.Error != nil {
 		return Outcome{}, fmt.Errorf("%w: begin: %v", ErrUnavailable, tx.Error)
@@ -141,10 +143,12 @@ func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint string,
 		}
 	}
 
+	// The record is claimed already complete: nobody sees it before COMMIT
+	// (and a rollback removes it), so there is no pending state to update.
 	now := time.Now().UTC()
 	row := record{
-		TenantID: key.Tenant, Action: key.Action, OperationID: key.OperationID.String(),
-		Fingerprint: fingerprint, Status: string(StatusPending), CreatedAt: now, UpdatedAt: now,
+		TenantID: key.Tenant, Action: key.Action, OperationID: key.OperationID.String(), Fingerprint: fingerprint,
+		Status: string(StatusSucceeded), ResultID: &resultID, CreatedAt: now, UpdatedAt: now,
 	}
 	claim := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
 	if claim.Error != nil {
@@ -168,15 +172,8 @@ func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint string,
 		}
 	}
 
-	resultID, err := write(tx)
-	if err != nil {
+	if err := write(tx); err != nil {
 		return Outcome{}, err
-	}
-
-	row.Status, row.ResultID, row.UpdatedAt = string(StatusSucceeded), &resultID, time.Now().UTC()
-	if err := tx.Model(&record{}).Where(keyClause(key)).
-		Updates(map[string]any{"status": row.Status, "result_id": resultID, "updated_at": row.UpdatedAt}).Error; err != nil {
-		return Outcome{}, fmt.Errorf("%w: record outcome: %v", ErrUnavailable, err)
 	}
 
 	// From here on a failure is not a failure: COMMIT may have landed and only

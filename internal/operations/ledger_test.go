@@ -24,10 +24,9 @@ func newKey() operations.Key {
 // insertProject is a stand-in side effect: the ledger is generic, so any row
 // written through tx proves whether the write committed.
 func insertProject(id string) operations.WriteFunc {
-	return func(tx *gorm.DB) (string, error) {
-		err := tx.Exec(`INSERT INTO projects (tenant_id, id, key, name, next_number, created_at) VALUES (?, ?, ?, ?, 1, ?)`,
+	return func(tx *gorm.DB) error {
+		return tx.Exec(`INSERT INTO projects (tenant_id, id, key, name, next_number, created_at) VALUES (?, ?, ?, ?, 1, ?)`,
 			"acme", id, strings.ToUpper(id), id, time.Now().UTC()).Error
-		return id, err
 	}
 }
 
@@ -46,12 +45,12 @@ func TestRunRecordsAndReplays(t *testing.T) {
 		ctx := context.Background()
 		l := operations.NewLedger(d.Gorm, operations.Options{})
 		key := newKey()
-		first, err := l.Run(ctx, key, fingerprintA, insertProject("p1"))
+		first, err := l.Run(ctx, key, fingerprintA, "p1", insertProject("p1"))
 		if err != nil || first.Replayed || first.Record.Status != operations.StatusSucceeded || first.Record.ResultID != "p1" {
 			t.Fatalf("first run = %+v, %v", first, err)
 		}
 		calls := 0
-		second, err := l.Run(ctx, key, fingerprintA, func(*gorm.DB) (string, error) { calls++; return "p2", nil })
+		second, err := l.Run(ctx, key, fingerprintA, "p2", func(*gorm.DB) error { calls++; return nil })
 		if err != nil || !second.Replayed || second.Record.ResultID != "p1" || calls != 0 {
 			t.Fatalf("replay = %+v, %v (write ran %d times)", second, err, calls)
 		}
@@ -74,11 +73,11 @@ func TestRunFailingWriteRollsBackEverything(t *testing.T) {
 		l := operations.NewLedger(d.Gorm, operations.Options{})
 		key := newKey()
 		boom := errors.New("downstream refused")
-		_, err := l.Run(ctx, key, fingerprintA, func(tx *gorm.DB) (string, error) {
-			if _, err := insertProject("half")(tx); err != nil {
-				return "", err
+		_, err := l.Run(ctx, key, fingerprintA, "half", func(tx *gorm.DB) error {
+			if err := insertProject("half")(tx); err != nil {
+				return err
 			}
-			return "", boom
+			return boom
 		})
 		if !errors.Is(err, boom) {
 			t.Fatalf("err = %v, want the write's error", err)
@@ -86,7 +85,7 @@ func TestRunFailingWriteRollsBackEverything(t *testing.T) {
 		if n := countRows(t, d, "projects") + countRows(t, d, "operations"); n != 0 {
 			t.Fatalf("%d rows survived a failed write, want 0", n)
 		}
-		if _, err := l.Run(ctx, key, fingerprintA, insertProject("whole")); err != nil {
+		if _, err := l.Run(ctx, key, fingerprintA, "whole", insertProject("whole")); err != nil {
 			t.Fatalf("the same key after a rolled-back write: %v", err)
 		}
 	})
@@ -102,9 +101,9 @@ func TestRunPanickingWriteRollsBack(t *testing.T) {
 					t.Error("the write's panic was swallowed")
 				}
 			}()
-			_, _ = l.Run(context.Background(), newKey(), fingerprintA, func(tx *gorm.DB) (string, error) {
-				if _, err := insertProject("half")(tx); err != nil {
-					return "", err
+			_, _ = l.Run(context.Background(), newKey(), fingerprintA, "half", func(tx *gorm.DB) error {
+				if err := insertProject("half")(tx); err != nil {
+					return err
 				}
 				panic("bug in write")
 			})
@@ -121,10 +120,10 @@ func TestRunConflictDoesNotWrite(t *testing.T) {
 		ctx := context.Background()
 		l := operations.NewLedger(d.Gorm, operations.Options{})
 		key := newKey()
-		if _, err := l.Run(ctx, key, fingerprintA, insertProject("p1")); err != nil {
+		if _, err := l.Run(ctx, key, fingerprintA, "p1", insertProject("p1")); err != nil {
 			t.Fatal(err)
 		}
-		out, err := l.Run(ctx, key, strings.Repeat("b", 64), insertProject("p2"))
+		out, err := l.Run(ctx, key, strings.Repeat("b", 64), "p2", insertProject("p2"))
 		if !errors.Is(err, operations.ErrConflict) || out.Record.ResultID != "p1" {
 			t.Fatalf("run = %+v, %v; want ErrConflict naming the first result", out, err)
 		}
@@ -143,14 +142,14 @@ func TestRunSurvivesCallerCancellation(t *testing.T) {
 		l := operations.NewLedger(d.Gorm, operations.Options{})
 		key := newKey()
 		ctx, cancel := context.WithCancel(context.Background())
-		_, err := l.Run(ctx, key, fingerprintA, func(tx *gorm.DB) (string, error) {
+		_, err := l.Run(ctx, key, fingerprintA, "p1", func(tx *gorm.DB) error {
 			cancel() // the caller goes away in the middle of the write
 			return insertProject("p1")(tx)
 		})
 		if err != nil {
 			t.Fatalf("run with a cancelled caller: %v", err)
 		}
-		out, err := l.Run(context.Background(), key, fingerprintA, insertProject("p2"))
+		out, err := l.Run(context.Background(), key, fingerprintA, "p2", insertProject("p2"))
 		if err != nil || !out.Replayed || out.Record.ResultID != "p1" {
 			t.Errorf("retry = %+v, %v; want replay of p1", out, err)
 		}
@@ -167,7 +166,7 @@ func TestRunConcurrentHolderIsInProgress(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		_, err := l.Run(ctx, key, fingerprintA, func(tx *gorm.DB) (string, error) {
+		_, err := l.Run(ctx, key, fingerprintA, "slow", func(tx *gorm.DB) error {
 			close(entered)
 			<-release
 			return insertProject("slow")(tx)
@@ -175,7 +174,7 @@ func TestRunConcurrentHolderIsInProgress(t *testing.T) {
 		done <- err
 	}()
 	<-entered
-	out, err := l.Run(ctx, key, fingerprintA, insertProject("dup"))
+	out, err := l.Run(ctx, key, fingerprintA, "dup", insertProject("dup"))
 	if !errors.Is(err, operations.ErrInProgress) || out.Record.Status != operations.StatusPending {
 		t.Errorf("concurrent call = %+v, %v; want ErrInProgress with status pending", out, err)
 	}
@@ -183,7 +182,7 @@ func TestRunConcurrentHolderIsInProgress(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("holder: %v", err)
 	}
-	out, err = l.Run(ctx, key, fingerprintA, insertProject("dup"))
+	out, err = l.Run(ctx, key, fingerprintA, "dup", insertProject("dup"))
 	if err != nil || !out.Replayed || out.Record.ResultID != "slow" {
 		t.Errorf("after the holder committed = %+v, %v; want replay", out, err)
 	}
@@ -196,7 +195,7 @@ func TestList(t *testing.T) {
 		l := operations.NewLedger(d.Gorm, operations.Options{})
 		const total = 5
 		for i := range total {
-			if _, err := l.Run(ctx, newKey(), fingerprintA, insertProject("p"+string(rune('a'+i)))); err != nil {
+			if _, err := l.Run(ctx, newKey(), fingerprintA, "p"+string(rune('a'+i)), insertProject("p"+string(rune('a'+i)))); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -72,15 +72,17 @@ func (s *Service) CreateTicket(ctx context.Context, tenant, reporter, operationI
 		return CreateResult{}, err
 	}
 	key := operations.Key{Tenant: tenant, Action: ActionCreateTicket, OperationID: id}
-	out, err := s.ledger.Run(ctx, key, Fingerprint(n), func(tx *gorm.DB) (string, error) {
-		t, err := insertTicket(ctx, tx, tenant, reporter, id, n)
-		if err != nil {
-			return "", err
-		}
-		return t.ID.String(), nil
+	ticketID := uuid.Must(uuid.NewV7())
+	var created Ticket
+	out, err := s.ledger.Run(ctx, key, Fingerprint(n), ticketID.String(), func(tx *gorm.DB) error {
+		created, err = insertTicket(ctx, tx, tenant, reporter, ticketID, id, n)
+		return err
 	})
 	if err != nil {
 		return CreateResult{OperationID: id}, fmt.Errorf("create ticket: %w", err)
+	}
+	if !out.Replayed {
+		return CreateResult{OperationID: id, Ticket: created}, nil
 	}
 	t, err := s.ticketByID(ctx, tenant, out.Record.ResultID)
 	if err != nil {
@@ -92,7 +94,7 @@ func (s *Service) CreateTicket(ctx context.Context, tenant, reporter, operationI
 // insertTicket allocates the project's next number and inserts the ticket,
 // inside the ledger's transaction: a rollback returns the number, so numbers
 // stay contiguous.
-func insertTicket(ctx context.Context, tx *gorm.DB, tenant, reporter string, opID uuid.UUID, n NewTicket) (Ticket, error) {
+func insertTicket(ctx context.Context, tx *gorm.DB, tenant, reporter string, ticketID, opID uuid.UUID, n NewTicket) (Ticket, error) {
 	var alloc struct {
 		Key        string
 		NextNumber int64
@@ -113,7 +115,7 @@ func insertTicket(ctx context.Context, tx *gorm.DB, tenant, reporter string, opI
 	}
 	opIDText := opID.String()
 	row := ticketRow{
-		ID: uuid.Must(uuid.NewV7()).String(), TenantID: tenant, ProjectID: n.ProjectID, Number: number,
+		ID: ticketID.String(), TenantID: tenant, ProjectID: n.ProjectID, Number: number,
 		Key: fmt.Sprintf("%s-%d", alloc.Key, number), Title: n.Title, Description: n.Description,
 		Priority: string(n.Priority), Status: string(StatusOpen), Labels: string(labels), Reporter: reporter,
 		OperationID: &opIDText, CreatedAt: now, UpdatedAt: now,
