@@ -6,7 +6,7 @@ GO        ?= go
 BIN       ?= bin/ticketd
 PKGS      ?= ./...
 BENCHTIME ?= 2s
-STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@2025.1.1
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: help run test test-short build lint bench cover fuzz
 

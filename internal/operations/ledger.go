@@ -114,10 +114,6 @@ func answer(rec Record, fingerprint string) (Outcome, error) {
 	return Outcome{Record: rec, Replayed: true}, nil
 }
 
-// errClaimedElsewhere aborts the transaction when a concurrent call
-// committed the same key first.
-var errClaimedElsewhere = errors.New("key claimed by a concurrent call")
-
 func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, resultID string, write WriteFunc) (Outcome, error) {
 	tx := l.db.WithContext(ctx).Begin()
 	if tx.Error != nil {
