@@ -141,7 +141,7 @@ func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, result
 
 	// The record is claimed already complete: nobody sees it before COMMIT
 	// (and a rollback removes it), so there is no pending state to update.
-	now := time.Now().UTC()
+	now := time.Now().UTC().Truncate(time.Microsecond) // as stored by PostgreSQL
 	row := record{
 		TenantID: key.Tenant, Action: key.Action, OperationID: key.OperationID.String(), Fingerprint: fingerprint,
 		Status: string(StatusSucceeded), ResultID: &resultID, CreatedAt: now, UpdatedAt: now,

@@ -108,7 +108,9 @@ func insertTicket(ctx context.Context, tx *gorm.DB, tenant, reporter string, tic
 		return Ticket{}, unknownProject(ctx, tx, tenant, n.ProjectID)
 	}
 	number := alloc.NextNumber - 1
-	now := time.Now().UTC()
+	// PostgreSQL keeps microseconds: the answer to the first call must read
+	// exactly like every later read and replay.
+	now := time.Now().UTC().Truncate(time.Microsecond)
 	labels, err := json.Marshal(n.Labels)
 	if err != nil {
 		return Ticket{}, fmt.Errorf("encode labels: %w", err)

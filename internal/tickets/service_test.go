@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -90,6 +91,10 @@ func TestCreateTicket(t *testing.T) {
 			}
 			if !second.Replayed || second.Ticket.ID != first.Ticket.ID {
 				t.Errorf("retry = %+v, want replay of %s", second, first.Ticket.ID)
+			}
+			// The first answer is built in memory; it must read exactly as stored.
+			if !reflect.DeepEqual(second.Ticket, first.Ticket) {
+				t.Errorf("replayed ticket differs from the first answer:\n%+v\n%+v", second.Ticket, first.Ticket)
 			}
 			if n := countTickets(t, d, tenantA); n != 1 {
 				t.Errorf("%d tickets, want 1", n)

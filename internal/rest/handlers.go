@@ -1,0 +1,187 @@
+package rest
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/wire"
+)
+
+// Handlers decode, call the service with the principal's tenant, and map the
+// result; authentication and scopes are checked by middleware in routes.go.
+
+// newTicketBody is POST /api/v1/tickets: create_ticket's arguments without
+// operation_id, which travels in Idempotency-Key.
+type newTicketBody struct {
+	ProjectID   string   `json:"project_id"`
+	Title       string   `json:"title"`
+	Description string   `json:"description"`
+	Priority    string   `json:"priority"`
+	Labels      []string `json:"labels"`
+}
+
+// newProjectBody is POST /api/v1/projects.
+type newProjectBody struct {
+	ID   string `json:"id"`
+	Key  string `json:"key"`
+	Name string `json:"name"`
+}
+
+type ticketList struct {
+	Tickets    []wire.Ticket `json:"tickets"`
+	NextCursor string        `json:"next_cursor,omitempty"`
+}
+
+type operationList struct {
+	Operations []wire.OperationStatus `json:"operations"`
+	NextCursor string                 `json:"next_cursor,omitempty"`
+}
+
+type projectList struct {
+	Projects []wire.Project `json:"projects"`
+}
+
+// createTicket is POST /api/v1/tickets. The Idempotency-Key is the operation
+// ID of the one CreateTicket both transports share, so a retry here, or over
+// MCP, with the same key and intent answers the same ticket.
+func (a *api) createTicket(w http.ResponseWriter, r *http.Request) {
+	key, err := idempotencyKey(r.Header)
+	if err != nil {
+		a.fail(w, r, err, "")
+		return
+	}
+	var body newTicketBody
+	if err := decodeJSON(w, r, &body); err != nil {
+		a.fail(w, r, err, key)
+		return
+	}
+	p := principal(r)
+	res, err := a.svc.CreateTicket(r.Context(), p.Tenant, p.Subject, key, tickets.NewTicket{
+		ProjectID: body.ProjectID, Title: body.Title, Description: body.Description,
+		Priority: tickets.Priority(body.Priority), Labels: body.Labels,
+	})
+	if err != nil {
+		a.fail(w, r, err, key)
+		return
+	}
+	if res.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+		writeJSON(w, http.StatusOK, wire.FromTicket(res.Ticket))
+		return
+	}
+	w.Header().Set("Location", "/api/v1/tickets/"+res.Ticket.ID.String())
+	writeJSON(w, http.StatusCreated, wire.FromTicket(res.Ticket))
+}
+
+// getTicket is GET /api/v1/tickets/{id-or-key}. Another tenant's ticket is
+// not_found, exactly like a missing one.
+func (a *api) getTicket(w http.ResponseWriter, r *http.Request) {
+	t, err := a.svc.GetTicket(r.Context(), principal(r).Tenant, chi.URLParam(r, "id_or_key"))
+	if err != nil {
+		a.fail(w, r, err, "")
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.FromTicket(t))
+}
+
+// listTickets is GET /api/v1/tickets, newest first.
+func (a *api) listTickets(w http.ResponseWriter, r *http.Request) {
+	q, err := queryParams(r, "project_id", "status", "limit", "cursor")
+	if err != nil {
+		a.fail(w, r, err, "")
+		return
+	}
+	limit, err := pageLimit(q)
+	if err != nil {
+		a.fail(w, r, err, "")
+		return
+	}
+	page, err := a.svc.ListTickets(r.Context(), principal(r).Tenant, tickets.ListTicketsParams{
+		ProjectID: q.Get("project_id"), Status: tickets.Status(q.Get("status")), Limit: limit, Cursor: q.Get("cursor"),
+	})
+	if err != nil {
+		a.fail(w, r, err, "")
+		return
+	}
+	out := ticketList{Tickets: make([]wire.Ticket, len(page.Tickets)), NextCursor: page.NextCursor}
+	for i, t := range page.Tickets {
+		out.Tickets[i] = wire.FromTicket(t)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// getOperation is GET /api/v1/operations/{operation_id}: what became of an
+// Idempotency-Key. An ID nothing ran under is a 404 not_found, which proves
+// that no ticket was created with it.
+func (a *api) getOperation(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "operation_id")
+	st, err := a.svc.GetOperation(r.Context(), principal(r).Tenant, id)
+	if err != nil {
+		a.fail(w, r, err, id)
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.FromOperation(st))
+}
+
+// listOperations is GET /api/v1/operations, newest first; status=unknown or
+// status=pending finds the operations that need an operator's attention.
+func (a *api) listOperations(w http.ResponseWriter, r *http.Request) {
+	q, err := queryParams(r, "status", "limit", "cursor")
+	if err != nil {
+		a.fail(w, r, err, "")
+		return
+	}
+	limit, err := pageLimit(q)
+	if err != nil {
+		a.fail(w, r, err, "")
+		return
+	}
+	page, err := a.svc.ListOperations(r.Context(), principal(r).Tenant, tickets.ListOperationsParams{
+		Status: operations.Status(q.Get("status")), Limit: limit, Cursor: q.Get("cursor"),
+	})
+	if err != nil {
+		a.fail(w, r, err, "")
+		return
+	}
+	out := operationList{Operations: make([]wire.OperationStatus, len(page.Operations)), NextCursor: page.NextCursor}
+	for i, rec := range page.Operations {
+		out.Operations[i] = wire.FromOperation(tickets.OperationStatus{Record: rec})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// listProjects is GET /api/v1/projects.
+func (a *api) listProjects(w http.ResponseWriter, r *http.Request) {
+	if _, err := queryParams(r); err != nil {
+		a.fail(w, r, err, "")
+		return
+	}
+	ps, err := a.svc.ListProjects(r.Context(), principal(r).Tenant)
+	if err != nil {
+		a.fail(w, r, err, "")
+		return
+	}
+	out := projectList{Projects: make([]wire.Project, len(ps))}
+	for i, p := range ps {
+		out.Projects[i] = wire.FromProject(p)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// createProject is POST /api/v1/projects (tickets:admin).
+func (a *api) createProject(w http.ResponseWriter, r *http.Request) {
+	var body newProjectBody
+	if err := decodeJSON(w, r, &body); err != nil {
+		a.fail(w, r, err, "")
+		return
+	}
+	p, err := a.svc.CreateProject(r.Context(), principal(r).Tenant, tickets.Project{ID: body.ID, Key: body.Key, Name: body.Name})
+	if err != nil {
+		a.fail(w, r, err, "")
+		return
+	}
+	writeJSON(w, http.StatusCreated, wire.FromProject(p))
+}

@@ -1,0 +1,283 @@
+package rest_test
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/rest"
+	"github.com/ticketd/ticketd/internal/tickets"
+)
+
+const (
+	tenantA          = "acme"
+	tenantB          = "globex"
+	issuer           = "https://issuer.test"
+	audience         = "http://ticketd.test/mcp"
+	resourceMetadata = "http://ticketd.test/.well-known/oauth-protected-resource/mcp"
+)
+
+var secret = []byte("rest-test-secret-0123456789abcdef")
+
+// env is one router over one database, served over real HTTP.
+type env struct {
+	d    *db.DB
+	svc  *tickets.Service
+	url  string
+	logs *syncBuffer
+}
+
+// newEnv serves rest.NewRouter over d, with project "support" (key SUP) for
+// tenantA and tenantB.
+func newEnv(tb testing.TB, d *db.DB) *env {
+	tb.Helper()
+	ctx := context.Background()
+	svc := tickets.NewService(d.Gorm, tickets.Options{})
+	for _, tenant := range []string{tenantA, tenantB} {
+		if _, err := svc.CreateProject(ctx, tenant, tickets.Project{ID: "support", Key: "SUP", Name: "Support"}); err != nil {
+			tb.Fatalf("seed project: %v", err)
+		}
+	}
+	logs := &syncBuffer{}
+	srv := httptest.NewServer(rest.NewRouter(rest.Config{
+		Service: svc, Verifier: verifier(tb), ResourceMetadataURL: resourceMetadata,
+		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+	}))
+	tb.Cleanup(srv.Close)
+	return &env{d: d, svc: svc, url: srv.URL, logs: logs}
+}
+
+// verifier accepts the tokens token mints.
+func verifier(tb testing.TB) *authn.Verifier {
+	tb.Helper()
+	v, err := authn.NewVerifier(context.Background(), authn.Config{Issuer: issuer, Audience: audience, HS256Secret: secret})
+	if err != nil {
+		tb.Fatalf("verifier: %v", err)
+	}
+	return v
+}
+
+// token mints a real HS256 JWT for tenant with scopes.
+func token(tb testing.TB, tenant string, scopes ...string) string {
+	tb.Helper()
+	tok, err := authn.MintHS256(secret, authn.TokenRequest{
+		Issuer: issuer, Audience: audience, Tenant: tenant, Subject: "operator@" + tenant, Scopes: scopes, TTL: time.Hour,
+	}, time.Now())
+	if err != nil {
+		tb.Fatalf("mint token: %v", err)
+	}
+	return tok
+}
+
+func admin(tb testing.TB, tenant string) string { return token(tb, tenant, authn.ScopeAdmin) }
+
+// req is one HTTP request; zero fields are left out.
+type req struct {
+	method  string
+	path    string
+	token   string
+	body    string
+	ctype   string // defaults to application/json when body is set
+	key     string // Idempotency-Key
+	headers http.Header
+}
+
+type resp struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func do(tb testing.TB, e *env, r req) resp {
+	tb.Helper()
+	var body io.Reader
+	if r.body != "" {
+		body = strings.NewReader(r.body)
+	}
+	hr, err := http.NewRequest(cmp.Or(r.method, http.MethodGet), e.url+r.path, body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for k, vs := range r.headers {
+		hr.Header[k] = vs
+	}
+	if r.token != "" {
+		hr.Header.Set("Authorization", "Bearer "+r.token)
+	}
+	switch {
+	case r.ctype != "":
+		hr.Header.Set("Content-Type", r.ctype)
+	case r.body != "":
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	if r.key != "" {
+		hr.Header.Set("Idempotency-Key", r.key)
+	}
+	res, err := http.DefaultClient.Do(hr)
+	if err != nil {
+		tb.Fatalf("%s %s: %v", hr.Method, r.path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		tb.Fatalf("read body: %v", err)
+	}
+	return resp{status: res.StatusCode, header: res.Header, body: b}
+}
+
+// decode unmarshals the body into a T after checking the status.
+func decode[T any](tb testing.TB, r resp, status int) T {
+	tb.Helper()
+	if r.status != status {
+		tb.Fatalf("status = %d, want %d; body: %s", r.status, status, r.body)
+	}
+	var v T
+	if err := json.Unmarshal(r.body, &v); err != nil {
+		tb.Fatalf("decode %s: %v", r.body, err)
+	}
+	return v
+}
+
+type ticket struct {
+	ID          string   `json:"id"`
+	Key         string   `json:"key"`
+	ProjectID   string   `json:"project_id"`
+	Title       string   `json:"title"`
+	Description string   `json:"description"`
+	Priority    string   `json:"priority"`
+	Status      string   `json:"status"`
+	Labels      []string `json:"labels"`
+	Reporter    string   `json:"reporter"`
+	CreatedAt   string   `json:"created_at"`
+	UpdatedAt   string   `json:"updated_at"`
+}
+
+type ticketList struct {
+	Tickets    []ticket `json:"tickets"`
+	NextCursor string   `json:"next_cursor"`
+}
+
+type operation struct {
+	OperationID string  `json:"operation_id"`
+	Action      string  `json:"action"`
+	Status      string  `json:"status"`
+	TicketID    string  `json:"ticket_id"`
+	Ticket      *ticket `json:"ticket"`
+	NextStep    string  `json:"next_step"`
+}
+
+type operationList struct {
+	Operations []operation `json:"operations"`
+	NextCursor string      `json:"next_cursor"`
+}
+
+type problem struct {
+	Type        string `json:"type"`
+	Title       string `json:"title"`
+	Status      int    `json:"status"`
+	Detail      string `json:"detail"`
+	Code        string `json:"code"`
+	Retryable   bool   `json:"retryable"`
+	OperationID string `json:"operation_id"`
+	RequestID   string `json:"request_id"`
+	Errors      []struct {
+		Field   string `json:"field"`
+		Message string `json:"message"`
+	} `json:"errors"`
+}
+
+// wantProblem checks that r is a problem document with status and code and
+// returns it.
+func wantProblem(tb testing.TB, r resp, status int, code string) problem {
+	tb.Helper()
+	if ct := r.header.Get("Content-Type"); ct != "application/problem+json" {
+		tb.Errorf("Content-Type = %q, want application/problem+json; body: %s", ct, r.body)
+	}
+	p := decode[problem](tb, r, status)
+	if p.Code != code || p.Status != status || p.Type != "https://ticketd.dev/problems/"+code || p.Title == "" || p.Detail == "" {
+		tb.Errorf("problem = %+v, want status %d code %s with type, title and detail", p, status, code)
+	}
+	return p
+}
+
+// wantFieldError checks that p names field in its errors member and that the
+// message contains substr.
+func wantFieldError(tb testing.TB, p problem, field, substr string) {
+	tb.Helper()
+	for _, f := range p.Errors {
+		if f.Field == field && strings.Contains(f.Message, substr) {
+			return
+		}
+	}
+	tb.Errorf("problem errors = %+v, want field %q with message containing %q", p.Errors, field, substr)
+}
+
+func ticketBody(title string) string {
+	return `{"project_id":"support","title":` + quote(title) + `,"priority":"high","labels":["Hardware","office"]}`
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+func newKey() string { return uuid.NewString() }
+
+// createTicket POSTs a ticket with a fresh key and returns it.
+func createTicket(tb testing.TB, e *env, tenant, title string) ticket {
+	tb.Helper()
+	r := do(tb, e, req{method: http.MethodPost, path: "/api/v1/tickets", token: token(tb, tenant, authn.ScopeWrite),
+		key: newKey(), body: ticketBody(title)})
+	return decode[ticket](tb, r, http.StatusCreated)
+}
+
+func count(tb testing.TB, d *db.DB, table, tenant string) int64 {
+	tb.Helper()
+	var n int64
+	if err := d.Gorm.Table(table).Where("tenant_id = ?", tenant).Count(&n).Error; err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// wantNothingWritten checks that tenant has no tickets and no operations.
+func wantNothingWritten(tb testing.TB, d *db.DB, tenant string) {
+	tb.Helper()
+	if n := count(tb, d, "tickets", tenant); n != 0 {
+		tb.Errorf("%d tickets written, want 0", n)
+	}
+	if n := count(tb, d, "operations", tenant); n != 0 {
+		tb.Errorf("%d operations recorded, want 0", n)
+	}
+}
+
+// syncBuffer collects log output written by concurrent handlers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

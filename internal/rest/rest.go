@@ -1,0 +1,63 @@
+// Package rest is ticketd's operator API: JSON over HTTP under /api/v1, with
+// errors as RFC 9457 problem documents. It is a thin transport over
+// tickets.Service, the same one the MCP tools call, so a ticket created here
+// with an Idempotency-Key and one created over MCP with the same operation_id
+// and intent are the same operation.
+//
+// Every problem document's type is https://ticketd.dev/problems/<code>, where
+// <code> is the contract error code (DESIGN §3) also given in the code member;
+// requests refused for their shape (wrong method, media type or size) carry
+// code invalid_input with the more precise HTTP status.
+package rest
+
+import (
+	"log/slog"
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/tickets"
+)
+
+// Config wires the router to its dependencies.
+type Config struct {
+	// Service answers every request; required.
+	Service *tickets.Service
+	// Verifier checks bearer tokens; required.
+	Verifier *authn.Verifier
+	// ResourceMetadataURL is the Protected Resource Metadata (RFC 9728) URL
+	// advertised in WWW-Authenticate, so a client can find the authorisation
+	// server after a 401. Empty leaves the parameter out.
+	ResourceMetadataURL string
+	// Logger receives one line per request; nil discards them.
+	Logger *slog.Logger
+}
+
+// api is the state the handlers share.
+type api struct {
+	svc                 *tickets.Service
+	verifier            *authn.Verifier
+	resourceMetadataURL string
+	log                 *slog.Logger
+	mux                 *chi.Mux // the root router, asked which methods a path allows
+}
+
+// NewRouter returns the handler for the full /api/v1/... paths, to be mounted
+// as-is (mux.Handle("/api/v1/", h)). It panics on a Config without Service or
+// Verifier, because that is a wiring bug no request could recover from.
+func NewRouter(cfg Config) http.Handler {
+	if cfg.Service == nil || cfg.Verifier == nil {
+		panic("rest.NewRouter: Config.Service and Config.Verifier are required")
+	}
+	a := &api{
+		svc:                 cfg.Service,
+		verifier:            cfg.Verifier,
+		resourceMetadataURL: cfg.ResourceMetadataURL,
+		log:                 cfg.Logger,
+	}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	return a.routes()
+}

@@ -1,0 +1,38 @@
+package rest
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/ticketd/ticketd/internal/authn"
+)
+
+// routes is the whole API surface in one place. openapi.json describes the
+// same routes, and TestOpenAPIMatchesRoutes keeps the two in step.
+func (a *api) routes() http.Handler {
+	r := chi.NewRouter()
+	a.mux = r
+	r.Use(a.logRequests)
+	r.NotFound(a.notFound)
+	r.MethodNotAllowed(a.methodNotAllowed)
+
+	r.Route("/api/v1", func(r chi.Router) {
+		r.Get("/openapi.json", serveOpenAPI)
+
+		r.Group(func(r chi.Router) {
+			r.Use(a.authenticate)
+
+			r.With(a.require(authn.ScopeRead)).Get("/projects", a.listProjects)
+			r.With(a.require(authn.ScopeAdmin)).Post("/projects", a.createProject)
+
+			r.With(a.require(authn.ScopeRead)).Get("/tickets", a.listTickets)
+			r.With(a.require(authn.ScopeWrite)).Post("/tickets", a.createTicket)
+			r.With(a.require(authn.ScopeRead)).Get("/tickets/{id_or_key}", a.getTicket)
+
+			r.With(a.require(authn.ScopeRead)).Get("/operations", a.listOperations)
+			r.With(a.require(authn.ScopeRead)).Get("/operations/{operation_id}", a.getOperation)
+		})
+	})
+	return r
+}
