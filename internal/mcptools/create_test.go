@@ -1,0 +1,250 @@
+package mcptools_test
+
+import (
+	"context"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/faultproxy"
+	"github.com/ticketd/ticketd/internal/mcptools"
+	"github.com/ticketd/ticketd/internal/server/servertest"
+	"github.com/ticketd/ticketd/internal/wire"
+)
+
+const tenant = "acme"
+
+// startEnv serves d with the project "support" seeded for tenant.
+func startEnv(t *testing.T, d *db.DB) *servertest.Env {
+	t.Helper()
+	env := servertest.Start(t, d, servertest.Options{})
+	env.SeedProject(t, tenant)
+	return env
+}
+
+func writer(t *testing.T, env *servertest.Env) string {
+	t.Helper()
+	return env.Token(t, tenant, authn.ScopeRead, authn.ScopeWrite)
+}
+
+func TestCreateTicketTwiceIsOneTicket(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		env := startEnv(t, d)
+		cs := env.Connect(t, writer(t, env))
+		args := ticketArgs(newOperationID(t))
+
+		first := created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, args))
+		second := created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, args))
+
+		if first.Replayed || !second.Replayed {
+			t.Errorf("replayed = %v then %v, want false then true", first.Replayed, second.Replayed)
+		}
+		if second.TicketID != first.TicketID || second.Ticket.Key != first.Ticket.Key {
+			t.Errorf("second call returned %s (%s), want the first ticket %s (%s)",
+				second.TicketID, second.Ticket.Key, first.TicketID, first.Ticket.Key)
+		}
+		if first.OperationID != args["operation_id"] {
+			t.Errorf("operation_id = %q, want %q", first.OperationID, args["operation_id"])
+		}
+		if got, want := first.Ticket.Labels, []string{"hardware", "printer"}; strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Errorf("labels = %q, want normalised %q", got, want)
+		}
+		if first.Ticket.Reporter != "agent" {
+			t.Errorf("reporter = %q, want the token's subject", first.Ticket.Reporter)
+		}
+		if n := env.CountTickets(t, tenant); n != 1 {
+			t.Errorf("%d tickets, want 1", n)
+		}
+	})
+}
+
+func TestCreateTicketSameIDOtherInputConflicts(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		env := startEnv(t, d)
+		cs := env.Connect(t, writer(t, env))
+		args := ticketArgs(newOperationID(t))
+		first := created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, args))
+
+		res := servertest.Call(t, cs, mcptools.ToolCreateTicket, with(args, "title", "Printer on fire again"))
+
+		e := toolError(t, res, "idempotency_conflict")
+		if e.Error.Retryable || e.OperationID != args["operation_id"] {
+			t.Errorf("conflict = %+v, want not retryable and naming the operation_id", e)
+		}
+		if !strings.Contains(text(res), "new operation_id") {
+			t.Errorf("conflict text %q should say a new ticket needs a new operation_id", text(res))
+		}
+		if n := env.CountTickets(t, tenant); n != 1 {
+			t.Errorf("%d tickets, want only the first (%s)", n, first.TicketID)
+		}
+	})
+}
+
+func TestConcurrentDuplicateCallsMakeOneTicket(t *testing.T) {
+	t.Parallel()
+	const callers = 16
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		env := startEnv(t, d)
+		token := writer(t, env)
+		args := ticketArgs(newOperationID(t))
+		var (
+			wg      sync.WaitGroup
+			start   = make(chan struct{})
+			results = make([]mcptools.CreateTicketOut, callers)
+		)
+		for i := range callers {
+			cs := env.Connect(t, token) // a separate client per caller
+			wg.Go(func() {
+				<-start
+				// operation_in_progress is the contract's answer while
+				// another call holds the key; agents retry it unchanged.
+				for attempt := 0; ; attempt++ {
+					res, err := servertest.TryCall(cs, mcptools.ToolCreateTicket, args)
+					if err != nil {
+						t.Errorf("caller %d: %v", i, err)
+						return
+					}
+					if res.IsError && attempt < 10 && servertest.Decode[mcptools.ErrorOut](t, res).Error.Code == "operation_in_progress" {
+						time.Sleep(100 * time.Millisecond)
+						continue
+					}
+					results[i] = created(t, res)
+					return
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+
+		fresh := 0
+		for i, r := range results {
+			if r.TicketID != results[0].TicketID {
+				t.Errorf("caller %d got ticket %s, caller 0 got %s", i, r.TicketID, results[0].TicketID)
+			}
+			if !r.Replayed {
+				fresh++
+			}
+		}
+		if fresh != 1 {
+			t.Errorf("%d callers saw a fresh create, want exactly 1", fresh)
+		}
+		if n := env.CountTickets(t, tenant); n != 1 {
+			t.Errorf("%d tickets, want 1", n)
+		}
+	})
+}
+
+// TestRetryAfterLostResponse loses the HTTP response of a create_ticket
+// call that committed: the agent sees a failure, and its retry with the
+// same operation_id must return the original ticket instead of a second.
+func TestRetryAfterLostResponse(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		env := startEnv(t, d)
+		token := writer(t, env)
+		proxy := faultproxy.Start(t, strings.TrimPrefix(env.URL, "http://"))
+		viaProxy := servertest.Connect(t, "http://"+proxy.Addr()+"/mcp", token)
+		args := ticketArgs(newOperationID(t))
+
+		dropped := proxy.DropReplyAfter(mcptools.ToolCreateTicket)
+		if res, err := servertest.TryCall(viaProxy, mcptools.ToolCreateTicket, args); err == nil {
+			t.Fatalf("call through a dropped connection succeeded: %s", text(res))
+		}
+		<-dropped
+
+		retry := created(t, servertest.Call(t, env.Connect(t, token), mcptools.ToolCreateTicket, args))
+		if !retry.Replayed {
+			t.Errorf("retry created a ticket instead of replaying the lost one")
+		}
+		if n := env.CountTickets(t, tenant); n != 1 {
+			t.Errorf("%d tickets, want 1", n)
+		}
+	})
+}
+
+// TestOperationIDsAreTenantScoped: the same operation_id under another
+// tenant reveals nothing about the first tenant's use and creates the other
+// tenant's own ticket.
+func TestOperationIDsAreTenantScoped(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		env := startEnv(t, d)
+		env.SeedProject(t, "globex")
+		a := env.Connect(t, writer(t, env))
+		b := env.Connect(t, env.Token(t, "globex", authn.ScopeRead, authn.ScopeWrite))
+		args := ticketArgs(newOperationID(t))
+		ticketA := created(t, servertest.Call(t, a, mcptools.ToolCreateTicket, args))
+
+		st := servertest.Decode[wire.OperationStatus](t,
+			servertest.Call(t, b, mcptools.ToolGetOperationStatus, map[string]any{"operation_id": args["operation_id"]}))
+		if st.Status != "not_found" || st.TicketID != "" || st.Ticket != nil {
+			t.Errorf("tenant B sees tenant A's operation: %+v", st)
+		}
+		pv := servertest.Decode[mcptools.PreviewTicketOut](t, servertest.Call(t, b, mcptools.ToolPreviewTicket, args))
+		if pv.Would != "create" || pv.ExistingTicketID != "" {
+			t.Errorf("tenant B's preview = %+v, want would=create and nothing existing", pv)
+		}
+		toolError(t, servertest.Call(t, b, mcptools.ToolGetTicket, map[string]any{"id": ticketA.TicketID}), "not_found")
+
+		ticketB := created(t, servertest.Call(t, b, mcptools.ToolCreateTicket, args))
+		if ticketB.Replayed || ticketB.TicketID == ticketA.TicketID {
+			t.Errorf("tenant B got %+v, want a fresh ticket of its own", ticketB)
+		}
+		if na, nb := env.CountTickets(t, tenant), env.CountTickets(t, "globex"); na != 1 || nb != 1 {
+			t.Errorf("tickets: %d for A, %d for B; want 1 each", na, nb)
+		}
+	})
+}
+
+// TestCommitReplyLost loses PostgreSQL's reply to COMMIT: the tool must say
+// outcome_unknown (never a failure), get_operation_status must then find
+// the committed ticket, and a retry must replay it.
+func TestCommitReplyLost(t *testing.T) {
+	t.Parallel()
+	u, err := url.Parse(dbtest.PostgresURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.Start(t, u.Host)
+	u.Host = proxy.Addr()
+	d, err := db.Open(context.Background(), u.String())
+	if err != nil {
+		t.Fatalf("open database through the proxy: %v", err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	env := startEnv(t, d)
+	cs := env.Connect(t, writer(t, env))
+	args := ticketArgs(newOperationID(t))
+
+	dropped := proxy.DropReplyAfter("Q\x00\x00\x00\x0bcommit\x00")
+	res := servertest.Call(t, cs, mcptools.ToolCreateTicket, args)
+	<-dropped
+
+	e := toolError(t, res, "outcome_unknown")
+	if e.Status != "unknown" || !e.Error.Retryable || e.OperationID != args["operation_id"] {
+		t.Errorf("outcome_unknown error = %+v, want status unknown, retryable, with the operation_id", e)
+	}
+	if !strings.Contains(text(res), "get_operation_status") {
+		t.Errorf("text %q should point to get_operation_status", text(res))
+	}
+
+	st := servertest.Decode[wire.OperationStatus](t,
+		servertest.Call(t, cs, mcptools.ToolGetOperationStatus, map[string]any{"operation_id": args["operation_id"]}))
+	if st.Status != "succeeded" || st.Ticket == nil || st.TicketID != st.Ticket.ID {
+		t.Fatalf("status after a lost COMMIT reply = %+v, want succeeded with the ticket", st)
+	}
+	retry := created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, args))
+	if !retry.Replayed || retry.TicketID != st.TicketID {
+		t.Errorf("retry = %+v, want a replay of %s", retry, st.TicketID)
+	}
+	if n := env.CountTickets(t, tenant); n != 1 {
+		t.Errorf("%d tickets, want 1", n)
+	}
+}

@@ -1,0 +1,169 @@
+package mcptools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/tickets"
+)
+
+// ErrorDetail is the error member of a tool error result (DESIGN §3).
+type ErrorDetail struct {
+	Code      string `json:"code" jsonschema:"Stable, machine-readable error code."`
+	Message   string `json:"message" jsonschema:"What went wrong."`
+	Retryable bool   `json:"retryable" jsonschema:"Whether repeating the same call (same operation_id, same arguments) can succeed."`
+}
+
+// ErrorOut is the structured content of every tool error result
+// (isError: true). Its text block repeats it and says what to do next.
+type ErrorOut struct {
+	Error       ErrorDetail `json:"error"`
+	OperationID string      `json:"operation_id,omitempty" jsonschema:"The operation_id the error is about, when there is one."`
+	Status      string      `json:"status,omitempty" jsonschema:"unknown with outcome_unknown, pending with operation_in_progress."`
+}
+
+// outcome is a tool's structured result: the success value or the error,
+// never both. It marshals as whichever is set, so one tool has one output
+// schema (success or error) and the SDK still validates every answer.
+type outcome[T any] struct {
+	ok  *T
+	err *ErrorOut
+}
+
+// MarshalJSON encodes the error if there is one, else the success value.
+func (o outcome[T]) MarshalJSON() ([]byte, error) {
+	if o.err != nil {
+		return json.Marshal(o.err)
+	}
+	if o.ok == nil {
+		return nil, errors.New("tool outcome has neither a result nor an error")
+	}
+	return json.Marshal(o.ok)
+}
+
+// success answers a call with v; the SDK adds v's JSON as the text block.
+func success[T any](v T) (*mcp.CallToolResult, outcome[T], error) {
+	return nil, outcome[T]{ok: &v}, nil
+}
+
+// failure answers a call with the tool error for err, classified by the one
+// contract classifier. Messages of the codes whose errors carry no internals
+// (invalid input, not found, scope, token) are shown as they are; the others
+// get a fixed message, and their cause goes only to the server's log.
+func failure[T any](err error, operationID string) (*mcp.CallToolResult, outcome[T], error) {
+	code := errcode.Of(err)
+	next := ""
+	var invalid *tickets.ValidationError
+	if errors.As(err, &invalid) && slices.ContainsFunc(invalid.Fields, func(f tickets.FieldError) bool {
+		return f.Field == "operation_id"
+	}) {
+		next = badOperationIDNextStep
+	}
+	res, out := errorResult(code, publicMessage(code, err), operationID, err, next)
+	return res, outcome[T]{err: out}, nil
+}
+
+// failureMessage answers a call with a tool error of code saying msg; cause
+// is kept for the logging middleware (CallToolResult.GetError).
+func failureMessage[T any](code errcode.Code, msg, operationID string, cause error) (*mcp.CallToolResult, outcome[T], error) {
+	res, out := errorResult(code, msg, operationID, cause, "")
+	return res, outcome[T]{err: out}, nil
+}
+
+// badOperationIDNextStep replaces the invalid_input next step ("the same
+// operation_id is fine") when the operation ID itself is what is wrong.
+const badOperationIDNextStep = "Nothing was attempted; generate a fresh random UUID (version 4 or 7) as operation_id, call again, and reuse that operation_id unchanged on every retry."
+
+// errorResult builds an isError result: the structured error and one text
+// block with the code, the message and the next step (code's own unless
+// next is given), for clients that show only text.
+func errorResult(code errcode.Code, msg, operationID string, cause error, next string) (*mcp.CallToolResult, *ErrorOut) {
+	msg = strings.TrimRight(strings.TrimSpace(msg), ".")
+	out := &ErrorOut{
+		Error:       ErrorDetail{Code: string(code), Message: msg, Retryable: code.Retryable()},
+		OperationID: operationID,
+	}
+	switch code {
+	case errcode.OutcomeUnknown:
+		out.Status = string(operations.StatusUnknown)
+	case errcode.OperationInProgress:
+		out.Status = string(operations.StatusPending)
+	}
+	if next == "" {
+		next = code.NextStep()
+	}
+	res := &mcp.CallToolResult{Content: []mcp.Content{
+		&mcp.TextContent{Text: fmt.Sprintf("Error %s: %s. %s", code, msg, next)},
+	}}
+	res.SetError(cause)
+	return res, out
+}
+
+func publicMessage(code errcode.Code, err error) string {
+	switch code {
+	case errcode.InvalidInput:
+		// The validation error alone, without the wrapping that says where
+		// it was detected.
+		var invalid *tickets.ValidationError
+		if errors.As(err, &invalid) {
+			return invalid.Error()
+		}
+		return err.Error()
+	case errcode.NotFound, errcode.Forbidden, errcode.Unauthenticated:
+		return err.Error()
+	case errcode.IdempotencyConflict:
+		return "this operation_id was already used with different arguments"
+	case errcode.OperationInProgress:
+		return "another call with this operation_id is still running"
+	case errcode.OutcomeUnknown:
+		return "the database connection was lost while the ticket was being committed, so it may or may not exist"
+	case errcode.Unavailable:
+		return "the ticket store could not be reached; nothing was written"
+	default:
+		return "internal error"
+	}
+}
+
+// authorize returns the caller's principal if it may use a tool needing
+// scope. It runs on every call, replays included, so a token that lost a
+// scope or expired stops working at once.
+//
+// Errors wrap errcode.ErrUnauthenticated (no principal, or it expired) or
+// errcode.ErrForbidden (the scope is missing).
+func authorize(ctx context.Context, req *mcp.CallToolRequest, scope string) (authn.Principal, error) {
+	p, ok := principalOf(ctx, req.Extra)
+	if !ok {
+		return authn.Principal{}, fmt.Errorf("%w: no verified token came with this call", errcode.ErrUnauthenticated)
+	}
+	if !p.Expires.IsZero() && !time.Now().Before(p.Expires) {
+		return authn.Principal{}, fmt.Errorf("%w: the token expired at %s", errcode.ErrUnauthenticated,
+			p.Expires.UTC().Format(time.RFC3339))
+	}
+	if !p.HasScope(scope) {
+		return authn.Principal{}, fmt.Errorf("%w: this token lacks the %s scope that %s needs",
+			errcode.ErrForbidden, scope, req.Params.Name)
+	}
+	return p, nil
+}
+
+// principalOf finds the caller: the verified bearer token the HTTP transport
+// attached to the request, or else the principal the stdio server put in the
+// context. Arguments are never consulted.
+func principalOf(ctx context.Context, extra *mcp.RequestExtra) (authn.Principal, bool) {
+	if extra != nil {
+		if p, ok := authn.PrincipalFrom(extra.TokenInfo); ok {
+			return p, true
+		}
+	}
+	return authn.PrincipalFromContext(ctx)
+}

@@ -1,0 +1,203 @@
+package mcptools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ticketd/ticketd/internal/errcode"
+)
+
+// RequestIDHeader is the HTTP header carrying the request ID that the HTTP
+// server assigns to every request; tool-call log lines repeat it so they
+// join up with the access log.
+const RequestIDHeader = "X-Request-ID"
+
+// logCalls logs one line per tool call: tool, tenant, subject, operation ID,
+// outcome (ok or the error code), whether it was a replay, and duration.
+// Failures that hide a cause from the caller (internal, unavailable,
+// outcome_unknown) are logged with it. It never logs tokens or arguments
+// other than the operation ID.
+func logCalls(logger *slog.Logger) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			start := time.Now()
+			res, err := next(ctx, method, req)
+			call, ok := req.(*mcp.CallToolRequest)
+			if !ok {
+				logger.DebugContext(ctx, "mcp request", "method", method, "duration", time.Since(start), "error", err)
+				return res, err
+			}
+			logToolCall(ctx, logger, call, res, err, time.Since(start))
+			return res, err
+		}
+	}
+}
+
+func logToolCall(ctx context.Context, logger *slog.Logger, call *mcp.CallToolRequest, res mcp.Result, err error, d time.Duration) {
+	attrs := []slog.Attr{slog.String("tool", call.Params.Name)}
+	if p, ok := principalOf(ctx, call.Extra); ok {
+		attrs = append(attrs, slog.String("tenant", p.Tenant), slog.String("subject", p.Subject))
+	}
+	if call.Extra != nil && call.Extra.Header != nil {
+		if id := call.Extra.Header.Get(RequestIDHeader); id != "" {
+			attrs = append(attrs, slog.String("request_id", id))
+		}
+	}
+	level, outcome := slog.LevelInfo, "ok"
+	var summary struct {
+		Error       *ErrorDetail `json:"error"`
+		OperationID string       `json:"operation_id"`
+		Replayed    *bool        `json:"replayed"`
+	}
+	r, _ := res.(*mcp.CallToolResult)
+	switch {
+	case err != nil:
+		level, outcome = slog.LevelError, "protocol_error"
+		attrs = append(attrs, slog.Any("error", err))
+	case r != nil:
+		if b, mErr := json.Marshal(r.StructuredContent); mErr == nil {
+			_ = json.Unmarshal(b, &summary) // best effort: a log line must not fail a call
+		}
+		if r.IsError {
+			outcome = "error"
+			if summary.Error != nil {
+				outcome = summary.Error.Code
+			}
+			switch errcode.Code(outcome) {
+			case errcode.InvalidInput, errcode.IdempotencyConflict, errcode.OperationInProgress,
+				errcode.NotFound, errcode.Forbidden, errcode.Unauthenticated:
+				// The caller's problem, fully described in the answer.
+			default:
+				level = slog.LevelError
+				attrs = append(attrs, slog.Any("error", r.GetError()))
+			}
+		}
+	}
+	opID := summary.OperationID
+	if opID == "" {
+		opID = operationIDArgument(call)
+	}
+	if opID != "" {
+		attrs = append(attrs, slog.String("operation_id", opID))
+	}
+	attrs = append(attrs, slog.String("outcome", outcome))
+	if summary.Replayed != nil {
+		attrs = append(attrs, slog.Bool("replayed", *summary.Replayed))
+	}
+	attrs = append(attrs, slog.Duration("duration", d))
+	logger.LogAttrs(ctx, level, "tool call", attrs...)
+}
+
+// recoverPanics turns a panic while serving a request into an answer: a
+// tool call gets an internal tool error (retryable with the same
+// operation_id, which makes a retry after a panic safe), any other method a
+// JSON-RPC internal error. The SDK has no recover of its own, so without
+// this a bug in one call would end the process and every call in flight.
+func recoverPanics(logger *slog.Logger) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
+			defer func() {
+				v := recover()
+				if v == nil {
+					return
+				}
+				logger.ErrorContext(ctx, "panic serving MCP request", "method", method, "panic", v, "stack", string(debug.Stack()))
+				call, ok := req.(*mcp.CallToolRequest)
+				if !ok {
+					res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
+					return
+				}
+				r, out := errorResult(errcode.Internal, "internal error", operationIDArgument(call), fmt.Errorf("panic: %v", v), "")
+				r.StructuredContent = out
+				res, err = r, nil
+			}()
+			return next(ctx, method, req)
+		}
+	}
+}
+
+// shapeArgumentErrors gives the SDK's own argument rejections (schema
+// validation: a missing or extra argument, a bad pattern, length or enum)
+// the contract's error shape, so a model meets one error format whatever
+// rejected its call. Handlers always set structured content, so an error
+// result without it can only come from the SDK's argument checks.
+func shapeArgumentErrors() mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			call, isCall := req.(*mcp.CallToolRequest)
+			r, isResult := res.(*mcp.CallToolResult)
+			if err != nil || !isCall || !isResult || r == nil || !r.IsError || r.StructuredContent != nil {
+				return res, err
+			}
+			cause := r.GetError()
+			if cause == nil {
+				cause = errors.New(contentText(r))
+			}
+			msg, next := argumentMessage(call.Params.Name, cause.Error())
+			shaped, out := errorResult(errcode.InvalidInput, msg, operationIDArgument(call), cause, next)
+			shaped.StructuredContent = out
+			return shaped, nil
+		}
+	}
+}
+
+// argumentMessage rewrites the SDK's validation text for a model: without
+// the validator's framing, in plain words for a bad or missing operation ID
+// (with a next step fitting the tool), and with a hint when the arguments
+// try to name a tenant.
+func argumentMessage(tool, sdk string) (msg, next string) {
+	msg = strings.TrimPrefix(sdk, `validating "arguments": `)
+	msg = strings.TrimPrefix(msg, "validating root: ")
+	next = badOperationIDNextStep
+	if tool == ToolGetOperationStatus {
+		next = "Nothing can have run under a malformed operation_id; call again with the exact operation_id you passed to create_ticket."
+	}
+	switch {
+	case strings.Contains(msg, "/properties/operation_id:"):
+		return "invalid arguments: operation_id must be a UUID of version 4 or 7 in 8-4-4-4-12 hex form, " +
+			"such as 0190a6e5-3f2b-7c1d-9e4f-5a6b7c8d9e0f (the nil UUID, other versions, braces and urn:uuid: are refused)", next
+	case strings.Contains(msg, "missing properties") && strings.Contains(msg, `"operation_id"`):
+		return "invalid arguments: operation_id is required: the UUID (version 4 or 7) that identifies one intended ticket", next
+	}
+	msg = "invalid arguments: " + strings.Replace(msg, "validating /properties/", "", 1)
+	if strings.Contains(msg, "tenant") {
+		msg += "; arguments never name a tenant: it comes from your access token"
+	}
+	return msg, ""
+}
+
+func contentText(r *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range r.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, t.Text)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// operationIDArgument returns the call's operation_id argument if it is a
+// valid operation ID (lower-cased), else "", so nothing odd is echoed or
+// logged.
+func operationIDArgument(call *mcp.CallToolRequest) string {
+	if call.Params == nil || len(call.Params.Arguments) == 0 {
+		return ""
+	}
+	var args struct {
+		OperationID string `json:"operation_id"`
+	}
+	if json.Unmarshal(call.Params.Arguments, &args) != nil {
+		return ""
+	}
+	return canonicalOperationID(args.OperationID)
+}

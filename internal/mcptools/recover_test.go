@@ -1,0 +1,74 @@
+package mcptools
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestPanicsBecomeErrors: a panicking tool answers an internal tool error, a
+// panic in any other method a JSON-RPC internal error, and the server keeps
+// serving afterwards.
+func TestPanicsBecomeErrors(t *testing.T) {
+	t.Parallel()
+	s := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "explode"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		panic("boom")
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "fine"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
+	})
+	panicOnList := func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" {
+				panic("list exploded")
+			}
+			return next(ctx, method, req)
+		}
+	}
+	s.AddReceivingMiddleware(recoverPanics(slog.New(slog.DiscardHandler)), panicOnList)
+	cs := connectInMemory(t, s)
+	ctx := context.Background()
+
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "explode"})
+	if err != nil {
+		t.Fatalf("a panicking tool must answer a tool error, got %v", err)
+	}
+	if !res.IsError {
+		t.Fatalf("a panicking tool answered success")
+	}
+	sc, _ := res.StructuredContent.(map[string]any)
+	if e, _ := sc["error"].(map[string]any); e["code"] != "internal" || e["retryable"] != true {
+		t.Errorf("structured content = %v, want a retryable internal error", res.StructuredContent)
+	}
+
+	_, err = cs.ListTools(ctx, nil)
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc.CodeInternalError {
+		t.Errorf("panicking tools/list: err = %v, want JSON-RPC internal error", err)
+	}
+
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fine"}); err != nil || res.IsError {
+		t.Errorf("server did not survive the panics: %v %v", res, err)
+	}
+}
+
+func connectInMemory(t *testing.T, s *mcp.Server) *mcp.ClientSession {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}

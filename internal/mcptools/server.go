@@ -1,0 +1,117 @@
+// Package mcptools is ticketd's MCP surface (DESIGN §4): six tools over one
+// tickets.Service, served statelessly over Streamable HTTP or over stdio.
+//
+// The package is a thin port: it decodes arguments, authorises the call
+// against the principal's scopes, calls the service, and maps errors to the
+// contract's structured tool errors (DESIGN §3). The principal never comes
+// from arguments: on HTTP it is the verified bearer token the transport puts
+// in the request, on stdio the one verified at start-up and carried in the
+// context.
+package mcptools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/tickets"
+)
+
+// instructions is what a client may put in the model's context once per
+// connection: the retry contract in a few sentences, so a model that reads
+// only this still uses operation_id correctly.
+const instructions = `ticketd files support tickets for your organisation (the tenant is fixed by your access token).
+To create a ticket: pick a project_id from list_projects, generate a fresh random UUID (version 4 or 7) as operation_id for that one intended ticket, and call create_ticket.
+If a call times out, fails with a retryable error, or you are unsure whether it went through, call create_ticket again with the SAME operation_id and the SAME arguments: it never creates a duplicate and returns the original ticket with replayed: true.
+Never change the operation_id to make a retry go through; a new operation_id means a new ticket.
+get_operation_status answers authoritatively whether a ticket was created under an operation_id; preview_ticket is a dry run that writes nothing.`
+
+// NewServer returns the MCP server exposing ticketd's tools over svc. It
+// holds no per-request state, so the same server serves every stateless
+// HTTP request and may be shared by all of them. Tool calls are logged to
+// logger (tool, tenant, operation ID, outcome, duration; never tokens);
+// a nil logger discards them.
+func NewServer(svc *tickets.Service, logger *slog.Logger) *mcp.Server {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "ticketd", Title: "ticketd", Version: version()}, &mcp.ServerOptions{
+		Instructions: instructions,
+		// The SDK logs every stateless request's session at Info; only its
+		// warnings and errors are worth an operator's attention.
+		Logger: slog.New(minLevel{logger.Handler(), slog.LevelWarn}),
+		// Advertise tools only: ticketd implements no logging, prompts or
+		// resources, and the SDK would otherwise advertise logging.
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+	})
+	registerTools(s, &toolset{svc: svc})
+	// The first middleware is the outermost: the log line sees the result
+	// after a panic was turned into an internal error and after the SDK's
+	// argument rejections were given the contract's error shape.
+	s.AddReceivingMiddleware(logCalls(logger), recoverPanics(logger), shapeArgumentErrors())
+	return s
+}
+
+// ServeStdio serves the tools over in and out (newline-delimited JSON-RPC,
+// as `ticketd stdio` does with stdin and stdout) until ctx ends or the client
+// closes in. Every call acts as p, the principal of a token the caller
+// verified at start-up; its scopes and expiry are re-checked on every call.
+// Nothing but protocol is written to out, so logger must write elsewhere
+// (stderr).
+func ServeStdio(ctx context.Context, svc *tickets.Service, p authn.Principal, logger *slog.Logger, in io.ReadCloser, out io.WriteCloser) error {
+	if p.Tenant == "" {
+		return errors.New("serve stdio: the principal has no tenant")
+	}
+	s := NewServer(svc, logger)
+	// Added last, so outermost: every later middleware and handler sees the
+	// principal in its context, the stdio counterpart of the HTTP token.
+	s.AddReceivingMiddleware(withPrincipal(p))
+	err := s.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("serve stdio: %w", err)
+	}
+	return nil
+}
+
+// withPrincipal puts p in the context of every request.
+func withPrincipal(p authn.Principal) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			return next(authn.ContextWithPrincipal(ctx, p), method, req)
+		}
+	}
+}
+
+// version reports the main module's version so clients can tell builds
+// apart; "devel" for a build without module version information.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "devel"
+}
+
+// minLevel drops records below level, keeping the SDK's routine session
+// chatter out of the operator's log.
+type minLevel struct {
+	slog.Handler
+	level slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.level && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(attrs), h.level}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.level}
+}

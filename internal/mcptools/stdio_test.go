@@ -1,0 +1,234 @@
+package mcptools_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/mcptools"
+	"github.com/ticketd/ticketd/internal/server/servertest"
+	"github.com/ticketd/ticketd/internal/tickets"
+)
+
+// serveStdio runs ServeStdio as p over pipes and returns a connected client
+// and a channel with ServeStdio's result.
+func serveStdio(t *testing.T, svc *tickets.Service, p authn.Principal) (*mcp.ClientSession, <-chan error) {
+	t.Helper()
+	serverIn, clientOut := io.Pipe()
+	clientIn, serverOut := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- mcptools.ServeStdio(context.Background(), svc, p, nil, serverIn, serverOut)
+		_ = serverOut.Close()
+	}()
+	client := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "v0"}, nil)
+	cs, err := client.Connect(context.Background(), &mcp.IOTransport{Reader: clientIn, Writer: clientOut}, nil)
+	if err != nil {
+		t.Fatalf("connect over stdio pipes: %v", err)
+	}
+	return cs, done
+}
+
+func TestServeStdioActsAsTheStartupPrincipal(t *testing.T) {
+	t.Parallel()
+	env := startEnv(t, dbtest.SQLite(t))
+	cs, done := serveStdio(t, env.Service, authn.Principal{
+		Tenant: tenant, Subject: "local-agent", Scopes: []string{authn.ScopeRead, authn.ScopeWrite},
+		Expires: time.Now().Add(time.Hour),
+	})
+
+	projects := servertest.Decode[mcptools.ListProjectsOut](t, servertest.Call(t, cs, mcptools.ToolListProjects, nil))
+	if len(projects.Projects) != 1 {
+		t.Errorf("projects over stdio = %+v", projects)
+	}
+	args := ticketArgs(newOperationID(t))
+	first := created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, args))
+	if first.Ticket.Reporter != "local-agent" {
+		t.Errorf("reporter = %q, want the stdio principal's subject", first.Ticket.Reporter)
+	}
+	if again := created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, args)); !again.Replayed {
+		t.Errorf("stdio retry was not a replay")
+	}
+	toolError(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, with(args, "tenant_id", "globex")), "invalid_input")
+
+	if err := cs.Close(); err != nil {
+		t.Errorf("close client: %v", err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("ServeStdio after the client left = %v, want nil", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeStdio did not return after the client closed its end")
+	}
+}
+
+func TestServeStdioRechecksExpiryAndScope(t *testing.T) {
+	t.Parallel()
+	env := startEnv(t, dbtest.SQLite(t))
+	expired, _ := serveStdio(t, env.Service, authn.Principal{
+		Tenant: tenant, Subject: "a", Scopes: []string{authn.ScopeRead}, Expires: time.Now().Add(-time.Minute),
+	})
+	t.Cleanup(func() { _ = expired.Close() })
+	toolError(t, servertest.Call(t, expired, mcptools.ToolListProjects, nil), "unauthenticated")
+
+	readOnly, _ := serveStdio(t, env.Service, authn.Principal{
+		Tenant: tenant, Subject: "a", Scopes: []string{authn.ScopeRead}, Expires: time.Now().Add(time.Hour),
+	})
+	t.Cleanup(func() { _ = readOnly.Close() })
+	toolError(t, servertest.Call(t, readOnly, mcptools.ToolCreateTicket, ticketArgs(newOperationID(t))), "forbidden")
+	if n := env.CountOperations(t, tenant); n != 0 {
+		t.Errorf("%d operation records written", n)
+	}
+}
+
+func TestServeStdioRefusesAPrincipalWithoutTenant(t *testing.T) {
+	t.Parallel()
+	err := mcptools.ServeStdio(context.Background(), nil, authn.Principal{Subject: "a"}, nil, io.NopCloser(strings.NewReader("")), nopWriteCloser{io.Discard})
+	if err == nil {
+		t.Fatal("ServeStdio accepted a principal without a tenant")
+	}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// TestMissingPrincipalIsAnErrorNotAPanic: a server reached without any
+// verified principal (no token, no stdio principal) answers unauthenticated,
+// and a panicking tool added to the real server answers an internal error.
+func TestMissingPrincipalIsAnErrorNotAPanic(t *testing.T) {
+	t.Parallel()
+	env := startEnv(t, dbtest.SQLite(t))
+	s := mcptools.NewServer(env.Service, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "explode"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		panic("boom")
+	})
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(context.Background(), st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+
+	for _, tool := range []string{mcptools.ToolListProjects, mcptools.ToolCreateTicket} {
+		args := map[string]any{}
+		if tool == mcptools.ToolCreateTicket {
+			args = ticketArgs(newOperationID(t))
+		}
+		toolError(t, servertest.Call(t, cs, tool, args), "unauthenticated")
+	}
+	toolError(t, servertest.Call(t, cs, "explode", nil), "internal")
+	if n := env.CountOperations(t, tenant); n != 0 {
+		t.Errorf("%d operation records written without a principal", n)
+	}
+}
+
+// TestToolCallsAreLoggedWithoutTokens: each tool call logs its tool, tenant,
+// operation ID, outcome and replay flag under the HTTP request's ID, and no
+// log line contains the bearer token.
+func TestToolCallsAreLoggedWithoutTokens(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{
+		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	})
+	env.SeedProject(t, tenant)
+	token := writer(t, env)
+	cs := env.Connect(t, token)
+	args := ticketArgs(newOperationID(t))
+	created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, args))
+	created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, args))
+	toolError(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, with(args, "title", "other")), "idempotency_conflict")
+
+	// The access log is written once a response is complete, which can be
+	// just after the client has read it: wait for the last line.
+	var (
+		out        string
+		calls      []map[string]any
+		requestIDs map[string]bool
+	)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		out = logs.String()
+		calls, requestIDs = parseLogs(t, out)
+		if len(calls) == 3 && requestIDs[fmt.Sprint(calls[2]["request_id"])] || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if strings.Contains(out, token) || strings.Contains(out, "Bearer") {
+		t.Fatalf("a log line contains the token:\n%s", out)
+	}
+	want := []struct {
+		outcome  string
+		replayed any
+	}{{"ok", false}, {"ok", true}, {"idempotency_conflict", nil}}
+	if len(calls) != len(want) {
+		t.Fatalf("%d tool-call log lines, want %d:\n%s", len(calls), len(want), out)
+	}
+	for i, w := range want {
+		c := calls[i]
+		if c["tool"] != "create_ticket" || c["tenant"] != tenant || c["operation_id"] != args["operation_id"] ||
+			c["outcome"] != w.outcome || c["replayed"] != w.replayed || c["duration"] == nil {
+			t.Errorf("tool-call log %d = %v, want outcome %s, replayed %v", i, c, w.outcome, w.replayed)
+		}
+		if id, _ := c["request_id"].(string); !requestIDs[id] {
+			t.Errorf("tool-call log %d has request_id %q, which no access-log line has", i, id)
+		}
+	}
+}
+
+// parseLogs splits JSON log output into tool-call records and the set of
+// request IDs in access-log records.
+func parseLogs(t *testing.T, out string) (calls []map[string]any, requestIDs map[string]bool) {
+	t.Helper()
+	requestIDs = map[string]bool{}
+	for line := range strings.Lines(out) {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line is not JSON: %q", line)
+		}
+		switch rec["msg"] {
+		case "tool call":
+			calls = append(calls, rec)
+		case "http request":
+			requestIDs[fmt.Sprint(rec["request_id"])] = true
+		}
+	}
+	return calls, requestIDs
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's concurrent log writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

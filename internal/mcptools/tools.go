@@ -1,0 +1,347 @@
+package mcptools
+
+import (
+	"context"
+	"errors"
+	"strconv"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/wire"
+)
+
+// Tool names. They are part of the public contract.
+const (
+	ToolCreateTicket       = "create_ticket"
+	ToolPreviewTicket      = "preview_ticket"
+	ToolGetOperationStatus = "get_operation_status"
+	ToolGetTicket          = "get_ticket"
+	ToolListTickets        = "list_tickets"
+	ToolListProjects       = "list_projects"
+)
+
+// The tool descriptions are product copy: they are all a model knows about
+// ticketd, so each says what the tool does, what its answers mean and what
+// to do about each error.
+const (
+	descCreateTicket = `Create one ticket in one of your tenant's projects. Safe to retry: it never creates duplicates.
+
+operation_id: before the first call, generate a fresh random UUID (version 4 or 7) for this one intended ticket. Reuse exactly the same operation_id and the same arguments on every retry of that ticket: after a timeout, a lost connection, a retryable error, or whenever you are unsure whether the call went through. A retry never creates a second ticket; it returns the original one with replayed: true. Never change the operation_id to make a retry go through; only a genuinely new, different ticket gets a new operation_id.
+
+On success: status "succeeded", ticket_id and the ticket (people refer to it by its key, e.g. SUP-42).
+Errors (isError: true, error.code, and a sentence saying what to do next):
+- invalid_input: nothing was attempted; fix the argument the message names and call again (the same operation_id is fine). An unknown project_id lists the known projects.
+- idempotency_conflict: this operation_id was already used for a different ticket; nothing was written. Do not alter the arguments to force it through; if you really mean a new ticket, generate a new operation_id.
+- operation_in_progress: a call with this operation_id is still running; wait a few seconds and retry with the same operation_id and arguments.
+- outcome_unknown: the ticket may or may not have been created; call get_operation_status with this operation_id, or retry with the same operation_id and arguments (never a new one).
+- unavailable or internal: retry shortly with the same operation_id and arguments.
+- forbidden: your token lacks the tickets:write scope; retrying will not help.
+Use preview_ticket for a dry run that writes nothing, and list_projects to find project_id values.`
+
+	descPreviewTicket = `Dry run of create_ticket: validates and normalises the same arguments and says what create_ticket would do, without writing anything. Safe to call any number of times.
+
+Returns the normalised ticket (title trimmed, priority defaulted, labels trimmed, lower-cased, de-duplicated and sorted) and its fingerprint. If you pass the operation_id you intend to use, "would" tells what create_ticket would do with it:
+- "create": the operation_id is unused; create_ticket would create this ticket.
+- "replay": this same ticket was already created with that operation_id (existing_ticket_id); create_ticket would return it and create nothing new.
+- "conflict": the operation_id was already used for a different ticket; create_ticket would fail with idempotency_conflict. Use a new operation_id only if this really is a new ticket.
+A conflict is a normal answer here, not an error. Errors: invalid_input with the same messages create_ticket would give (an unknown project_id lists the known projects); forbidden without the tickets:read scope.`
+
+	descGetOperationStatus = `Answers authoritatively "did it happen?" for an operation_id you used, or may have used, with create_ticket. Call it after an outcome_unknown error, a timeout or a lost connection, before deciding whether to retry.
+
+status is one of:
+- "succeeded": the ticket exists (ticket_id and ticket are included); do not create it again.
+- "pending": the operation is still running; check again in a moment.
+- "failed": it was rejected for the reason in error; no ticket was created.
+- "unknown": not settled yet; check again shortly, or retry create_ticket with the same operation_id and arguments.
+- "not_found": nothing ran under this operation_id for your tenant, so no ticket was created with it and calling create_ticket with it is safe.
+next_step repeats what to do in one sentence. not_found is a normal answer, not an error. Read-only.`
+
+	descGetTicket = `Fetch one of your tenant's tickets by its ID (the UUID returned as ticket_id by create_ticket) or by its key (like SUP-42, any case). Errors: not_found if your tenant has no such ticket; invalid_input if id is neither a UUID nor a key. Read-only.`
+
+	descListTickets = `List your tenant's tickets, newest first, optionally filtered by project_id and status (open, in_progress, resolved or closed). Returns at most limit tickets (default 50, at most 200); when next_cursor is present, call again with it as cursor and the same filters for the next page. Read-only.`
+
+	descListProjects = `List your tenant's projects. Each id is a valid project_id for create_ticket, preview_ticket and list_tickets; key is the prefix of the project's ticket keys (SUP in SUP-42). Read-only.`
+)
+
+// CreateTicketIn is the input of create_ticket. It has no tenant: the tenant
+// comes from the caller's token.
+type CreateTicketIn struct {
+	OperationID string   `json:"operation_id" jsonschema:"A fresh random UUID (version 4 or 7) that you generate once for this intended ticket and reuse unchanged on every retry of it. Never change it to make a retry go through."`
+	ProjectID   string   `json:"project_id" jsonschema:"The project to file the ticket in, e.g. support (see list_projects)."`
+	Title       string   `json:"title" jsonschema:"One-line summary, 1-200 characters after trimming."`
+	Description string   `json:"description,omitempty" jsonschema:"Details: what happened, what was expected, how to reproduce; at most 20000 characters."`
+	Priority    string   `json:"priority,omitempty" jsonschema:"How urgent the ticket is: low, normal (the default), high or urgent."`
+	Labels      []string `json:"labels,omitempty" jsonschema:"Up to 20 labels of 1-50 characters each; they are trimmed, lower-cased, de-duplicated and sorted."`
+}
+
+// PreviewTicketIn is the input of preview_ticket: create_ticket's, with the
+// operation ID optional.
+type PreviewTicketIn struct {
+	OperationID string   `json:"operation_id,omitempty" jsonschema:"Optional: the operation_id you intend to pass to create_ticket, to learn whether it would create, replay or conflict."`
+	ProjectID   string   `json:"project_id" jsonschema:"The project to file the ticket in, e.g. support (see list_projects)."`
+	Title       string   `json:"title" jsonschema:"One-line summary, 1-200 characters after trimming."`
+	Description string   `json:"description,omitempty" jsonschema:"Details; at most 20000 characters."`
+	Priority    string   `json:"priority,omitempty" jsonschema:"low, normal (the default), high or urgent."`
+	Labels      []string `json:"labels,omitempty" jsonschema:"Up to 20 labels of 1-50 characters each."`
+}
+
+// GetOperationStatusIn is the input of get_operation_status.
+type GetOperationStatusIn struct {
+	OperationID string `json:"operation_id" jsonschema:"The operation_id you passed (or may have passed) to create_ticket."`
+}
+
+// GetTicketIn is the input of get_ticket.
+type GetTicketIn struct {
+	ID string `json:"id" jsonschema:"The ticket's ID (a UUID, the ticket_id from create_ticket) or its key, like SUP-42."`
+}
+
+// ListTicketsIn is the input of list_tickets. Every field is optional.
+type ListTicketsIn struct {
+	ProjectID string `json:"project_id,omitempty" jsonschema:"Only tickets of this project."`
+	Status    string `json:"status,omitempty" jsonschema:"Only tickets with this status: open, in_progress, resolved or closed."`
+	Limit     int    `json:"limit,omitempty" jsonschema:"At most this many tickets, 1-200 (default 50)."`
+	Cursor    string `json:"cursor,omitempty" jsonschema:"The next_cursor of the previous page, with the same filters."`
+}
+
+// ListProjectsIn is the (empty) input of list_projects.
+type ListProjectsIn struct{}
+
+// CreateTicketOut is create_ticket's success result.
+type CreateTicketOut struct {
+	OperationID string      `json:"operation_id" jsonschema:"The operation_id, lower-cased."`
+	Status      string      `json:"status" jsonschema:"Always succeeded."`
+	Replayed    bool        `json:"replayed" jsonschema:"True when an earlier call with this operation_id created the ticket and this call only returned it."`
+	TicketID    string      `json:"ticket_id" jsonschema:"The ticket's durable ID."`
+	Ticket      wire.Ticket `json:"ticket"`
+}
+
+// PreviewTicket is the normalised ticket a preview shows.
+type PreviewTicket struct {
+	ProjectID   string   `json:"project_id"`
+	Title       string   `json:"title"`
+	Description string   `json:"description"`
+	Priority    string   `json:"priority"`
+	Labels      []string `json:"labels"`
+}
+
+// PreviewTicketOut is preview_ticket's result.
+type PreviewTicketOut struct {
+	Ticket           PreviewTicket `json:"ticket" jsonschema:"The ticket as create_ticket would store it."`
+	Fingerprint      string        `json:"fingerprint" jsonschema:"SHA-256 of the normalised ticket: two calls are the same ticket exactly when their fingerprints match."`
+	OperationID      string        `json:"operation_id,omitempty" jsonschema:"The operation_id given, lower-cased."`
+	Would            string        `json:"would,omitempty" jsonschema:"With an operation_id: create, replay or conflict."`
+	ExistingTicketID string        `json:"existing_ticket_id,omitempty" jsonschema:"With replay or conflict: the ticket created earlier under this operation_id."`
+}
+
+// GetTicketOut is get_ticket's result.
+type GetTicketOut struct {
+	Ticket wire.Ticket `json:"ticket"`
+}
+
+// ListTicketsOut is list_tickets' result.
+type ListTicketsOut struct {
+	Tickets    []wire.Ticket `json:"tickets"`
+	NextCursor string        `json:"next_cursor,omitempty" jsonschema:"Present when there are more tickets: pass it as cursor."`
+}
+
+// ListProjectsOut is list_projects' result.
+type ListProjectsOut struct {
+	Projects []wire.Project `json:"projects"`
+}
+
+// toolset holds the handlers' one dependency.
+type toolset struct {
+	svc *tickets.Service
+}
+
+func registerTools(s *mcp.Server, t *toolset) {
+	readOnly := &mcp.ToolAnnotations{
+		ReadOnlyHint: true, IdempotentHint: true,
+		DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false),
+	}
+	annotated := func(title string, a *mcp.ToolAnnotations) *mcp.ToolAnnotations {
+		c := *a
+		c.Title = title
+		return &c
+	}
+	mcp.AddTool(s, &mcp.Tool{
+		Name: ToolCreateTicket, Title: "Create ticket", Description: descCreateTicket,
+		InputSchema: createTicketInputSchema(), OutputSchema: outputSchema[CreateTicketOut](createTicketOutputSchema),
+		Annotations: &mcp.ToolAnnotations{
+			Title: "Create ticket", ReadOnlyHint: false, IdempotentHint: true,
+			DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false),
+		},
+	}, t.createTicket)
+	mcp.AddTool(s, &mcp.Tool{
+		Name: ToolPreviewTicket, Title: "Preview ticket (dry run)", Description: descPreviewTicket,
+		InputSchema: previewTicketInputSchema(), OutputSchema: outputSchema[PreviewTicketOut](previewOutputSchema),
+		Annotations: annotated("Preview ticket (dry run)", readOnly),
+	}, t.previewTicket)
+	mcp.AddTool(s, &mcp.Tool{
+		Name: ToolGetOperationStatus, Title: "Get operation status", Description: descGetOperationStatus,
+		InputSchema: getOperationStatusInputSchema(), OutputSchema: outputSchema[wire.OperationStatus](operationStatusOutputSchema),
+		Annotations: annotated("Get operation status", readOnly),
+	}, t.getOperationStatus)
+	mcp.AddTool(s, &mcp.Tool{
+		Name: ToolGetTicket, Title: "Get ticket", Description: descGetTicket,
+		InputSchema: getTicketInputSchema(), OutputSchema: outputSchema[GetTicketOut](getTicketOutputSchema),
+		Annotations: annotated("Get ticket", readOnly),
+	}, t.getTicket)
+	mcp.AddTool(s, &mcp.Tool{
+		Name: ToolListTickets, Title: "List tickets", Description: descListTickets,
+		InputSchema: listTicketsInputSchema(), OutputSchema: outputSchema[ListTicketsOut](listTicketsOutputSchema),
+		Annotations: annotated("List tickets", readOnly),
+	}, t.listTickets)
+	mcp.AddTool(s, &mcp.Tool{
+		Name: ToolListProjects, Title: "List projects", Description: descListProjects,
+		InputSchema: listProjectsInputSchema(), OutputSchema: outputSchema[ListProjectsOut](nil),
+		Annotations: annotated("List projects", readOnly),
+	}, t.listProjects)
+}
+
+func (t *toolset) createTicket(ctx context.Context, req *mcp.CallToolRequest, in CreateTicketIn) (*mcp.CallToolResult, outcome[CreateTicketOut], error) {
+	p, err := authorize(ctx, req, authn.ScopeWrite)
+	if err != nil {
+		return failure[CreateTicketOut](err, canonicalOperationID(in.OperationID))
+	}
+	res, err := t.svc.CreateTicket(ctx, p.Tenant, p.Subject, in.OperationID, tickets.NewTicket{
+		ProjectID: in.ProjectID, Title: in.Title, Description: in.Description,
+		Priority: tickets.Priority(in.Priority), Labels: in.Labels,
+	})
+	opID := ""
+	if res.OperationID != uuid.Nil {
+		opID = res.OperationID.String()
+	}
+	if err != nil {
+		return failure[CreateTicketOut](err, opID)
+	}
+	return success(CreateTicketOut{
+		OperationID: opID, Status: string(operations.StatusSucceeded), Replayed: res.Replayed,
+		TicketID: res.Ticket.ID.String(), Ticket: wire.FromTicket(res.Ticket),
+	})
+}
+
+func (t *toolset) previewTicket(ctx context.Context, req *mcp.CallToolRequest, in PreviewTicketIn) (*mcp.CallToolResult, outcome[PreviewTicketOut], error) {
+	p, err := authorize(ctx, req, authn.ScopeRead)
+	if err != nil {
+		return failure[PreviewTicketOut](err, canonicalOperationID(in.OperationID))
+	}
+	pv, err := t.svc.PreviewTicket(ctx, p.Tenant, in.OperationID, tickets.NewTicket{
+		ProjectID: in.ProjectID, Title: in.Title, Description: in.Description,
+		Priority: tickets.Priority(in.Priority), Labels: in.Labels,
+	})
+	if err != nil {
+		return failure[PreviewTicketOut](err, canonicalOperationID(in.OperationID))
+	}
+	out := PreviewTicketOut{
+		Ticket: PreviewTicket{
+			ProjectID: pv.Ticket.ProjectID, Title: pv.Ticket.Title, Description: pv.Ticket.Description,
+			Priority: string(pv.Ticket.Priority), Labels: nonNil(pv.Ticket.Labels),
+		},
+		Fingerprint: pv.Fingerprint, Would: string(pv.Would), ExistingTicketID: pv.ExistingTicketID,
+	}
+	if pv.OperationID != nil {
+		out.OperationID = pv.OperationID.String()
+	}
+	return success(out)
+}
+
+func (t *toolset) getOperationStatus(ctx context.Context, req *mcp.CallToolRequest, in GetOperationStatusIn) (*mcp.CallToolResult, outcome[wire.OperationStatus], error) {
+	opID := canonicalOperationID(in.OperationID)
+	p, err := authorize(ctx, req, authn.ScopeRead)
+	if err != nil {
+		return failure[wire.OperationStatus](err, opID)
+	}
+	st, err := t.svc.GetOperation(ctx, p.Tenant, in.OperationID)
+	switch {
+	case errors.Is(err, operations.ErrNotFound):
+		// Proof that nothing ran under this ID for this tenant: an answer,
+		// not an error.
+		return success(wire.OperationNotFound(opID, tickets.ActionCreateTicket))
+	case err != nil:
+		return failure[wire.OperationStatus](err, opID)
+	}
+	return success(wire.FromOperation(st))
+}
+
+func (t *toolset) getTicket(ctx context.Context, req *mcp.CallToolRequest, in GetTicketIn) (*mcp.CallToolResult, outcome[GetTicketOut], error) {
+	p, err := authorize(ctx, req, authn.ScopeRead)
+	if err != nil {
+		return failure[GetTicketOut](err, "")
+	}
+	tk, err := t.svc.GetTicket(ctx, p.Tenant, in.ID)
+	if errcode.Of(err) == errcode.NotFound {
+		return failureMessage[GetTicketOut](errcode.NotFound, "no ticket "+quote(in.ID)+" exists for your tenant", "", err)
+	}
+	if err != nil {
+		return failure[GetTicketOut](err, "")
+	}
+	return success(GetTicketOut{Ticket: wire.FromTicket(tk)})
+}
+
+func (t *toolset) listTickets(ctx context.Context, req *mcp.CallToolRequest, in ListTicketsIn) (*mcp.CallToolResult, outcome[ListTicketsOut], error) {
+	p, err := authorize(ctx, req, authn.ScopeRead)
+	if err != nil {
+		return failure[ListTicketsOut](err, "")
+	}
+	page, err := t.svc.ListTickets(ctx, p.Tenant, tickets.ListTicketsParams{
+		ProjectID: in.ProjectID, Status: tickets.Status(in.Status), Limit: in.Limit, Cursor: in.Cursor,
+	})
+	if err != nil {
+		return failure[ListTicketsOut](err, "")
+	}
+	out := ListTicketsOut{Tickets: make([]wire.Ticket, len(page.Tickets)), NextCursor: page.NextCursor}
+	for i, tk := range page.Tickets {
+		out.Tickets[i] = wire.FromTicket(tk)
+	}
+	return success(out)
+}
+
+func (t *toolset) listProjects(ctx context.Context, req *mcp.CallToolRequest, _ ListProjectsIn) (*mcp.CallToolResult, outcome[ListProjectsOut], error) {
+	p, err := authorize(ctx, req, authn.ScopeRead)
+	if err != nil {
+		return failure[ListProjectsOut](err, "")
+	}
+	ps, err := t.svc.ListProjects(ctx, p.Tenant)
+	if err != nil {
+		return failure[ListProjectsOut](err, "")
+	}
+	out := ListProjectsOut{Projects: make([]wire.Project, len(ps))}
+	for i, pr := range ps {
+		out.Projects[i] = wire.FromProject(pr)
+	}
+	return success(out)
+}
+
+// canonicalOperationID returns the stored (lower-case) form of a valid
+// operation ID, to echo it in answers, or "" for an invalid one.
+func canonicalOperationID(s string) string {
+	id, err := operations.ParseID(s)
+	if err != nil {
+		return ""
+	}
+	return id.String()
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// quote bounds and quotes a caller-supplied value for an error message, so
+// an oversized or odd argument cannot flood or garble the answer.
+func quote(s string) string {
+	const maxQuoted = 80
+	if r := []rune(s); len(r) > maxQuoted {
+		s = string(r[:maxQuoted]) + "…"
+	}
+	return strconv.Quote(s)
+}

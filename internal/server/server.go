@@ -1,0 +1,214 @@
+// Package server is ticketd's one HTTP wiring, used by the binary and by
+// every end-to-end test: the MCP endpoint behind bearer-token auth, the
+// OAuth Protected Resource Metadata that tells clients where to get a token,
+// health and readiness probes, and (when given) the operators' REST API.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/mcptools"
+	"github.com/ticketd/ticketd/internal/tickets"
+)
+
+// Routes. MCPPath is part of every token's audience (PublicURL+MCPPath).
+const (
+	MCPPath                 = "/mcp"
+	ResourceMetadataPath    = "/.well-known/oauth-protected-resource"
+	MCPResourceMetadataPath = ResourceMetadataPath + MCPPath
+	HealthPath              = "/healthz"
+	ReadyPath               = "/readyz"
+	APIPrefix               = "/api/v1/"
+)
+
+// MaxBodyBytes bounds every request body. The largest legitimate request, a
+// create_ticket call with a 20000-character description, is well under
+// 200 KiB even with every character JSON-escaped; anything bigger is
+// refused (413) before it is buffered.
+const MaxBodyBytes = 1 << 20
+
+// readyTimeout bounds a readiness check, so a hung database makes /readyz
+// answer 503 rather than hang the prober.
+const readyTimeout = 2 * time.Second
+
+// Config is what New needs.
+type Config struct {
+	// Service answers the MCP tools. Required.
+	Service *tickets.Service
+	// Verifier checks the bearer token of every /mcp request. Required.
+	Verifier *authn.Verifier
+	// PublicURL is the origin clients reach this server at, such as
+	// http://127.0.0.1:8080 or https://tickets.example.com, without a path.
+	// The MCP resource (and so the tokens' audience) is PublicURL+"/mcp".
+	// Required.
+	PublicURL string
+	// Issuer is the authorization server that issues tokens for this
+	// resource; Protected Resource Metadata names it. Required.
+	Issuer string
+	// Logger receives the access log and the tool-call log; nil discards.
+	Logger *slog.Logger
+	// Ready reports whether the server can serve (a database ping); /readyz
+	// answers 503 while it fails. Nil means always ready.
+	Ready func(ctx context.Context) error
+	// API, if not nil, is mounted at /api/v1/ as is (the prefix is not
+	// stripped). It authenticates its own requests.
+	API http.Handler
+}
+
+// New returns the HTTP handler serving:
+//
+//   - /mcp: the MCP tools over stateless Streamable HTTP, for any valid
+//     bearer token (each tool checks its own scope, so a read-only token
+//     can still list). Missing or invalid tokens get 401 with
+//     WWW-Authenticate: Bearer resource_metadata="…".
+//   - /.well-known/oauth-protected-resource/mcp and
+//     /.well-known/oauth-protected-resource: RFC 9728 metadata whose
+//     resource is PublicURL+"/mcp".
+//   - /healthz (always 200) and /readyz (200, or 503 while Ready fails).
+//   - /api/v1/: Config.API, when set.
+//
+// Every response carries an X-Request-ID (the caller's, if it sent a sane
+// one); every request is access-logged without its headers, so tokens never
+// reach the log.
+func New(cfg Config) (http.Handler, error) {
+	switch {
+	case cfg.Service == nil:
+		return nil, errors.New("server: Config.Service is required")
+	case cfg.Verifier == nil:
+		return nil, errors.New("server: Config.Verifier is required")
+	case cfg.Issuer == "":
+		return nil, errors.New("server: Config.Issuer is required")
+	}
+	public, err := parsePublicURL(cfg.PublicURL)
+	if err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	resource := public + MCPPath
+	metadataURL := public + MCPResourceMetadataPath
+
+	// One server for all requests: stateless serving keeps nothing in it
+	// between calls, and the handler asks for it twice per request.
+	mcpServer := mcptools.NewServer(cfg.Service, logger)
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer }, &mcp.StreamableHTTPOptions{
+		// Stateless: any replica answers any request, and protocol
+		// 2026-07-28 (sessionless) is served as well as older clients.
+		Stateless: true,
+		Logger:    logger.With("component", "mcp"),
+		// The DNS-rebinding guard refuses a loopback connection whose Host
+		// is not loopback. It protects a server that is itself only on
+		// loopback (dev mode), so it stays on when the public URL is
+		// loopback; with a public name, the server sits behind a proxy
+		// that may well connect over loopback with the public Host, and
+		// the guard would refuse every request. /mcp needs a bearer token
+		// either way, which a rebinding page cannot supply.
+		DisableLocalhostProtection: !isLoopbackHost(public),
+		MaxRequestBodyBytes:        MaxBodyBytes,
+	})
+	requireToken := auth.RequireBearerToken(cfg.Verifier.TokenVerifier(), &auth.RequireBearerTokenOptions{
+		// No Scopes: a valid token is enough to reach the tools, which
+		// answer a missing scope with a forbidden tool error.
+		ResourceMetadataURL: metadataURL,
+	})
+	metadata := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource:               resource,
+		AuthorizationServers:   []string{cfg.Issuer},
+		ScopesSupported:        []string{authn.ScopeRead, authn.ScopeWrite, authn.ScopeAdmin},
+		BearerMethodsSupported: []string{"header"},
+		ResourceName:           "ticketd",
+	})
+
+	mux := http.NewServeMux()
+	mux.Handle(MCPPath, requireToken(mcpHandler))
+	// Clients try the path-suffixed form first (resource = the MCP URL),
+	// then the root form; both describe the one protected resource.
+	mux.Handle(MCPResourceMetadataPath, metadata)
+	mux.Handle(ResourceMetadataPath, metadata)
+	mux.HandleFunc("GET "+HealthPath, health)
+	mux.Handle("GET "+ReadyPath, ready(cfg.Ready, logger))
+	if cfg.API != nil {
+		mux.Handle(APIPrefix, cfg.API)
+	}
+	return withRequestID(accessLog(logger, limitBody(mux))), nil
+}
+
+// parsePublicURL checks that raw is an http(s) origin and returns it without
+// a trailing slash. A path is refused because the well-known metadata
+// locations of RFC 9728 are derived from the resource's path, and ticketd
+// serves them only at the root.
+func parsePublicURL(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", fmt.Errorf("server: Config.PublicURL %q: %w", raw, err)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", fmt.Errorf("server: Config.PublicURL %q must start with http:// or https://", raw)
+	case u.Host == "":
+		return "", fmt.Errorf("server: Config.PublicURL %q has no host", raw)
+	case strings.TrimSuffix(u.Path, "/") != "", u.RawQuery != "", u.Fragment != "", u.User != nil:
+		return "", fmt.Errorf("server: Config.PublicURL %q must be an origin such as https://tickets.example.com, without path, query or credentials", raw)
+	}
+	return u.Scheme + "://" + u.Host, nil
+}
+
+// isLoopbackHost reports whether the origin's host is localhost or a
+// loopback address.
+func isLoopbackHost(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func health(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// ready answers 200 while check passes and 503 while it fails. The cause is
+// logged, not shown: probes need the status, and the error may describe the
+// database.
+func ready(check func(context.Context) error, logger *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if check != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+			defer cancel()
+			if err := check(ctx); err != nil {
+				logger.WarnContext(r.Context(), "not ready", "error", err, "request_id", r.Header.Get(RequestIDHeader))
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
+				return
+			}
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v) // the status is sent; a failed write has no one left to tell
+}

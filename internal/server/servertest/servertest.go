@@ -1,0 +1,223 @@
+// Package servertest runs the real ticketd HTTP stack for end-to-end tests:
+// server.New over a real database, a real JWT verifier, and go-sdk MCP
+// clients that authenticate with real HS256 tokens. Every Env is private to
+// one test, so tests run in parallel.
+package servertest
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/server"
+	"github.com/ticketd/ticketd/internal/tickets"
+)
+
+// Issuer is the issuer every Env's verifier accepts.
+const Issuer = "https://issuer.test"
+
+// CallTimeout bounds each MCP call a helper makes, so a hung server fails
+// the test instead of stalling the run.
+const CallTimeout = 30 * time.Second
+
+// Env is one running ticketd HTTP server.
+type Env struct {
+	// URL is the server's origin (its PublicURL); Endpoint is URL+"/mcp",
+	// also every token's audience.
+	URL, Endpoint string
+	DB            *db.DB
+	Service       *tickets.Service
+	// Secret signs tokens the verifier accepts.
+	Secret []byte
+}
+
+// Options adjusts Start. The zero value is fine.
+type Options struct {
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+	// API is passed to server.Config.API.
+	API http.Handler
+	// Ready replaces the readiness check, a ping of the database.
+	Ready func(ctx context.Context) error
+}
+
+// Start serves d (a fresh, migrated database, as dbtest gives) over
+// httptest until the test ends.
+func Start(tb testing.TB, d *db.DB, opts Options) *Env {
+	tb.Helper()
+	ts := httptest.NewUnstartedServer(nil)
+	base := "http://" + ts.Listener.Addr().String()
+	e := &Env{
+		URL: base, Endpoint: base + server.MCPPath, DB: d,
+		Service: tickets.NewService(d.Gorm, tickets.Options{}),
+		Secret:  []byte("servertest-secret-of-at-least-32-bytes!"),
+	}
+	ready := opts.Ready
+	if ready == nil {
+		ready = func(ctx context.Context) error {
+			sqlDB, err := d.Gorm.DB()
+			if err != nil {
+				return err
+			}
+			return sqlDB.PingContext(ctx)
+		}
+	}
+	v, err := authn.NewVerifier(context.Background(), authn.Config{
+		Issuer: Issuer, Audience: e.Endpoint, HS256Secret: e.Secret,
+	})
+	if err != nil {
+		tb.Fatalf("servertest: verifier: %v", err)
+	}
+	h, err := server.New(server.Config{
+		Service: e.Service, Verifier: v, PublicURL: base, Issuer: Issuer, Logger: opts.Logger,
+		Ready: ready, API: opts.API,
+	})
+	if err != nil {
+		tb.Fatalf("servertest: server.New: %v", err)
+	}
+	ts.Config.Handler = h
+	ts.Start()
+	tb.Cleanup(ts.Close)
+	return e
+}
+
+// Token mints a valid one-hour token for subject "agent" of tenant with
+// scopes.
+func (e *Env) Token(tb testing.TB, tenant string, scopes ...string) string {
+	tb.Helper()
+	return e.Mint(tb, authn.TokenRequest{
+		Issuer: Issuer, Audience: e.Endpoint, Tenant: tenant, Subject: "agent", Scopes: scopes, TTL: time.Hour,
+	}, time.Now())
+}
+
+// Mint signs req with the Env's secret as issued at now, for tokens that
+// are deliberately wrong (expired, another audience or issuer).
+func (e *Env) Mint(tb testing.TB, req authn.TokenRequest, now time.Time) string {
+	tb.Helper()
+	tok, err := authn.MintHS256(e.Secret, req, now)
+	if err != nil {
+		tb.Fatalf("servertest: mint token: %v", err)
+	}
+	return tok
+}
+
+// Connect opens an MCP client session to the Env's endpoint as token.
+func (e *Env) Connect(tb testing.TB, token string) *mcp.ClientSession {
+	tb.Helper()
+	return Connect(tb, e.Endpoint, token)
+}
+
+// SeedProject creates the project "support" (key SUP) for tenant.
+func (e *Env) SeedProject(tb testing.TB, tenant string) {
+	tb.Helper()
+	_, err := e.Service.CreateProject(context.Background(), tenant, tickets.Project{ID: "support", Key: "SUP", Name: "Support"})
+	if err != nil {
+		tb.Fatalf("servertest: seed project: %v", err)
+	}
+}
+
+// CountTickets returns how many tickets tenant has, read straight from the
+// database so it does not depend on the code under test.
+func (e *Env) CountTickets(tb testing.TB, tenant string) int64 {
+	tb.Helper()
+	return e.count(tb, "tickets", tenant)
+}
+
+// CountOperations returns how many operation records tenant has.
+func (e *Env) CountOperations(tb testing.TB, tenant string) int64 {
+	tb.Helper()
+	return e.count(tb, "operations", tenant)
+}
+
+func (e *Env) count(tb testing.TB, table, tenant string) int64 {
+	tb.Helper()
+	var n int64
+	if err := e.DB.Gorm.Table(table).Where("tenant_id = ?", tenant).Count(&n).Error; err != nil {
+		tb.Fatalf("servertest: count %s: %v", table, err)
+	}
+	return n
+}
+
+// Connect opens an MCP client session to endpoint with a bearer token,
+// over Streamable HTTP without retries (a failed call must fail, not be
+// re-sent behind the test's back). The session closes when the test ends.
+func Connect(tb testing.TB, endpoint, token string) *mcp.ClientSession {
+	tb.Helper()
+	cs, err := Dial(endpoint, token)
+	if err != nil {
+		tb.Fatalf("servertest: connect to %s: %v", endpoint, err)
+	}
+	tb.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// Dial is Connect for callers that expect it to fail (a bad token). The
+// caller closes the session.
+func Dial(endpoint, token string) (*mcp.ClientSession, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), CallTimeout)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "servertest", Version: "v0"}, nil)
+	return client.Connect(ctx, &mcp.StreamableClientTransport{
+		Endpoint:   endpoint,
+		HTTPClient: &http.Client{Transport: Bearer(token, http.DefaultTransport)},
+		MaxRetries: -1,
+	}, nil)
+}
+
+// Bearer returns a RoundTripper adding "Authorization: Bearer token" to
+// every request.
+func Bearer(token string, next http.RoundTripper) http.RoundTripper {
+	return bearer{token: token, next: next}
+}
+
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// Call calls a tool and fails the test on a protocol-level error; tool
+// errors come back as results with IsError set.
+func Call(tb testing.TB, cs *mcp.ClientSession, tool string, args any) *mcp.CallToolResult {
+	tb.Helper()
+	res, err := TryCall(cs, tool, args)
+	if err != nil {
+		tb.Fatalf("call %s: %v", tool, err)
+	}
+	return res
+}
+
+// TryCall calls a tool with CallTimeout and returns the protocol error, for
+// calls that are meant to fail at the transport.
+func TryCall(cs *mcp.ClientSession, tool string, args any) (*mcp.CallToolResult, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), CallTimeout)
+	defer cancel()
+	return cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+}
+
+// Decode converts a result's structured content into T.
+func Decode[T any](tb testing.TB, res *mcp.CallToolResult) T {
+	tb.Helper()
+	var out T
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil {
+		tb.Fatalf("marshal structured content: %v", err)
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		tb.Fatalf("decode structured content %s: %v", b, err)
+	}
+	return out
+}
