@@ -1,0 +1,260 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/ticketd/ticketd/internal/db"
+)
+
+// group is a set of settings; each command takes the groups it uses, so
+// `ticketd migrate -h` does not list JWT flags.
+type group uint
+
+const (
+	groupHTTP    group = 1 << iota // address and public URL (the audience derives from them)
+	groupDB                        // database URL
+	groupMigrate                   // migrate at start
+	groupAuth                      // JWT verification
+	groupLog                       // log format and level
+	groupCursor                    // cursor signing key
+	groupDev                       // --dev and its data directory
+	groupToken                     // the stdio principal's token
+)
+
+// Defaults that also appear in help and error messages.
+const (
+	defaultAddr        = "127.0.0.1:8080"
+	defaultDatabaseURL = "sqlite://ticketd.db"
+	defaultDataDir     = ".ticketd"
+	devIssuer          = "ticketd-dev"
+	devDatabaseFile    = "ticketd.db"
+	// minCursorSecret matches the HS256 rule: an HMAC key at least as long
+	// as its hash output.
+	minCursorSecret = 32
+)
+
+// config is every setting of every command. Empty strings mean "derive the
+// default", which depends on other settings (the audience on the public URL,
+// the database on --dev), so defaults are resolved after parsing.
+type config struct {
+	Addr          string
+	DatabaseURL   string
+	PublicURL     string
+	Issuer        string
+	Audience      string
+	JWKSURL       string
+	PublicKeyFile string
+	HS256Secret   string
+	TenantClaim   string
+	LogFormat     string
+	LogLevel      string
+	CursorSecret  string
+	Migrate       bool
+	Dev           bool
+	DataDir       string
+	Token         string
+
+	// derivedPublicURL records that PublicURL came from Addr, which is
+	// wrong for clients when Addr is a wildcard such as 0.0.0.0.
+	derivedPublicURL bool
+}
+
+// stringSetting is one string setting: its variable, flag, built-in default
+// (empty: derived later) and what it means.
+type stringSetting struct {
+	group group
+	env   string
+	flag  string
+	def   string
+	usage string
+	field func(*config) *string
+}
+
+// stringSettings is the configuration surface in one place; help text is
+// generated from it, so flag, variable and default never disagree.
+var stringSettings = []stringSetting{
+	{groupHTTP, "TICKETD_ADDR", "addr", defaultAddr, "listen address host:port", func(c *config) *string { return &c.Addr }},
+	{groupHTTP, "TICKETD_PUBLIC_URL", "public-url", "", "URL clients reach this server at (default http://ADDR)", func(c *config) *string { return &c.PublicURL }},
+	{groupDB, "TICKETD_DATABASE_URL", "database-url", "", "postgres://USER:PASS@HOST:PORT/DB?sslmode=… or sqlite://PATH (default " + defaultDatabaseURL + "; with --dev sqlite://DATA_DIR/" + devDatabaseFile + ")", func(c *config) *string { return &c.DatabaseURL }},
+	{groupAuth, "TICKETD_JWT_ISSUER", "jwt-issuer", "", "iss claim tokens must carry (required; with --dev " + devIssuer + ")", func(c *config) *string { return &c.Issuer }},
+	{groupAuth, "TICKETD_JWT_AUDIENCE", "jwt-audience", "", "aud claim tokens must carry (default PUBLIC_URL/mcp)", func(c *config) *string { return &c.Audience }},
+	{groupAuth, "TICKETD_JWT_JWKS_URL", "jwt-jwks-url", "", "key source: identity provider JWK Set URL", func(c *config) *string { return &c.JWKSURL }},
+	{groupAuth, "TICKETD_JWT_PUBLIC_KEY_FILE", "jwt-public-key-file", "", "key source: PEM public key file (RSA, ECDSA or Ed25519)", func(c *config) *string { return &c.PublicKeyFile }},
+	{groupAuth, "TICKETD_JWT_HS256_SECRET", "jwt-hs256-secret", "", "key source: shared HS256 secret, at least 32 bytes (prefer the variable: flags show in ps)", func(c *config) *string { return &c.HS256Secret }},
+	{groupAuth, "TICKETD_JWT_TENANT_CLAIM", "jwt-tenant-claim", "tenant_id", "claim that carries the tenant", func(c *config) *string { return &c.TenantClaim }},
+	{groupLog, "TICKETD_LOG_FORMAT", "log-format", "text", "log format: text or json", func(c *config) *string { return &c.LogFormat }},
+	{groupLog, "TICKETD_LOG_LEVEL", "log-level", "info", "log level: debug, info, warn or error", func(c *config) *string { return &c.LogLevel }},
+	{groupCursor, "TICKETD_CURSOR_SECRET", "cursor-secret", "", "key signing list cursors, at least 32 bytes; give replicas the same one (default random per process)", func(c *config) *string { return &c.CursorSecret }},
+	{groupDev, "TICKETD_DATA_DIR", "data-dir", defaultDataDir, "where --dev keeps its secret and SQLite database", func(c *config) *string { return &c.DataDir }},
+	{groupToken, "TICKETD_TOKEN", "token", "", "bearer token whose principal the stdio session acts as (required; prefer the variable)", func(c *config) *string { return &c.Token }},
+}
+
+// parseConfig reads the groups' settings from the environment, then from
+// args, which win. For -h it writes help to out and returns flag.ErrHelp,
+// which the commands turn into success.
+func parseConfig(fs *flag.FlagSet, groups group, args []string, getenv func(string) string, out io.Writer) (*config, error) {
+	c := &config{}
+	for _, s := range stringSettings {
+		if s.group&groups == 0 {
+			continue
+		}
+		fs.StringVar(s.field(c), s.flag, s.def, fmt.Sprintf("%s (env %s)", s.usage, s.env))
+		// The environment goes in as a value, not as the flag's default,
+		// so help never prints a secret taken from the environment.
+		if v := getenv(s.env); v != "" {
+			*s.field(c) = v
+		}
+	}
+	if groups&groupMigrate != 0 {
+		fs.BoolVar(&c.Migrate, "migrate", true, "apply migrations at start (env TICKETD_MIGRATE)")
+		if v := getenv("TICKETD_MIGRATE"); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, fmt.Errorf("TICKETD_MIGRATE=%q: want true or false", v)
+			}
+			c.Migrate = b
+		}
+	}
+	if groups&groupDev != 0 {
+		fs.BoolVar(&c.Dev, "dev", false, "development mode: HS256 secret generated in DATA_DIR (kept across starts), issuer "+devIssuer+
+			", SQLite in DATA_DIR unless TICKETD_DATABASE_URL is set, tenant "+devTenant+" seeded, loopback only")
+	}
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printHelp(fs, out)
+			return nil, err
+		}
+		return nil, fmt.Errorf("%s: %w (see ticketd %s -h)", fs.Name(), err, fs.Name())
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("%s: unexpected argument %q (see ticketd %s -h)", fs.Name(), fs.Arg(0), fs.Name())
+	}
+	c.resolve()
+	return c, nil
+}
+
+func printHelp(fs *flag.FlagSet, out io.Writer) {
+	fmt.Fprintf(out, "Usage: ticketd %s [flags]\n\nFlags (a flag overrides the environment variable named with it):\n", fs.Name())
+	fs.SetOutput(out)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// resolve fills the derived defaults.
+func (c *config) resolve() {
+	if c.PublicURL == "" && c.Addr != "" {
+		c.PublicURL = "http://" + c.Addr
+		c.derivedPublicURL = true
+	}
+	c.PublicURL = strings.TrimSuffix(c.PublicURL, "/")
+	if c.Audience == "" && c.PublicURL != "" {
+		c.Audience = c.PublicURL + "/mcp"
+	}
+	if c.DatabaseURL == "" {
+		c.DatabaseURL = defaultDatabaseURL
+		if c.Dev {
+			c.DatabaseURL = "sqlite://" + filepath.Join(c.DataDir, devDatabaseFile)
+		}
+	}
+	if c.Issuer == "" && c.Dev {
+		c.Issuer = devIssuer
+	}
+}
+
+// keySources names the configured JWT key sources by their variables.
+func (c *config) keySources() []string {
+	var names []string
+	if c.JWKSURL != "" {
+		names = append(names, "TICKETD_JWT_JWKS_URL")
+	}
+	if c.PublicKeyFile != "" {
+		names = append(names, "TICKETD_JWT_PUBLIC_KEY_FILE")
+	}
+	if c.HS256Secret != "" {
+		names = append(names, "TICKETD_JWT_HS256_SECRET")
+	}
+	return names
+}
+
+// checkHTTP validates the listen address and public URL. With --dev the
+// address must be loopback: dev mode's secret sits on disk and its token is
+// printed, so it must not be reachable from the network.
+func (c *config) checkHTTP() error {
+	host, _, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		return fmt.Errorf("TICKETD_ADDR %q: want host:port, e.g. %s", c.Addr, defaultAddr)
+	}
+	if c.Dev && !isLoopback(host) {
+		return fmt.Errorf("--dev listens on loopback only, and TICKETD_ADDR %q is not loopback: use 127.0.0.1:PORT, or configure a JWT key source and drop --dev", c.Addr)
+	}
+	u, err := url.Parse(c.PublicURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("TICKETD_PUBLIC_URL %q: want an absolute http(s) URL such as https://tickets.example.com", c.PublicURL)
+	}
+	return nil
+}
+
+// warnings returns advice about settings that work but are likely wrong.
+func (c *config) warnings() []string {
+	host, _, _ := net.SplitHostPort(c.Addr)
+	if ip := net.ParseIP(host); c.derivedPublicURL && (host == "" || ip != nil && ip.IsUnspecified()) {
+		return []string{fmt.Sprintf("TICKETD_PUBLIC_URL is not set, so clients are told the MCP resource is %s/mcp and tokens must carry that audience; set it to the URL clients use", c.PublicURL)}
+	}
+	return nil
+}
+
+// checkDB validates the database URL without connecting.
+func (c *config) checkDB() error {
+	if _, _, err := db.ParseURL(c.DatabaseURL); err != nil {
+		return fmt.Errorf("TICKETD_DATABASE_URL: %w", err)
+	}
+	return nil
+}
+
+// cursorKey returns the configured cursor key; nil lets the service pick a
+// random one, which is right for a single process.
+func (c *config) cursorKey() ([]byte, error) {
+	if c.CursorSecret == "" {
+		return nil, nil
+	}
+	if len(c.CursorSecret) < minCursorSecret {
+		return nil, fmt.Errorf("TICKETD_CURSOR_SECRET is %d bytes; it must be at least %d (generate one with: openssl rand -hex 32)", len(c.CursorSecret), minCursorSecret)
+	}
+	return []byte(c.CursorSecret), nil
+}
+
+// logger builds the structured logger; logs always go to stderr, so stdout
+// stays free for the dev banner, token output and the stdio protocol.
+func (c *config) logger(stderr io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(c.LogLevel)); err != nil {
+		return nil, fmt.Errorf("TICKETD_LOG_LEVEL %q: want debug, info, warn or error", c.LogLevel)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch c.LogFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(stderr, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(stderr, opts)), nil
+	default:
+		return nil, fmt.Errorf("TICKETD_LOG_FORMAT %q: want text or json", c.LogFormat)
+	}
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestServeConfigErrors checks that each misconfiguration stops serve with a
+// one-line error naming what to set, before it opens the database (so before
+// it listens) and without printing anything to stdout.
+func TestServeConfigErrors(t *testing.T) {
+	t.Parallel()
+	notPEM := filepath.Join(t.TempDir(), "key.pem")
+	if err := os.WriteFile(notPEM, []byte("not a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		env  []string // changes to the valid base configuration; "" unsets
+		args []string
+		want string
+	}{
+		{"BadDatabaseURL", []string{"TICKETD_DATABASE_URL", "mysql://db/x"}, nil, "TICKETD_DATABASE_URL"},
+		{"EmptySQLitePath", []string{"TICKETD_DATABASE_URL", "sqlite://"}, nil, "the sqlite path is empty"},
+		{"UnreadableKeyFile", []string{"TICKETD_JWT_HS256_SECRET", "", "TICKETD_JWT_PUBLIC_KEY_FILE", "/nonexistent/key.pem"}, nil, "TICKETD_JWT_PUBLIC_KEY_FILE: open /nonexistent/key.pem"},
+		{"KeyFileNotPEM", []string{"TICKETD_JWT_HS256_SECRET", "", "TICKETD_JWT_PUBLIC_KEY_FILE", notPEM}, nil, "no PEM block"},
+		{"ShortHS256Secret", []string{"TICKETD_JWT_HS256_SECRET", "too-short"}, nil, "TICKETD_JWT_HS256_SECRET: HS256 secret must be at least 32 bytes"},
+		{"UnknownFlag", nil, []string{"--bogus"}, "flag provided but not defined: -bogus"},
+		{"StrayArgument", nil, []string{"extra"}, `unexpected argument "extra"`},
+		{"NoKeySource", []string{"TICKETD_JWT_HS256_SECRET", ""}, nil, errNoKeySource.Error()},
+		{"TwoKeySources", []string{"TICKETD_JWT_JWKS_URL", "https://idp.test/jwks"}, nil, "more than one JWT key source"},
+		{"NoIssuer", []string{"TICKETD_JWT_ISSUER", ""}, nil, "set TICKETD_JWT_ISSUER"},
+		{"NonLoopbackDev", []string{"TICKETD_JWT_HS256_SECRET", "", "TICKETD_ADDR", "0.0.0.0:0"}, []string{"--dev"}, "--dev listens on loopback only"},
+		{"NonLoopbackDevFlag", []string{"TICKETD_JWT_HS256_SECRET", ""}, []string{"--dev", "--addr", ":8080"}, "is not loopback"},
+		{"DevWithJWKS", []string{"TICKETD_JWT_HS256_SECRET", "", "TICKETD_JWT_JWKS_URL", "https://idp.test/jwks"}, []string{"--dev"}, "--dev mints its own HS256 tokens"},
+		{"BadAddr", []string{"TICKETD_ADDR", "8080"}, nil, "TICKETD_ADDR"},
+		{"BadPublicURL", []string{"TICKETD_PUBLIC_URL", "tickets.example.com"}, nil, "TICKETD_PUBLIC_URL"},
+		{"BadLogFormat", []string{"TICKETD_LOG_FORMAT", "xml"}, nil, "TICKETD_LOG_FORMAT"},
+		{"BadLogLevel", []string{"TICKETD_LOG_LEVEL", "loud"}, nil, "TICKETD_LOG_LEVEL"},
+		{"BadMigrate", []string{"TICKETD_MIGRATE", "sometimes"}, nil, "TICKETD_MIGRATE"},
+		{"ShortCursorSecret", []string{"TICKETD_CURSOR_SECRET", "short"}, nil, "TICKETD_CURSOR_SECRET"},
+		{"FlagOverridesEnv", nil, []string{"--database-url", "mysql://db/x"}, "TICKETD_DATABASE_URL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			dbFile := filepath.Join(dir, "ticketd.db")
+			env := with(baseEnv("sqlite://"+dbFile), tc.env...)
+			dataDir := filepath.Join(dir, ".ticketd")
+			args := append([]string{"ticketd", "serve", "--data-dir", dataDir}, tc.args...)
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), args, getenv(env), nil, &stdout, &stderr)
+			if err == nil {
+				t.Fatal("run succeeded, want a configuration error")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, tc.want) || strings.Contains(msg, "\n") {
+				t.Fatalf("error %q, want one line containing %q", msg, tc.want)
+			}
+			if stdout.Len() > 0 || strings.Contains(stderr.String(), "listening") {
+				t.Fatalf("printed before failing:\nstdout: %s\nstderr: %s", &stdout, &stderr)
+			}
+			if _, err := os.Stat(dbFile); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("the database was opened before the configuration was checked (stat: %v)", err)
+			}
+			if _, err := os.Stat(dataDir); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("dev mode wrote %s before the configuration was checked (stat: %v)", dataDir, err)
+			}
+		})
+	}
+}
+
+func TestCommandErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  map[string]string
+		want string
+	}{
+		{"UnknownCommand", []string{"frobnicate"}, nil, `unknown command "frobnicate"`},
+		{"TokenWithoutTenant", []string{"token", "--subject", "s"}, baseEnv(""), "--tenant is required"},
+		{"TokenWithoutSubject", []string{"token", "--tenant", "t"}, baseEnv(""), "--subject is required"},
+		{"TokenWithoutSecret", []string{"token", "--tenant", "t", "--subject", "s"}, with(baseEnv(""), "TICKETD_JWT_HS256_SECRET", ""), "set TICKETD_JWT_HS256_SECRET, or use --dev"},
+		{"TokenWithPublicKey", []string{"token", "--tenant", "t", "--subject", "s"}, with(baseEnv(""), "TICKETD_JWT_HS256_SECRET", "", "TICKETD_JWT_PUBLIC_KEY_FILE", "k.pem"), "identity provider"},
+		{"TokenBadTenant", []string{"token", "--tenant", "a b", "--subject", "s"}, baseEnv(""), "tenant"},
+		{"TokenBadTTL", []string{"token", "--tenant", "t", "--subject", "s", "--ttl", "-1h"}, baseEnv(""), "TTL must be positive"},
+		{"MigrateBadURL", []string{"migrate", "--database-url", "mysql://x"}, nil, "TICKETD_DATABASE_URL"},
+		{"StdioWithoutToken", []string{"stdio"}, baseEnv("sqlite://" + filepath.Join(t.TempDir(), "s.db")), "set TICKETD_TOKEN"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var stdout bytes.Buffer
+			err := run(context.Background(), append([]string{"ticketd"}, tc.args...), getenv(tc.env), nil, &stdout, &bytes.Buffer{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("run = %v, want one line containing %q", err, tc.want)
+			}
+			if stdout.Len() > 0 {
+				t.Fatalf("printed %q on stdout before failing", &stdout)
+			}
+		})
+	}
+}
+
+func TestHelpListsCommandsAndSettings(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"-h"}, []string{"serve", "migrate", "token", "stdio", "version", "--dev"}},
+		{[]string{"help"}, []string{"serve", "migrate", "token", "stdio", "version"}},
+		{[]string{"serve", "-h"}, []string{"-addr", "TICKETD_ADDR", "TICKETD_DATABASE_URL", "TICKETD_PUBLIC_URL", "TICKETD_JWT_ISSUER",
+			"TICKETD_JWT_AUDIENCE", "TICKETD_JWT_JWKS_URL", "TICKETD_JWT_PUBLIC_KEY_FILE", "TICKETD_JWT_HS256_SECRET",
+			"TICKETD_JWT_TENANT_CLAIM", "TICKETD_LOG_FORMAT", "TICKETD_LOG_LEVEL", "TICKETD_CURSOR_SECRET", "TICKETD_MIGRATE", "-dev", "-data-dir"}},
+		{[]string{"token", "-h"}, []string{"-tenant", "-subject", "-scope", "-ttl", "TICKETD_JWT_HS256_SECRET"}},
+		{[]string{"migrate", "-h"}, []string{"TICKETD_DATABASE_URL"}},
+	} {
+		var stdout bytes.Buffer
+		// A secret in the environment must not show up as a flag default.
+		err := run(context.Background(), append([]string{"ticketd"}, tc.args...), getenv(baseEnv("sqlite://x.db")), nil, &stdout, &bytes.Buffer{})
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(stdout.String(), w) {
+				t.Errorf("%v: help lacks %q:\n%s", tc.args, w, &stdout)
+			}
+		}
+		if strings.Contains(stdout.String(), testSecret) {
+			t.Errorf("%v: help shows the HS256 secret from the environment", tc.args)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	var stdout bytes.Buffer
+	if err := run(context.Background(), []string{"ticketd", "version"}, getenv(nil), nil, &stdout, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if out := stdout.String(); !strings.HasPrefix(out, "ticketd ") || strings.Count(out, "\n") != 1 || len(out) < len("ticketd x\n") {
+		t.Fatalf("version printed %q, want one line \"ticketd VERSION\"", out)
+	}
+}
+
+func TestWarnsWhenPublicURLDerivesFromWildcardAddress(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		addr, publicURL string
+		warn            bool
+	}{
+		{"0.0.0.0:8080", "", true},
+		{"[::]:8080", "", true},
+		{":8080", "", true},
+		{"0.0.0.0:8080", "https://tickets.example.com", false},
+		{"127.0.0.1:8080", "", false},
+	} {
+		c := &config{Addr: tc.addr, PublicURL: tc.publicURL}
+		c.resolve()
+		if got := len(c.warnings()) > 0; got != tc.warn {
+			t.Errorf("addr %q, public URL %q: warned %v, want %v", tc.addr, tc.publicURL, got, tc.warn)
+		}
+	}
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/tickets"
+)
+
+// The dev principal and the data dev mode seeds.
+const (
+	devSecretFile = "hs256.secret"
+	devTenant     = "demo"
+	devSubject    = "dev"
+	devTokenTTL   = 24 * time.Hour
+)
+
+var (
+	devProject = tickets.Project{ID: "support", Key: "SUP", Name: "Support"}
+	devScopes  = []string{authn.ScopeRead, authn.ScopeWrite, authn.ScopeAdmin}
+)
+
+// devSecret returns the HS256 secret kept in dir, generating it on first
+// use. Keeping it on disk means tokens printed by one start keep working
+// after a restart. The file holds 64 hex characters, used verbatim as the
+// secret, so `TICKETD_JWT_HS256_SECRET=$(cat .ticketd/hs256.secret)` gives a
+// non-dev server the same key.
+func devSecret(dir string) (secret []byte, path string, err error) {
+	path = filepath.Join(dir, devSecretFile)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, path, fmt.Errorf("dev data directory: %w", err)
+	}
+	secret, err = readDevSecret(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return secret, path, err
+	}
+	if err := createDevSecret(dir, path); err != nil {
+		return nil, path, err
+	}
+	secret, err = readDevSecret(path)
+	return secret, path, err
+}
+
+// createDevSecret writes a new secret to a temporary file and links it into
+// place, so a crash never leaves a half-written secret and, of two processes
+// starting at once, one wins and both use its secret.
+func createDevSecret(dir, path string) error {
+	key := make([]byte, 32)
+	// crypto/rand.Read never returns an error: it crashes the program
+	// rather than hand out a weak key.
+	_, _ = rand.Read(key)
+	// CreateTemp makes the file with mode 0600.
+	tmp, err := os.CreateTemp(dir, ".hs256.secret-*")
+	if err != nil {
+		return fmt.Errorf("create dev secret: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(hex.EncodeToString(key) + "\n")
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write dev secret: %w", err)
+	}
+	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("create dev secret %s: %w", path, err)
+	}
+	return nil
+}
+
+// readDevSecret reads the secret at path and refuses one that others can
+// read, since anyone holding it can mint tokens for any tenant. (Windows has
+// no Unix permission bits to check.)
+func readDevSecret(path string) ([]byte, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if runtime.GOOS != "windows" && info.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("dev secret %s is accessible to other users (mode %s): run chmod 600 %s", path, info.Mode().Perm(), path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read dev secret: %w", err)
+	}
+	secret := bytes.TrimSpace(data)
+	if len(secret) < 32 {
+		return nil, fmt.Errorf("dev secret %s is shorter than 32 bytes: delete it and a new one is generated", path)
+	}
+	return secret, nil
+}
+
+// seedDev gives dev mode something to file tickets against. It is
+// idempotent: the project from an earlier start is kept as it is.
+func seedDev(ctx context.Context, svc *tickets.Service) error {
+	if _, err := svc.CreateProject(ctx, devTenant, devProject); err != nil && !errors.Is(err, tickets.ErrExists) {
+		return fmt.Errorf("seed dev project: %w", err)
+	}
+	return nil
+}
+
+// mintDevToken mints the token the dev banner prints.
+func mintDevToken(cfg authn.Config, now time.Time) (string, error) {
+	tok, err := authn.MintHS256(cfg.HS256Secret, authn.TokenRequest{
+		Issuer:      cfg.Issuer,
+		Audience:    cfg.Audience,
+		TenantClaim: cfg.TenantClaim,
+		Tenant:      devTenant,
+		Subject:     devSubject,
+		Scopes:      devScopes,
+		TTL:         devTokenTTL,
+	}, now)
+	if err != nil {
+		return "", fmt.Errorf("mint dev token: %w", err)
+	}
+	return tok, nil
+}
+
+// printDevBanner writes the paste-ready setup for a dev server at baseURL.
+// It goes to stdout, never to the log: this is the one place a token is
+// shown, on purpose.
+func printDevBanner(w io.Writer, baseURL, token, dataDir string) error {
+	mcpURL := baseURL + "/mcp"
+	// A struct, not a map, keeps the keys in the order people expect.
+	type vscodeServer struct {
+		Type    string            `json:"type"`
+		URL     string            `json:"url"`
+		Headers map[string]string `json:"headers"`
+	}
+	vscode, err := json.MarshalIndent(map[string]map[string]vscodeServer{
+		"servers": {"ticketd": {Type: "http", URL: mcpURL, Headers: map[string]string{"Authorization": "Bearer " + token}}},
+	}, "  ", "  ")
+	if err != nil {
+		return fmt.Errorf("dev banner: %w", err)
+	}
+	tokenCmd := "go run ./cmd/ticketd token --dev --tenant demo --subject you"
+	if filepath.Clean(dataDir) != defaultDataDir {
+		tokenCmd += " --data-dir " + shellQuote(dataDir)
+	}
+	_, err = fmt.Fprintf(w, `
+ticketd is running in development mode.
+
+MCP endpoint:  %[1]s
+REST API:      %[2]s/api/v1
+Tenant %[3]q has project %[4]q (key %[5]s). Data and secret: %[6]s
+
+Token (valid 24h; tenant %[3]s, subject %[7]s, scopes %[8]s):
+  %[9]s
+
+Claude Code:
+  claude mcp add --transport http ticketd %[1]s --header "Authorization: Bearer %[9]s"
+
+VS Code (.vscode/mcp.json):
+  %[10]s
+
+REST (curl; run the POST twice: the retry answers the same ticket with Idempotent-Replayed: true):
+  curl -s -H "Authorization: Bearer %[9]s" %[2]s/api/v1/projects
+  curl -si -X POST %[2]s/api/v1/tickets -H "Authorization: Bearer %[9]s" -H "Idempotency-Key: %[12]s" -H "Content-Type: application/json" -d '{"project_id":"support","title":"Printer on fire"}'
+
+Another token:  %[11]s
+
+`, mcpURL, baseURL, devTenant, devProject.ID, devProject.Key, dataDir, devSubject, strings.Join(devScopes, " "), token, vscode, tokenCmd, uuid.NewString())
+	return err
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

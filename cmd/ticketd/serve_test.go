@@ -1,0 +1,358 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/dbtest"
+)
+
+func TestServeAnswersHealthAndMCPWithMintedToken(t *testing.T) {
+	t.Parallel()
+	rawURL := dbtest.SQLiteURL(t)
+	seedProject(t, rawURL, "acme")
+	env := baseEnv(rawURL)
+	s := startServe(t, env)
+
+	res, err := http.Get(s.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("/healthz: %s, want 200", res.Status)
+	}
+
+	// The token command derives the audience from the same settings as
+	// serve, so its tokens are accepted without naming the audience.
+	tok := mintToken(t, env, "--tenant", "acme", "--subject", "alice", "--scope", "tickets:read tickets:write")
+	session := connect(t, s.URL+"/mcp", tok)
+	if ids := projectIDs(t, session); !slices.Equal(ids, []string{"support"}) {
+		t.Fatalf("list_projects = %v, want [support]", ids)
+	}
+	_, out, err := createTicket(context.Background(), session, "Printer on fire")
+	if err != nil {
+		t.Fatalf("create_ticket: %v", err)
+	}
+	if out.Status != "succeeded" || out.Ticket.Key != "SUP-1" || out.Ticket.Reporter != "alice" {
+		t.Fatalf("create_ticket = %+v, want succeeded SUP-1 reported by alice", out)
+	}
+
+	if err := s.stop(t); err != nil {
+		t.Fatalf("run after cancellation = %v, want nil", err)
+	}
+	if logs := s.Stderr.String(); strings.Contains(logs, tok) {
+		t.Fatal("the log contains the bearer token")
+	}
+}
+
+func TestServeRejectsRequestsWithoutToken(t *testing.T) {
+	t.Parallel()
+	s := startServe(t, baseEnv(dbtest.SQLiteURL(t)))
+	res, err := http.Post(s.URL+"/mcp", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusUnauthorized || !strings.Contains(res.Header.Get("WWW-Authenticate"), "resource_metadata=") {
+		t.Fatalf("POST /mcp without a token: %s, WWW-Authenticate %q; want 401 with resource_metadata",
+			res.Status, res.Header.Get("WWW-Authenticate"))
+	}
+}
+
+// TestServeShutdownWithCallsInFlight cancels run's context, as SIGTERM does,
+// while clients keep creating tickets. run must return nil, calls in flight
+// must be answered, every call that got an answer must have its ticket, and
+// for every call, answered or not, the ticket and its operation record must
+// be both present or both absent. (A call can still fail with EOF when its
+// request raced the server closing an idle keep-alive connection; that one
+// was never handled, and the check shows it left nothing.)
+func TestServeShutdownWithCallsInFlight(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		dbURL func(testing.TB) string
+	}{
+		{"sqlite", dbtest.SQLiteURL},
+		{"postgres", dbtest.PostgresURL},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			rawURL := tc.dbURL(t)
+			seedProject(t, rawURL, "acme")
+			env := baseEnv(rawURL)
+			s := startServe(t, env)
+			tok := mintToken(t, env, "--tenant", "acme", "--subject", "alice")
+			session := connect(t, s.URL+"/mcp", tok)
+
+			var (
+				mu        sync.Mutex
+				attempted []string
+				succeeded []string
+				// finished counts calls started before the cancellation and
+				// answered after it: the in-flight work a graceful shutdown
+				// lets finish.
+				finished  int
+				cancelled = make(chan struct{})
+				wg        sync.WaitGroup
+			)
+			isCancelled := func() bool {
+				select {
+				case <-cancelled:
+					return true
+				default:
+					return false
+				}
+			}
+			for range 8 {
+				wg.Go(func() {
+					for {
+						before := isCancelled()
+						ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+						opID, _, err := createTicket(ctx, session, "Shutdown test")
+						cancel()
+						mu.Lock()
+						attempted = append(attempted, opID)
+						if err == nil {
+							succeeded = append(succeeded, opID)
+						}
+						if err == nil && !before && isCancelled() {
+							finished++
+						}
+						mu.Unlock()
+						if err != nil {
+							return // the server stopped accepting calls
+						}
+					}
+				})
+			}
+			waitFor(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(succeeded) >= 5 })
+			close(cancelled)
+			if err := s.stop(t); err != nil {
+				t.Fatalf("run after cancellation with calls in flight = %v, want nil", err)
+			}
+			wg.Wait()
+			if finished == 0 {
+				t.Fatalf("no call in flight at cancellation was answered (%d calls, %d answered)", len(attempted), len(succeeded))
+			}
+			assertTicketsMatchOperations(t, rawURL, "acme", attempted, succeeded)
+		})
+	}
+}
+
+// assertTicketsMatchOperations checks that each attempted operation has a
+// ticket exactly when it has a succeeded operation record, and that every
+// succeeded call has both.
+func assertTicketsMatchOperations(tb testing.TB, rawURL, tenant string, attempted, succeeded []string) {
+	tb.Helper()
+	d, err := db.Open(context.Background(), rawURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer d.Close()
+	for _, opID := range attempted {
+		var nTickets, nOps int64
+		if err := d.Gorm.Raw("SELECT count(*) FROM tickets WHERE tenant_id = ? AND operation_id = ?", tenant, opID).Scan(&nTickets).Error; err != nil {
+			tb.Fatal(err)
+		}
+		if err := d.Gorm.Raw("SELECT count(*) FROM operations WHERE tenant_id = ? AND operation_id = ? AND status = 'succeeded'", tenant, opID).Scan(&nOps).Error; err != nil {
+			tb.Fatal(err)
+		}
+		if nTickets != nOps || nTickets > 1 {
+			tb.Errorf("operation %s: %d tickets, %d succeeded records; want both 0 or both 1", opID, nTickets, nOps)
+		}
+		if slices.Contains(succeeded, opID) && nTickets != 1 {
+			tb.Errorf("operation %s was answered as succeeded but has %d tickets", opID, nTickets)
+		}
+	}
+	var nOther int64
+	if err := d.Gorm.Raw("SELECT count(*) FROM operations WHERE status <> 'succeeded'").Scan(&nOther).Error; err != nil {
+		tb.Fatal(err)
+	}
+	if nOther != 0 {
+		tb.Errorf("%d operation records are not succeeded after a graceful shutdown", nOther)
+	}
+}
+
+var (
+	bannerToken = regexp.MustCompile(`(?m)^Token \(valid 24h.*:\n  (\S+)$`)
+	bannerMCP   = regexp.MustCompile(`(?m)^MCP endpoint:\s+(\S+)$`)
+)
+
+// devBanner waits for the dev banner on stdout and returns its MCP URL and
+// token.
+func devBanner(tb testing.TB, s *serveProc) (mcpURL, token string) {
+	tb.Helper()
+	waitFor(tb, func() bool { return strings.Contains(s.Stdout.String(), "Another token:") })
+	out := s.Stdout.String()
+	m, tm := bannerMCP.FindStringSubmatch(out), bannerToken.FindStringSubmatch(out)
+	if m == nil || tm == nil {
+		tb.Fatalf("dev banner lacks the MCP URL or the token:\n%s", out)
+	}
+	mcpURL, token = m[1], tm[1]
+	if mcpURL != s.URL+"/mcp" {
+		tb.Fatalf("banner MCP URL %s, want %s/mcp", mcpURL, s.URL)
+	}
+	claude := `claude mcp add --transport http ticketd ` + mcpURL + ` --header "Authorization: Bearer ` + token + `"`
+	if !strings.Contains(out, claude) {
+		tb.Fatalf("dev banner lacks the line\n%s\nin:\n%s", claude, out)
+	}
+	return mcpURL, token
+}
+
+func TestServeDevFromEmptyDirectory(t *testing.T) {
+	t.Parallel()
+	dataDir := filepath.Join(t.TempDir(), ".ticketd")
+	env := map[string]string{"TICKETD_ADDR": "127.0.0.1:0", "TICKETD_LOG_FORMAT": "json"}
+
+	first := startServe(t, env, "--dev", "--data-dir", dataDir)
+	mcpURL, firstToken := devBanner(t, first)
+	assertMode(t, dataDir, os.ModeDir|0o700)
+	secretPath := filepath.Join(dataDir, devSecretFile)
+	assertMode(t, secretPath, 0o600)
+	secret, err := os.ReadFile(secretPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dataDir, devDatabaseFile)); err != nil {
+		t.Fatalf("dev database: %v", err)
+	}
+
+	session := connect(t, mcpURL, firstToken)
+	if ids := projectIDs(t, session); !slices.Equal(ids, []string{"support"}) {
+		t.Fatalf("list_projects = %v, want the seeded [support]", ids)
+	}
+	_, created, err := createTicket(context.Background(), session, "Made in the first run")
+	if err != nil {
+		t.Fatalf("create_ticket: %v", err)
+	}
+	if created.Ticket.Key != "SUP-1" || created.Ticket.Reporter != devSubject {
+		t.Fatalf("create_ticket = %+v, want SUP-1 reported by %s", created, devSubject)
+	}
+	if strings.Contains(first.Stderr.String(), firstToken) {
+		t.Fatal("the log contains the dev token; it belongs on stdout only")
+	}
+	if err := first.stop(t); err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+
+	second := startServe(t, env, "--dev", "--data-dir", dataDir)
+	secondURL, _ := devBanner(t, second)
+	again, err := os.ReadFile(secretPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != string(secret) {
+		t.Fatal("the second start replaced the dev secret")
+	}
+	// The first run's token still works, and the first run's ticket and
+	// the seed (not seeded twice) are still there.
+	session = connect(t, secondURL, firstToken)
+	if ids := projectIDs(t, session); !slices.Equal(ids, []string{"support"}) {
+		t.Fatalf("list_projects after restart = %v, want [support]", ids)
+	}
+	if keys := ticketKeys(t, session); !slices.Equal(keys, []string{"SUP-1"}) {
+		t.Fatalf("list_tickets after restart = %v, want [SUP-1]", keys)
+	}
+}
+
+func TestServeDevUsesGivenDatabase(t *testing.T) {
+	t.Parallel()
+	rawURL := dbtest.SQLiteURL(t)
+	dataDir := filepath.Join(t.TempDir(), "dev")
+	s := startServe(t, map[string]string{"TICKETD_ADDR": "127.0.0.1:0", "TICKETD_LOG_FORMAT": "json", "TICKETD_DATABASE_URL": rawURL},
+		"--dev", "--data-dir", dataDir)
+	mcpURL, tok := devBanner(t, s)
+	if _, err := os.Stat(filepath.Join(dataDir, devDatabaseFile)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("dev mode created its own database although TICKETD_DATABASE_URL was set (stat: %v)", err)
+	}
+	session := connect(t, mcpURL, tok)
+	if ids := projectIDs(t, session); !slices.Equal(ids, []string{"support"}) {
+		t.Fatalf("list_projects = %v, want the seeded [support] in the given database", ids)
+	}
+}
+
+func TestTokenWithDevVerifiesAgainstDevSecret(t *testing.T) {
+	t.Parallel()
+	dataDir := filepath.Join(t.TempDir(), ".ticketd")
+	env := map[string]string{}
+	tok := mintToken(t, env, "--dev", "--data-dir", dataDir, "--tenant", "demo", "--subject", "bob", "--scope", "tickets:read", "--ttl", "5m")
+	secret, _, err := devSecret(dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := authn.NewVerifier(context.Background(), authn.Config{
+		HS256Secret: secret, Issuer: devIssuer, Audience: "http://" + defaultAddr + "/mcp",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := v.Verify(context.Background(), tok)
+	if err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	if p.Tenant != "demo" || p.Subject != "bob" || !slices.Equal(p.Scopes, []string{"tickets:read"}) ||
+		time.Until(p.Expires) > 5*time.Minute || time.Until(p.Expires) < 4*time.Minute {
+		t.Fatalf("principal = %+v, want demo/bob, [tickets:read], expiring in 5m", p)
+	}
+}
+
+func TestMigrateReportsSchemaVersion(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		dbURL func(testing.TB) string
+	}{
+		{"sqlite", func(tb testing.TB) string { return "sqlite://" + filepath.Join(tb.TempDir(), "m.db") }},
+		{"postgres", dbtest.PostgresURL},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			env := map[string]string{"TICKETD_DATABASE_URL": tc.dbURL(t)}
+			for range 2 { // the second run finds nothing to do
+				var stdout strings.Builder
+				if err := run(context.Background(), []string{"ticketd", "migrate"}, getenv(env), nil, &stdout, io.Discard); err != nil {
+					t.Fatalf("migrate: %v", err)
+				}
+				if !regexp.MustCompile(`^schema version [1-9][0-9]*\n$`).MatchString(stdout.String()) {
+					t.Fatalf("migrate printed %q, want \"schema version N\"", stdout.String())
+				}
+			}
+		})
+	}
+}
+
+func assertMode(tb testing.TB, path string, want os.FileMode) {
+	tb.Helper()
+	info, err := os.Stat(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if got := info.Mode() & (os.ModeDir | os.ModePerm); got != want {
+		tb.Fatalf("%s has mode %s, want %s", path, got, want)
+	}
+}
+
+// waitFor polls cond for up to 30 seconds.
+func waitFor(tb testing.TB, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatal("condition not met within 30s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
