@@ -17,6 +17,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/rest"
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
@@ -45,6 +46,9 @@ type Options struct {
 	Logger *slog.Logger
 	// API is passed to server.Config.API.
 	API http.Handler
+	// REST mounts the real operator API (internal/rest) over the Env's own
+	// service and verifier, for tests that cross transports. It wins over API.
+	REST bool
 	// Ready replaces the readiness check, a ping of the database.
 	Ready func(ctx context.Context) error
 }
@@ -76,9 +80,15 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 	if err != nil {
 		tb.Fatalf("servertest: verifier: %v", err)
 	}
+	api := opts.API
+	if opts.REST {
+		api = rest.NewRouter(rest.Config{
+			Service: e.Service, Verifier: v, ResourceMetadataURL: base + server.MCPResourceMetadataPath, Logger: opts.Logger,
+		})
+	}
 	h, err := server.New(server.Config{
 		Service: e.Service, Verifier: v, PublicURL: base, Issuer: Issuer, Logger: opts.Logger,
-		Ready: ready, API: opts.API,
+		Ready: ready, API: api,
 	})
 	if err != nil {
 		tb.Fatalf("servertest: server.New: %v", err)
