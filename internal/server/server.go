@@ -129,7 +129,7 @@ func New(cfg Config) (http.Handler, error) {
 	})
 	metadata := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource:               resource,
-		AuthorizationServers:   []string{cfg.Issuer},
+		AuthorizationServers:   authorizationServers(cfg.Issuer),
 		ScopesSupported:        []string{authn.ScopeRead, authn.ScopeWrite, authn.ScopeAdmin},
 		BearerMethodsSupported: []string{"header"},
 		ResourceName:           "ticketd",
@@ -211,4 +211,15 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v) // the status is sent; a failed write has no one left to tell
+}
+
+// authorizationServers lists the issuer in Protected Resource Metadata only
+// when it is an absolute http(s) URL, as RFC 9728 requires: a bare name such
+// as the dev issuer "ticketd-dev" names no server a client could contact.
+func authorizationServers(issuer string) []string {
+	u, err := url.Parse(issuer)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return nil
+	}
+	return []string{issuer}
 }

@@ -299,3 +299,23 @@ func TestReadinessHonoursItsTimeout(t *testing.T) {
 		t.Errorf("hung readiness check: %d after %s, want 503 within the timeout", resp.StatusCode, time.Since(start))
 	}
 }
+
+func TestMetadataNamesOnlyAnIssuerURL(t *testing.T) {
+	t.Parallel()
+	svc := tickets.NewService(dbtest.SQLite(t).Gorm, tickets.Options{})
+	for issuer, want := range map[string]int{"https://login.example.com": 1, "ticketd-dev": 0} {
+		h, err := server.New(server.Config{Service: svc, Verifier: verifier(t, "http://127.0.0.1:8080/mcp"),
+			PublicURL: "http://127.0.0.1:8080", Issuer: issuer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, server.MCPResourceMetadataPath, nil))
+		var prm struct {
+			AuthorizationServers []string `json:"authorization_servers"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &prm); err != nil || len(prm.AuthorizationServers) != want {
+			t.Errorf("issuer %q: authorization_servers = %v (%v), want %d entries", issuer, prm.AuthorizationServers, err, want)
+		}
+	}
+}
