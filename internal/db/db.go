@@ -52,8 +52,12 @@ func ParseURL(raw string) (Dialect, string, error) {
 		if i := strings.IndexByte(path, '?'); i >= 0 {
 			path, query = path[:i], path[i+1:]
 		}
-		if path == "" {
+		switch {
+		case path == "":
 			return "", "", fmt.Errorf("%w: the sqlite path is empty", ErrBadURL)
+		case path == ":memory:":
+			// Each pooled connection would get its own empty database.
+			return "", "", fmt.Errorf("%w: in-memory SQLite is not supported; name a file", ErrBadURL)
 		}
 		params, err := url.ParseQuery(query)
 		if err != nil {

@@ -28,7 +28,7 @@ func TestParseURL(t *testing.T) {
 			t.Errorf("ParseURL(%q) = %s, %q, %v; want %s containing %q", c.raw, dialect, dsn, err, c.dialect, c.dsnHas)
 		}
 	}
-	for _, raw := range []string{"", "mysql://x", "sqlite://", "ticketd.db", "postgres://%zz"} {
+	for _, raw := range []string{"", "mysql://x", "sqlite://", "sqlite://:memory:", "ticketd.db", "postgres://%zz"} {
 		if _, _, err := db.ParseURL(raw); !errors.Is(err, db.ErrBadURL) {
 			t.Errorf("ParseURL(%q) err = %v, want ErrBadURL", raw, err)
 		}

@@ -22,6 +22,7 @@ const (
 	IdempotencyConflict Code = "idempotency_conflict"
 	OperationInProgress Code = "operation_in_progress"
 	OutcomeUnknown      Code = "outcome_unknown"
+	OperationFailed     Code = "operation_failed"
 	NotFound            Code = "not_found"
 	AlreadyExists       Code = "already_exists"
 	Forbidden           Code = "forbidden"
@@ -51,6 +52,8 @@ func Of(err error) Code {
 		return IdempotencyConflict
 	case errors.Is(err, operations.ErrInProgress):
 		return OperationInProgress
+	case errors.Is(err, operations.ErrFailed):
+		return OperationFailed
 	case errors.Is(err, tickets.ErrInvalid):
 		return InvalidInput
 	case errors.Is(err, tickets.ErrNotFound), errors.Is(err, operations.ErrNotFound):
@@ -88,6 +91,8 @@ func (c Code) NextStep() string {
 		return "This operation_id was already used for a different ticket; nothing was written. Do not change the input to force it through: if this is genuinely a new ticket, generate a new operation_id."
 	case OperationInProgress:
 		return "Another call with this operation_id is still running; wait a moment and retry with the same operation_id and input."
+	case OperationFailed:
+		return "This operation_id was used before and that operation failed for the reason given; nothing was created. Repeating it fails the same way: fix the cause and use a new operation_id."
 	case OutcomeUnknown:
 		return "The ticket may or may not have been created; call get_operation_status with this operation_id, or retry with the same operation_id and input (never a new one)."
 	case NotFound:

@@ -25,6 +25,7 @@ func TestOf(t *testing.T) {
 		{fmt.Errorf("%w: %w", operations.ErrOutcomeUnknown, operations.ErrUnavailable), errcode.OutcomeUnknown},
 		{wrap(operations.ErrConflict), errcode.IdempotencyConflict},
 		{wrap(operations.ErrInProgress), errcode.OperationInProgress},
+		{wrap(operations.ErrFailed), errcode.OperationFailed},
 		{wrap(&tickets.ValidationError{Fields: []tickets.FieldError{{Field: "title", Message: "required"}}}), errcode.InvalidInput},
 		{wrap(tickets.ErrNotFound), errcode.NotFound},
 		{wrap(operations.ErrNotFound), errcode.NotFound},
@@ -46,7 +47,7 @@ func TestRetryableAndNextStep(t *testing.T) {
 	t.Parallel()
 	retryable := map[errcode.Code]bool{
 		errcode.InvalidInput: false, errcode.IdempotencyConflict: false, errcode.OperationInProgress: true,
-		errcode.OutcomeUnknown: true, errcode.NotFound: false, errcode.AlreadyExists: false, errcode.Forbidden: false,
+		errcode.OutcomeUnknown: true, errcode.OperationFailed: false, errcode.NotFound: false, errcode.AlreadyExists: false, errcode.Forbidden: false,
 		errcode.Unauthenticated: false, errcode.Unavailable: true, errcode.Internal: true,
 	}
 	steps := map[string]errcode.Code{}

@@ -119,7 +119,7 @@ func publicMessage(code errcode.Code, err error) string {
 			return invalid.Error()
 		}
 		return err.Error()
-	case errcode.NotFound, errcode.Forbidden, errcode.Unauthenticated:
+	case errcode.NotFound, errcode.Forbidden, errcode.Unauthenticated, errcode.OperationFailed:
 		return err.Error()
 	case errcode.IdempotencyConflict:
 		return "this operation_id was already used with different arguments"

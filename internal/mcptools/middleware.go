@@ -74,7 +74,7 @@ func logToolCall(ctx context.Context, logger *slog.Logger, call *mcp.CallToolReq
 			}
 			switch errcode.Code(outcome) {
 			case errcode.InvalidInput, errcode.IdempotencyConflict, errcode.OperationInProgress,
-				errcode.NotFound, errcode.Forbidden, errcode.Unauthenticated:
+				errcode.NotFound, errcode.Forbidden, errcode.Unauthenticated, errcode.OperationFailed:
 				// The caller's problem, fully described in the answer.
 			default:
 				level = slog.LevelError

@@ -168,7 +168,7 @@ func TestToolCallsAreLoggedWithoutTokens(t *testing.T) {
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		out = logs.String()
 		calls, requestIDs = parseLogs(t, out)
-		if len(calls) == 3 && requestIDs[fmt.Sprint(calls[2]["request_id"])] || time.Now().After(deadline) {
+		if len(calls) == 3 && allLogged(calls, requestIDs) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -193,6 +193,17 @@ func TestToolCallsAreLoggedWithoutTokens(t *testing.T) {
 			t.Errorf("tool-call log %d has request_id %q, which no access-log line has", i, id)
 		}
 	}
+}
+
+// allLogged reports whether every tool call's request has its access-log
+// line yet; requests finish in any order, so each must be checked.
+func allLogged(calls []map[string]any, requestIDs map[string]bool) bool {
+	for _, c := range calls {
+		if !requestIDs[fmt.Sprint(c["request_id"])] {
+			return false
+		}
+	}
+	return true
 }
 
 // parseLogs splits JSON log output into tool-call records and the set of

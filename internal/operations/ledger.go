@@ -2,6 +2,7 @@ package operations
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -27,9 +28,13 @@ type record struct {
 
 func (record) TableName() string { return "operations" }
 
-func (r record) toRecord() Record {
+func (r record) toRecord() (Record, error) {
+	id, err := uuid.Parse(r.OperationID)
+	if err != nil {
+		return Record{}, fmt.Errorf("operation record %s/%s: bad operation_id %q: %w", r.TenantID, r.Action, r.OperationID, err)
+	}
 	rec := Record{
-		Key:         Key{Tenant: r.TenantID, Action: r.Action, OperationID: uuid.MustParse(r.OperationID)},
+		Key:         Key{Tenant: r.TenantID, Action: r.Action, OperationID: id},
 		Fingerprint: r.Fingerprint,
 		Status:      Status(r.Status),
 		CreatedAt:   r.CreatedAt.UTC(),
@@ -41,7 +46,7 @@ func (r record) toRecord() Record {
 	if r.Error != nil {
 		rec.Error = *r.Error
 	}
-	return rec
+	return rec, nil
 }
 
 // Options tunes a Ledger. Zero values take the defaults.
@@ -65,6 +70,9 @@ func NewLedger(db *gorm.DB, opts Options) *Ledger {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = 3 * time.Second
 	}
+	// PostgreSQL counts lock_timeout in whole milliseconds and reads 0 as
+	// "wait forever".
+	opts.LockTimeout = max(opts.LockTimeout, time.Millisecond)
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 15 * time.Second
 	}
@@ -103,19 +111,34 @@ func (l *Ledger) Run(ctx context.Context, key Key, fingerprint, resultID string,
 }
 
 // answer turns an existing record into the reply to a call that brought
-// fingerprint.
+// fingerprint. Only a success is replayed; any other recorded state is
+// reported as what it is, never as a success.
 func answer(rec Record, fingerprint string) (Outcome, error) {
-	if rec.Fingerprint != fingerprint {
-		return Outcome{Record: rec}, fmt.Errorf("%w (key %s)", ErrConflict, rec.Key)
+	out := Outcome{Record: rec}
+	switch {
+	case rec.Fingerprint != fingerprint:
+		return out, fmt.Errorf("%w (key %s)", ErrConflict, rec.Key)
+	case rec.Status == StatusSucceeded:
+		out.Replayed = true
+		return out, nil
+	case rec.Status == StatusPending:
+		return out, fmt.Errorf("%w (key %s)", ErrInProgress, rec.Key)
+	case rec.Status == StatusFailed:
+		return out, fmt.Errorf("%w (key %s): %s", ErrFailed, rec.Key, rec.Error)
+	default:
+		return out, fmt.Errorf("%w (key %s): the record awaits reconciliation", ErrOutcomeUnknown, rec.Key)
 	}
-	if rec.Status == StatusPending {
-		return Outcome{Record: rec}, ErrInProgress
-	}
-	return Outcome{Record: rec, Replayed: true}, nil
 }
 
 func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, resultID string, write WriteFunc) (Outcome, error) {
-	tx := l.db.WithContext(ctx).Begin()
+	var opts []*sql.TxOptions
+	if l.db.Dialector.Name() == "postgres" {
+		// The claim relies on Read Committed: a waiter must see the
+		// holder's committed record with its next statement. Pin it against
+		// a server or engine whose default is stricter.
+		opts = append(opts, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	}
+	tx := l.db.WithContext(ctx).Begin(opts...)
 	if tx.Error != nil {
 		return Outcome{}, fmt.Errorf("%w: begin: %v", ErrUnavailable, tx.Error)
 	}
@@ -160,7 +183,11 @@ func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, result
 		if err := tx.Where(keyClause(key)).Take(&existing).Error; err != nil {
 			return Outcome{}, fmt.Errorf("%w: read concurrently claimed operation: %v", ErrUnavailable, err)
 		}
-		return answer(existing.toRecord(), fingerprint)
+		rec, err := existing.toRecord()
+		if err != nil {
+			return Outcome{}, err
+		}
+		return answer(rec, fingerprint)
 	}
 	if postgres {
 		if err := tx.Exec("SET LOCAL lock_timeout = 0").Error; err != nil {
@@ -180,7 +207,8 @@ func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, result
 		return Outcome{Record: Record{Key: key, Fingerprint: fingerprint, Status: StatusUnknown}},
 			fmt.Errorf("%w (key %s): %v", ErrOutcomeUnknown, key, err)
 	}
-	return Outcome{Record: row.toRecord()}, nil
+	rec, err := row.toRecord()
+	return Outcome{Record: rec}, err
 }
 
 // Lookup returns the record for key, or ErrNotFound. It never sees another
@@ -194,7 +222,7 @@ func (l *Ledger) Lookup(ctx context.Context, key Key) (Record, error) {
 	case err != nil:
 		return Record{}, fmt.Errorf("%w: look up operation: %v", ErrUnavailable, err)
 	}
-	return row.toRecord(), nil
+	return row.toRecord()
 }
 
 // Find returns the tenant's record for operationID under any action, for
@@ -210,7 +238,7 @@ func (l *Ledger) Find(ctx context.Context, tenant string, operationID uuid.UUID)
 	case err != nil:
 		return Record{}, fmt.Errorf("%w: find operation: %v", ErrUnavailable, err)
 	}
-	return row.toRecord(), nil
+	return row.toRecord()
 }
 
 func keyClause(key Key) map[string]any {
@@ -252,7 +280,11 @@ func (l *Ledger) List(ctx context.Context, tenant string, status Status, after *
 	}
 	out := make([]Record, len(rows))
 	for i, r := range rows {
-		out[i] = r.toRecord()
+		rec, err := r.toRecord()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = rec
 	}
 	return out, nil
 }

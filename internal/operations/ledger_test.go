@@ -223,3 +223,107 @@ func TestList(t *testing.T) {
 		}
 	})
 }
+
+// TestRunAnswersRecordedStatesHonestly: only a success is replayed. A record
+// an operator marked failed or unknown while reconciling is reported as such,
+// and the write never runs again.
+func TestRunAnswersRecordedStatesHonestly(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		l := operations.NewLedger(d.Gorm, operations.Options{})
+		for status, want := range map[operations.Status]error{
+			operations.StatusFailed:  operations.ErrFailed,
+			operations.StatusUnknown: operations.ErrOutcomeUnknown,
+			operations.StatusPending: operations.ErrInProgress,
+		} {
+			key := newKey()
+			now := time.Now().UTC()
+			if err := d.Gorm.Exec(`INSERT INTO operations (tenant_id, action, operation_id, fingerprint, status, error, created_at, updated_at)
+				VALUES (?, ?, ?, ?, ?, 'downstream refused', ?, ?)`, key.Tenant, key.Action, key.OperationID.String(), fingerprintA, string(status), now, now).Error; err != nil {
+				t.Fatal(err)
+			}
+			out, err := l.Run(ctx, key, fingerprintA, "p", insertProject("p-"+string(status)))
+			if !errors.Is(err, want) || out.Replayed {
+				t.Errorf("record %s: Run = %+v, %v; want %v and no replay", status, out, err, want)
+			}
+		}
+		if n := countRows(t, d, "projects"); n != 0 {
+			t.Errorf("the write ran %d times for recorded keys, want 0", n)
+		}
+	})
+}
+
+// waitForLockWaiter polls until some session of this database waits on a
+// lock: the concurrent call is parked on the claim, not still on its way.
+func waitForLockWaiter(tb testing.TB, d *db.DB) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		var n int64
+		if err := d.Gorm.Raw(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n).Error; err != nil {
+			tb.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	tb.Fatal("no session ever waited on the claim")
+}
+
+// TestRunWaiterFollowsTheHolder pins both ends of the claim race on
+// PostgreSQL: a call parked behind a holder of the same key replays the
+// holder's result when it commits, and takes over the key when it rolls back.
+func TestRunWaiterFollowsTheHolder(t *testing.T) {
+	t.Parallel()
+	for name, holderFails := range map[string]bool{"HolderCommits": false, "HolderRollsBack": true} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			d := dbtest.Postgres(t)
+			ctx := context.Background()
+			l := operations.NewLedger(d.Gorm, operations.Options{LockTimeout: 10 * time.Second})
+			key := newKey()
+			entered, release := make(chan struct{}), make(chan struct{})
+			holderDone := make(chan error, 1)
+			go func() {
+				_, err := l.Run(ctx, key, fingerprintA, "holder", func(tx *gorm.DB) error {
+					close(entered)
+					<-release
+					if holderFails {
+						return errors.New("holder's write failed")
+					}
+					return insertProject("holder")(tx)
+				})
+				holderDone <- err
+			}()
+			<-entered
+			type result struct {
+				out operations.Outcome
+				err error
+			}
+			waiter := make(chan result, 1)
+			go func() {
+				out, err := l.Run(ctx, key, fingerprintA, "waiter", insertProject("waiter"))
+				waiter <- result{out, err}
+			}()
+			waitForLockWaiter(t, d)
+			close(release)
+			if err := <-holderDone; (err != nil) != holderFails {
+				t.Fatalf("holder: %v", err)
+			}
+			got := <-waiter
+			switch {
+			case got.err != nil:
+				t.Fatalf("waiter: %v", got.err)
+			case !holderFails && (!got.out.Replayed || got.out.Record.ResultID != "holder"):
+				t.Errorf("waiter = %+v; want a replay of the holder's result", got.out)
+			case holderFails && (got.out.Replayed || got.out.Record.ResultID != "waiter"):
+				t.Errorf("waiter = %+v; want its own fresh result", got.out)
+			}
+			if n := countRows(t, d, "projects"); n != 1 {
+				t.Errorf("%d writes committed, want 1", n)
+			}
+		})
+	}
+}

@@ -38,6 +38,9 @@ var (
 	// ErrOutcomeUnknown: COMMIT was sent but its answer was lost; the write
 	// may or may not have landed.
 	ErrOutcomeUnknown = errors.New("outcome unknown: the commit's reply was lost")
+	// ErrFailed: the key's operation was recorded as failed; repeating it
+	// cannot succeed.
+	ErrFailed = errors.New("operation failed earlier")
 	// ErrNotFound: no record exists for the key within this tenant.
 	ErrNotFound = errors.New("no operation with this ID")
 	// ErrUnavailable: the store failed before anything was committed.

@@ -36,6 +36,8 @@ var codes = map[errcode.Code]codeForm{
 		"A request with this Idempotency-Key is still running; retry the same request after Retry-After seconds.", 1},
 	errcode.OutcomeUnknown: {http.StatusServiceUnavailable, "Outcome unknown",
 		"The ticket may or may not have been created. Check GET /api/v1/operations/{operation_id}, or retry the same request with the same Idempotency-Key (never a new one).", 2},
+	errcode.OperationFailed: {http.StatusUnprocessableEntity, "Operation failed",
+		"This Idempotency-Key was used before and that request failed; nothing was created. Repeating it fails the same way: fix the cause and use a new key.", 0},
 	errcode.NotFound: {http.StatusNotFound, "Not found",
 		"Nothing with that identifier exists for your tenant.", 0},
 	errcode.AlreadyExists: {http.StatusConflict, "Already exists",

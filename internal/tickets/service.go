@@ -71,6 +71,9 @@ func (s *Service) CreateTicket(ctx context.Context, tenant, reporter, operationI
 	if err != nil {
 		return CreateResult{}, err
 	}
+	if msg := checkText(reporter); msg != "" || reporter == "" {
+		return CreateResult{}, invalidField("reporter", "the token's subject must be non-empty UTF-8 text without NUL")
+	}
 	key := operations.Key{Tenant: tenant, Action: ActionCreateTicket, OperationID: id}
 	ticketID := uuid.Must(uuid.NewV7())
 	var created Ticket
@@ -105,7 +108,7 @@ func insertTicket(ctx context.Context, tx *gorm.DB, tenant, reporter string, tic
 		return Ticket{}, fmt.Errorf("%w: allocate ticket number: %v", operations.ErrUnavailable, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return Ticket{}, unknownProject(ctx, tx, tenant, n.ProjectID)
+		return Ticket{}, unknownProject(tx, tenant, n.ProjectID)
 	}
 	number := alloc.NextNumber - 1
 	// PostgreSQL keeps microseconds: the answer to the first call must read
@@ -122,17 +125,24 @@ func insertTicket(ctx context.Context, tx *gorm.DB, tenant, reporter string, tic
 		Priority: string(n.Priority), Status: string(StatusOpen), Labels: string(labels), Reporter: reporter,
 		OperationID: &opIDText, CreatedAt: now, UpdatedAt: now,
 	}
-	if err := tx.Create(&row).Error; err != nil {
+	switch err := tx.Create(&row).Error; {
+	case errors.Is(err, gorm.ErrDuplicatedKey):
+		// Only the unique (tenant, operation_id) index can fire here: the
+		// ticket exists but its operation record is gone (pruned). Creating
+		// another would be exactly the duplicate the ledger exists to stop.
+		return Ticket{}, fmt.Errorf("%w: a ticket was already created with this operation_id", operations.ErrConflict)
+	case err != nil:
 		return Ticket{}, fmt.Errorf("%w: insert ticket: %v", operations.ErrUnavailable, err)
 	}
 	return row.toTicket()
 }
 
 // unknownProject builds the invalid-input error for a project the tenant does
-// not have, naming the ones it does so the caller can correct itself.
-func unknownProject(ctx context.Context, db *gorm.DB, tenant, projectID string) error {
+// not have, naming the ones it does so the caller can correct itself. db
+// carries its context: inside a write, the ledger's detached one.
+func unknownProject(db *gorm.DB, tenant, projectID string) error {
 	var ids []string
-	if err := db.WithContext(ctx).Model(&projectRow{}).Where("tenant_id = ?", tenant).
+	if err := db.Model(&projectRow{}).Where("tenant_id = ?", tenant).
 		Order("id").Limit(20).Pluck("id", &ids).Error; err != nil {
 		return fmt.Errorf("%w: list projects: %v", operations.ErrUnavailable, err)
 	}
@@ -208,7 +218,7 @@ func (s *Service) projectExists(ctx context.Context, tenant, projectID string) e
 		return fmt.Errorf("%w: look up project: %v", operations.ErrUnavailable, err)
 	}
 	if count == 0 {
-		return unknownProject(ctx, s.db, tenant, projectID)
+		return unknownProject(s.db.WithContext(ctx), tenant, projectID)
 	}
 	return nil
 }
@@ -271,6 +281,9 @@ func (s *Service) ListTickets(ctx context.Context, tenant string, p ListTicketsP
 	limit, err := pageLimit(p.Limit)
 	if err != nil {
 		return TicketPage{}, err
+	}
+	if msg := checkText(p.ProjectID); msg != "" {
+		return TicketPage{}, invalidField("project_id", "%s", msg)
 	}
 	projectID := canonicalText(p.ProjectID, true)
 	status := Status(strings.TrimSpace(string(p.Status)))

@@ -449,3 +449,101 @@ func TestProjects(t *testing.T) {
 		}
 	})
 }
+
+// TestPrunedRecordStillCannotDuplicate: the tickets table's own unique
+// (tenant, operation_id) index backs the ledger, so pruning a record never
+// turns a late retry into a second ticket.
+func TestPrunedRecordStillCannotDuplicate(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		svc := newService(t, d)
+		id := newID()
+		if _, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket()); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Gorm.Exec("DELETE FROM operations").Error; err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket()); !errors.Is(err, operations.ErrConflict) {
+			t.Errorf("retry after pruning: %v, want ErrConflict", err)
+		}
+		if n := countTickets(t, d, tenantA); n != 1 {
+			t.Errorf("%d tickets, want 1", n)
+		}
+		if _, err := svc.CreateTicket(ctx, tenantA, "alice", newID(), printerTicket()); err != nil {
+			t.Errorf("a new ID after the refused retry: %v (the number must have rolled back too)", err)
+		}
+		if got, err := svc.GetTicket(ctx, tenantA, "SUP-2"); err != nil || got.Title != "Printer on fire" {
+			t.Errorf("SUP-2 = %+v, %v; want the next number without a gap", got, err)
+		}
+	})
+}
+
+func TestListOperations(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		svc := newService(t, d)
+		var ids []string
+		for i := range 5 {
+			id := newID()
+			in := printerTicket()
+			in.Title = fmt.Sprintf("ticket %d", i)
+			if _, err := svc.CreateTicket(ctx, tenantA, "alice", id, in); err != nil {
+				t.Fatal(err)
+			}
+			ids = append([]string{id}, ids...) // newest first
+		}
+		var seen []string
+		cursor := ""
+		for range 6 {
+			page, err := svc.ListOperations(ctx, tenantA, tickets.ListOperationsParams{Status: operations.StatusSucceeded, Limit: 2, Cursor: cursor})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range page.Operations {
+				seen = append(seen, r.OperationID.String())
+			}
+			if cursor = page.NextCursor; cursor == "" {
+				break
+			}
+		}
+		if !slices.Equal(seen, ids) {
+			t.Errorf("operations = %v, want %v (newest first, no gaps or repeats)", seen, ids)
+		}
+		first, err := svc.ListOperations(ctx, tenantA, tickets.ListOperationsParams{Limit: 2})
+		if err != nil || first.NextCursor == "" {
+			t.Fatalf("first page = %+v, %v", first, err)
+		}
+		for name, call := range map[string]func() error{
+			"CursorOtherStatus": func() error {
+				_, err := svc.ListOperations(ctx, tenantA, tickets.ListOperationsParams{Status: operations.StatusUnknown, Cursor: first.NextCursor})
+				return err
+			},
+			"CursorOtherTenant": func() error {
+				_, err := svc.ListOperations(ctx, tenantB, tickets.ListOperationsParams{Cursor: first.NextCursor})
+				return err
+			},
+			"BadStatus": func() error {
+				_, err := svc.ListOperations(ctx, tenantA, tickets.ListOperationsParams{Status: "done"})
+				return err
+			},
+			"NULInProjectFilter": func() error {
+				_, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{ProjectID: "sup\x00port"})
+				return err
+			},
+			"NULInReporter": func() error {
+				_, err := svc.CreateTicket(ctx, tenantA, "ali\x00ce", newID(), printerTicket())
+				return err
+			},
+		} {
+			if err := call(); !errors.Is(err, tickets.ErrInvalid) {
+				t.Errorf("%s: err = %v, want ErrInvalid", name, err)
+			}
+		}
+		if other, err := svc.ListOperations(ctx, tenantB, tickets.ListOperationsParams{}); err != nil || len(other.Operations) != 0 {
+			t.Errorf("tenant B sees %d operations (%v), want 0", len(other.Operations), err)
+		}
+	})
+}

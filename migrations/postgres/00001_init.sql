@@ -34,6 +34,10 @@ CREATE TABLE tickets (
 CREATE INDEX tickets_tenant_id_desc ON tickets (tenant_id, id DESC);
 CREATE INDEX tickets_tenant_project_id_desc ON tickets (tenant_id, project_id, id DESC);
 
+-- A second line of defence behind the ledger: even if an operation record is
+-- pruned, the same operation can never create a second ticket.
+CREATE UNIQUE INDEX tickets_tenant_operation ON tickets (tenant_id, operation_id) WHERE operation_id IS NOT NULL;
+
 CREATE TABLE operations (
     tenant_id    text        NOT NULL,
     action       text        NOT NULL,

@@ -11,7 +11,7 @@ CREATE TABLE projects (
 );
 
 CREATE TABLE tickets (
-    id           text        PRIMARY KEY,
+    id           text        NOT NULL PRIMARY KEY,
     tenant_id    text        NOT NULL,
     project_id   text        NOT NULL,
     number       integer     NOT NULL CHECK (number >= 1),
@@ -33,6 +33,10 @@ CREATE TABLE tickets (
 -- Lists are newest first per tenant; ids are UUIDv7, so id order is creation order.
 CREATE INDEX tickets_tenant_id_desc ON tickets (tenant_id, id DESC);
 CREATE INDEX tickets_tenant_project_id_desc ON tickets (tenant_id, project_id, id DESC);
+
+-- A second line of defence behind the ledger: even if an operation record is
+-- pruned, the same operation can never create a second ticket.
+CREATE UNIQUE INDEX tickets_tenant_operation ON tickets (tenant_id, operation_id) WHERE operation_id IS NOT NULL;
 
 CREATE TABLE operations (
     tenant_id    text        NOT NULL,
