@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/logtest"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -48,30 +48,11 @@ func getenv(env map[string]string) func(string) string {
 	return func(k string) string { return env[k] }
 }
 
-// syncBuffer is a bytes.Buffer that run's goroutines write while the test
-// reads.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // serveProc is a `ticketd serve` running in-process.
 type serveProc struct {
 	URL    string // where it listens, from its "listening" log line
-	Stdout *syncBuffer
-	Stderr *syncBuffer
+	Stdout *logtest.Buffer
+	Stderr *logtest.Buffer
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -81,7 +62,7 @@ type serveProc struct {
 func startServe(tb testing.TB, env map[string]string, args ...string) *serveProc {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &serveProc{Stdout: &syncBuffer{}, Stderr: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	s := &serveProc{Stdout: &logtest.Buffer{}, Stderr: &logtest.Buffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() {
 		s.done <- run(ctx, append([]string{"ticketd", "serve"}, args...), getenv(env), strings.NewReader(""), s.Stdout, s.Stderr)
 	}()

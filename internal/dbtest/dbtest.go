@@ -22,6 +22,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver for creating and dropping test databases
 
 	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/faultproxy"
 	"github.com/ticketd/ticketd/migrations"
 )
 
@@ -151,4 +152,23 @@ func migrate(ctx context.Context, driver, dsn, dialect string) error {
 		return fmt.Errorf("migrations: %w", err)
 	}
 	return nil
+}
+
+// PostgresCommit is PostgreSQL's simple-query message for COMMIT as pgx
+// sends it ('Q', int32 length 11, "commit\0"): the marker for a
+// faultproxy that must lose the connection exactly at commit time.
+const PostgresCommit = "Q\x00\x00\x00\x0bcommit\x00"
+
+// PostgresViaProxy opens a fresh, migrated PostgreSQL database whose every
+// connection runs through a fault proxy, so a test can cut it at a chosen
+// moment (typically DropReplyAfter(PostgresCommit)).
+func PostgresViaProxy(tb testing.TB) (*db.DB, *faultproxy.Proxy) {
+	tb.Helper()
+	u, err := url.Parse(PostgresURL(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	proxy := faultproxy.Start(tb, u.Host)
+	u.Host = proxy.Addr()
+	return open(tb, u.String()), proxy
 }

@@ -1,8 +1,6 @@
 package mcptools_test
 
 import (
-	"context"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -208,22 +206,13 @@ func TestOperationIDsAreTenantScoped(t *testing.T) {
 // the committed ticket, and a retry must replay it.
 func TestCommitReplyLost(t *testing.T) {
 	t.Parallel()
-	u, err := url.Parse(dbtest.PostgresURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.Start(t, u.Host)
-	u.Host = proxy.Addr()
-	d, err := db.Open(context.Background(), u.String())
-	if err != nil {
-		t.Fatalf("open database through the proxy: %v", err)
-	}
+	d, proxy := dbtest.PostgresViaProxy(t)
 	t.Cleanup(func() { _ = d.Close() })
 	env := startEnv(t, d)
 	cs := env.Connect(t, writer(t, env))
 	args := ticketArgs(newOperationID(t))
 
-	dropped := proxy.DropReplyAfter("Q\x00\x00\x00\x0bcommit\x00")
+	dropped := proxy.DropReplyAfter(dbtest.PostgresCommit)
 	res := servertest.Call(t, cs, mcptools.ToolCreateTicket, args)
 	<-dropped
 

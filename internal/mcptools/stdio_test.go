@@ -1,14 +1,12 @@
 package mcptools_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +14,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/logtest"
 	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/server/servertest"
 	"github.com/ticketd/ticketd/internal/tickets"
@@ -146,7 +145,7 @@ func TestMissingPrincipalIsAnErrorNotAPanic(t *testing.T) {
 // log line contains the bearer token.
 func TestToolCallsAreLoggedWithoutTokens(t *testing.T) {
 	t.Parallel()
-	var logs syncBuffer
+	var logs logtest.Buffer
 	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{
 		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
@@ -224,22 +223,4 @@ func parseLogs(t *testing.T, out string) (calls []map[string]any, requestIDs map
 		}
 	}
 	return calls, requestIDs
-}
-
-// syncBuffer is a bytes.Buffer safe for the server's concurrent log writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

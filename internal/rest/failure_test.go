@@ -1,42 +1,25 @@
 package rest_test
 
 import (
-	"context"
 	"net/http"
-	"net/url"
 	"testing"
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
-	"github.com/ticketd/ticketd/internal/faultproxy"
 )
-
-// commitMessage is PostgreSQL's simple-query message for COMMIT as pgx sends
-// it: 'Q', int32 length 11, "commit\0".
-const commitMessage = "Q\x00\x00\x00\x0bcommit\x00"
 
 // TestCommitReplyLostIs503OutcomeUnknown loses the reply to COMMIT after
 // PostgreSQL applied it: the client must hear "outcome unknown, retry with the
 // same key", never a failure, and the retry must replay the one ticket.
 func TestCommitReplyLostIs503OutcomeUnknown(t *testing.T) {
 	t.Parallel()
-	u, err := url.Parse(dbtest.PostgresURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.Start(t, u.Host)
-	u.Host = proxy.Addr()
-	d, err := db.Open(context.Background(), u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
+	d, proxy := dbtest.PostgresViaProxy(t)
 	e := newEnv(t, d)
 	write := token(t, tenantA, authn.ScopeWrite)
 	key := newKey()
 
-	fired := proxy.DropReplyAfter(commitMessage)
+	fired := proxy.DropReplyAfter(dbtest.PostgresCommit)
 	r := do(t, e, req{method: http.MethodPost, path: "/api/v1/tickets", token: write, key: key, body: ticketBody("Lost reply")})
 	<-fired
 	p := wantProblem(t, r, http.StatusServiceUnavailable, "outcome_unknown")

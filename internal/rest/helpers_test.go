@@ -1,7 +1,6 @@
 package rest_test
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/logtest"
 	"github.com/ticketd/ticketd/internal/rest"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
@@ -37,7 +36,7 @@ type env struct {
 	d    *db.DB
 	svc  *tickets.Service
 	url  string
-	logs *syncBuffer
+	logs *logtest.Buffer
 }
 
 // newEnv serves rest.NewRouter over d, with project "support" (key SUP) for
@@ -51,7 +50,7 @@ func newEnv(tb testing.TB, d *db.DB) *env {
 			tb.Fatalf("seed project: %v", err)
 		}
 	}
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	srv := httptest.NewServer(rest.NewRouter(rest.Config{
 		Service: svc, Verifier: verifier(tb), ResourceMetadataURL: resourceMetadata,
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
@@ -262,22 +261,4 @@ func wantNothingWritten(tb testing.TB, d *db.DB, tenant string) {
 	if n := count(tb, d, "operations", tenant); n != 0 {
 		tb.Errorf("%d operations recorded, want 0", n)
 	}
-}
-
-// syncBuffer collects log output written by concurrent handlers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -3,49 +3,24 @@ package tickets_test
 import (
 	"context"
 	"errors"
-	"net/url"
 	"testing"
 
-	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
-	"github.com/ticketd/ticketd/internal/faultproxy"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
-
-// commitMessage is PostgreSQL's simple-query message for COMMIT as pgx sends
-// it: 'Q', int32 length 11, "commit\0".
-const commitMessage = "Q\x00\x00\x00\x0bcommit\x00"
-
-// viaProxy opens a fresh PostgreSQL database through a fault proxy.
-func viaProxy(t *testing.T) (*db.DB, *faultproxy.Proxy) {
-	t.Helper()
-	raw := dbtest.PostgresURL(t)
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.Start(t, u.Host)
-	u.Host = proxy.Addr()
-	d, err := db.Open(context.Background(), u.String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	return d, proxy
-}
 
 // TestCommitReplyLostIsOutcomeUnknown cuts the database connection after
 // COMMIT reached PostgreSQL and was applied, before its reply: the service must
 // say "unknown", never "failed", and a retry must find the one ticket.
 func TestCommitReplyLostIsOutcomeUnknown(t *testing.T) {
 	t.Parallel()
-	d, proxy := viaProxy(t)
+	d, proxy := dbtest.PostgresViaProxy(t)
 	svc := newService(t, d)
 	ctx := context.Background()
 	id := newID()
 
-	fired := proxy.DropReplyAfter(commitMessage)
+	fired := proxy.DropReplyAfter(dbtest.PostgresCommit)
 	_, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket())
 	<-fired
 	if !errors.Is(err, operations.ErrOutcomeUnknown) {
@@ -70,12 +45,12 @@ func TestCommitReplyLostIsOutcomeUnknown(t *testing.T) {
 // is "unknown", and retrying with the same ID ends with exactly one ticket.
 func TestCommitCutIsOutcomeUnknown(t *testing.T) {
 	t.Parallel()
-	d, proxy := viaProxy(t)
+	d, proxy := dbtest.PostgresViaProxy(t)
 	svc := newService(t, d)
 	ctx := context.Background()
 	id := newID()
 
-	fired := proxy.CutAfter(commitMessage)
+	fired := proxy.CutAfter(dbtest.PostgresCommit)
 	_, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket())
 	<-fired
 	if !errors.Is(err, operations.ErrOutcomeUnknown) {
