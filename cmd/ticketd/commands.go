@@ -109,17 +109,7 @@ func stdio(ctx context.Context, args []string, getenv func(string) string, stdin
 	if err != nil {
 		return err
 	}
-	logger, err := cfg.logger(stderr)
-	if err != nil {
-		return err
-	}
-	if err := cfg.checkHTTP(); err != nil {
-		return err
-	}
-	if err := cfg.checkDB(); err != nil {
-		return err
-	}
-	cursorKey, err := cfg.cursorKey()
+	logger, cursorKey, err := cfg.prepare(stderr)
 	if err != nil {
 		return err
 	}

@@ -45,17 +45,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	if err != nil {
 		return err
 	}
-	logger, err := cfg.logger(stderr)
-	if err != nil {
-		return err
-	}
-	if err := cfg.checkHTTP(); err != nil {
-		return err
-	}
-	if err := cfg.checkDB(); err != nil {
-		return err
-	}
-	cursorKey, err := cfg.cursorKey()
+	logger, cursorKey, err := cfg.prepare(stderr)
 	if err != nil {
 		return err
 	}
@@ -153,6 +143,27 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// prepare runs the start-up checks serve and stdio share, in the order that
+// keeps a bad setting from touching the disk or the network, and returns the
+// logger and the cursor key they need.
+func (c *config) prepare(stderr io.Writer) (*slog.Logger, []byte, error) {
+	logger, err := c.logger(stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := c.checkHTTP(); err != nil {
+		return nil, nil, err
+	}
+	if err := c.checkDB(); err != nil {
+		return nil, nil, err
+	}
+	cursorKey, err := c.cursorKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	return logger, cursorKey, nil
 }
 
 // openStore opens the database, applies migrations unless disabled, and
