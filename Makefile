@@ -8,7 +8,7 @@ PKGS      ?= ./...
 BENCHTIME ?= 2s
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help run test test-short build lint bench cover fuzz
+.PHONY: help run test test-short build lint bench load cover fuzz
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -34,6 +34,9 @@ lint: ## gofmt, go vet and staticcheck.
 bench: ## Benchmarks on PostgreSQL and SQLite (create and replay, -cpu 1,2).
 	@url=$$(./scripts/ensure-postgres.sh) && \
 	  TICKETD_TEST_DATABASE_URL="$$url" $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -cpu 1,2 ./internal/tickets/
+
+load: ## Load-test the MCP create path end to end (ARGS="-duration 10s -workers 8"; PG=1 for PostgreSQL).
+	./scripts/load.sh $(ARGS)
 
 cover: ## Test with coverage; writes coverage.out and prints the total.
 	@url=$$(./scripts/ensure-postgres.sh) && \

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/server/servertest"
+)
+
+// TestLoadAgainstRealServer runs the generator against the real HTTP stack
+// and checks its invariant against the database itself.
+func TestLoadAgainstRealServer(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{})
+	env.SeedProject(t, "acme")
+	token := env.Token(t, "acme", "tickets:read", "tickets:write")
+
+	var stdout, stderr bytes.Buffer
+	args := []string{"ticketd-load", "-url", env.Endpoint, "-token", token, "-project", "support",
+		"-requests", "200", "-workers", "4", "-retry-ratio", "0.3", "-duration", "2m", "-timeout", "30s", "-json"}
+	err := run(context.Background(), args, func(string) string { return "" }, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+	}
+	var got jsonSummary
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("decode %q: %v", stdout.String(), err)
+	}
+	if got.Calls != 200 {
+		t.Errorf("calls = %d, want the -requests cap of 200", got.Calls)
+	}
+	if !got.Invariant.OK || got.Invariant.SucceededOps != got.Invariant.DistinctTickets {
+		t.Errorf("invariant = %+v", got.Invariant)
+	}
+	if got.Replayed == 0 || got.Latency.Replay.N != got.Replayed {
+		t.Errorf("replayed = %d, replay latency n = %d: want replays, all measured", got.Replayed, got.Latency.Replay.N)
+	}
+	if got.Created+got.Replayed != got.Calls {
+		t.Errorf("created %d + replayed %d != calls %d (errors: %v, timeouts %d)",
+			got.Created, got.Replayed, got.Calls, got.ToolErrors, got.Timeouts)
+	}
+	if n := env.CountTickets(t, "acme"); n != int64(got.Invariant.CreatedOps) {
+		t.Errorf("tickets in the database = %d, distinct created operation_ids = %d", n, got.Invariant.CreatedOps)
+	}
+}

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// outcome is what one call came to.
+type outcome uint8
+
+const (
+	created     outcome = iota // success, replayed: false
+	replayed                   // success, replayed: true
+	toolError                  // isError result; code says which
+	malformed                  // success without the fields the contract promises
+	timedOut                   // the per-call timeout expired
+	transport                  // the call failed below the tool layer
+	interrupted                // the run was cancelled (signal) mid-call
+)
+
+// createArgs is create_ticket's input. A replay re-sends the same value, so
+// the server sees the same fingerprint and must answer with the same ticket.
+type createArgs struct {
+	OperationID string   `json:"operation_id"`
+	ProjectID   string   `json:"project_id"`
+	Title       string   `json:"title"`
+	Priority    string   `json:"priority"`
+	Labels      []string `json:"labels"`
+}
+
+// sample is one call. Samples stay in their worker's slice, in call order,
+// until the run ends, so the hot path takes no locks.
+type sample struct {
+	op       int // index into the worker's ops
+	resend   bool
+	outcome  outcome
+	dur      time.Duration
+	code     string // error code for toolError
+	ticketID string
+	opID     string // operation_id the server echoed
+	err      error  // for transport and malformed, to show what went wrong
+}
+
+// workerResult is what one worker leaves behind.
+type workerResult struct {
+	ops        []createArgs
+	samples    []sample
+	reconnects int
+	err        error     // why the worker stopped early, if it did
+	end        time.Time // when its last call returned
+}
+
+// result is a whole run.
+type result struct {
+	workers []workerResult
+	wall    time.Duration
+}
+
+// generate connects every worker, runs them until the duration or request
+// budget ends (or ctx is cancelled), and returns their samples.
+func generate(ctx context.Context, cfg *config) (*result, error) {
+	dial := dialer(cfg)
+	sessions, err := connectAll(ctx, dial, cfg.Workers, connectTimeout(cfg))
+	if err != nil {
+		return nil, err
+	}
+	var budget *atomic.Int64
+	if cfg.Requests > 0 {
+		budget = new(atomic.Int64)
+		budget.Store(int64(cfg.Requests))
+	}
+	// The duration only stops the issuing of calls; calls in flight finish
+	// under their own timeout, so the last ones are measured, not cut short.
+	issuing, stopIssuing := context.WithTimeout(ctx, cfg.Duration)
+	defer stopIssuing()
+
+	res := &result{workers: make([]workerResult, cfg.Workers)}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, cs := range sessions {
+		w := &worker{cfg: cfg, dial: dial, cs: cs, budget: budget}
+		wg.Go(func() {
+			res.workers[i] = w.run(ctx, issuing)
+		})
+	}
+	wg.Wait()
+	res.wall = wallTime(start, res.workers)
+	return res, nil
+}
+
+// wallTime runs from the start to the last worker's last answer, leaving
+// out the closing of sessions, which is not part of the create path.
+func wallTime(start time.Time, workers []workerResult) time.Duration {
+	end := start
+	for _, w := range workers {
+		if w.end.After(end) {
+			end = w.end
+		}
+	}
+	return end.Sub(start)
+}
+
+// dialer returns how a worker opens its MCP session.
+func dialer(cfg *config) func(context.Context) (*mcp.ClientSession, error) {
+	// One pool shared by all sessions, sized so each worker keeps its
+	// connection alive; the default of 2 idle connections per host would
+	// make most calls pay for a new TCP connection.
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.MaxIdleConnsPerHost = cfg.Workers
+	// Straight to the checked address, never through an environment proxy.
+	base.Proxy = nil
+	httpClient := &http.Client{
+		Transport: bearer{token: cfg.Token, next: base},
+		// A redirect could lead past the loopback guard, and a load test
+		// measures one endpoint anyway.
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return errors.New("redirects are not followed")
+		},
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "ticketd-load", Version: "v0"}, nil)
+	return func(ctx context.Context) (*mcp.ClientSession, error) {
+		return client.Connect(ctx, &mcp.StreamableClientTransport{
+			Endpoint:             cfg.URL,
+			HTTPClient:           httpClient,
+			DisableStandaloneSSE: true, // request/response only; no GET stream to hold open
+			MaxRetries:           -1,   // a failed call must show as failed, not be re-sent by the SDK
+		}, nil)
+	}
+}
+
+// connectTimeout bounds opening a session. It is at least 10s, so that a
+// -timeout chosen small to provoke call timeouts does not prevent the run.
+func connectTimeout(cfg *config) time.Duration {
+	return max(cfg.Timeout, 10*time.Second)
+}
+
+// connectAll opens n sessions in parallel before the clock starts, so
+// connection set-up is not counted as create latency.
+func connectAll(ctx context.Context, dial func(context.Context) (*mcp.ClientSession, error), n int, timeout time.Duration) ([]*mcp.ClientSession, error) {
+	sessions := make([]*mcp.ClientSession, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			sessions[i], errs[i] = dial(cctx)
+		})
+	}
+	wg.Wait()
+	failed := 0
+	var first error
+	for _, err := range errs {
+		if err != nil {
+			failed++
+			first = cmp.Or(first, err)
+		}
+	}
+	if failed == 0 {
+		return sessions, nil
+	}
+	for _, cs := range sessions {
+		if cs != nil {
+			_ = cs.Close()
+		}
+	}
+	// Usually every worker fails the same way; one message says it.
+	return nil, fmt.Errorf("connect: %d of %d sessions failed, e.g.: %w", failed, n, first)
+}
+
+// bearer adds the token to every request of a session.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	// RoundTrippers must not modify the caller's request.
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+// worker is one sequential caller with its own session. Its replays only
+// re-send its own operation_ids, so no two calls with one ID ever overlap
+// and "operation_in_progress" can only follow a timed-out call.
+type worker struct {
+	cfg    *config
+	dial   func(context.Context) (*mcp.ClientSession, error)
+	cs     *mcp.ClientSession
+	budget *atomic.Int64 // calls left in the whole run; nil: no cap
+	out    workerResult
+}
+
+// run calls until issuing is done; ctx bounds the calls themselves.
+func (w *worker) run(ctx, issuing context.Context) workerResult {
+	defer func() { _ = w.cs.Close() }()
+	for issuing.Err() == nil && w.take() {
+		op, resend := w.next()
+		s := w.call(ctx, op)
+		s.resend = resend
+		w.out.samples = append(w.out.samples, s)
+		if s.outcome == transport && errors.Is(s.err, mcp.ErrConnectionClosed) {
+			if err := w.reconnect(ctx); err != nil {
+				w.out.err = err
+				break
+			}
+		}
+	}
+	w.out.end = time.Now()
+	return w.out
+}
+
+// take claims one call from the shared budget.
+func (w *worker) take() bool {
+	return w.budget == nil || w.budget.Add(-1) >= 0
+}
+
+// next picks the operation to send: a replay of an earlier one with
+// probability RetryRatio, else a fresh UUID v4.
+func (w *worker) next() (op int, resend bool) {
+	if n := len(w.out.ops); n > 0 && rand.Float64() < w.cfg.RetryRatio {
+		return rand.IntN(n), true
+	}
+	id := uuid.NewString()
+	w.out.ops = append(w.out.ops, createArgs{
+		OperationID: id,
+		ProjectID:   w.cfg.Project,
+		Title:       "load test " + id[:8],
+		Priority:    "normal",
+		Labels:      []string{"load"},
+	})
+	return len(w.out.ops) - 1, false
+}
+
+// call sends one create_ticket and classifies the answer.
+func (w *worker) call(ctx context.Context, op int) sample {
+	callCtx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	start := time.Now()
+	res, err := w.cs.CallTool(callCtx, &mcp.CallToolParams{Name: "create_ticket", Arguments: w.out.ops[op]})
+	dur := time.Since(start)
+	timeout := errors.Is(callCtx.Err(), context.DeadlineExceeded)
+	// Cancelled now, not deferred: in this loop a deferred cancel would
+	// keep every call's timer alive until the worker ends.
+	cancel()
+	s := classify(res, err)
+	s.op, s.dur = op, dur
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			s.outcome = interrupted
+		case timeout:
+			s.outcome = timedOut
+		}
+	}
+	return s
+}
+
+func (w *worker) reconnect(ctx context.Context) error {
+	_ = w.cs.Close()
+	cctx, cancel := context.WithTimeout(ctx, connectTimeout(w.cfg))
+	defer cancel()
+	cs, err := w.dial(cctx)
+	if err != nil {
+		return fmt.Errorf("reconnect: %w", err)
+	}
+	w.cs = cs
+	w.out.reconnects++
+	return nil
+}
+
+var errMalformed = errors.New("success result without ticket_id or replayed")
+
+// classify turns a CallTool answer into a sample. On the client side
+// structuredContent is a map[string]any decoded from JSON.
+func classify(res *mcp.CallToolResult, err error) sample {
+	if err != nil {
+		return sample{outcome: transport, err: err}
+	}
+	sc, _ := res.StructuredContent.(map[string]any)
+	if res.IsError {
+		code := "(none)"
+		if e, ok := sc["error"].(map[string]any); ok {
+			if c, ok := e["code"].(string); ok && c != "" {
+				code = c
+			}
+		}
+		return sample{outcome: toolError, code: code}
+	}
+	ticketID, _ := sc["ticket_id"].(string)
+	isReplay, ok := sc["replayed"].(bool)
+	if ticketID == "" || !ok {
+		return sample{outcome: malformed, err: errMalformed}
+	}
+	opID, _ := sc["operation_id"].(string)
+	s := sample{outcome: created, ticketID: ticketID, opID: opID}
+	if isReplay {
+		s.outcome = replayed
+	}
+	return s
+}

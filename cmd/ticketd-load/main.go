@@ -1,0 +1,182 @@
+// Command ticketd-load measures ticketd's MCP create path end to end: workers
+// call create_ticket over Streamable HTTP with fresh operation_ids and, at a
+// chosen ratio, replays of earlier ones, then it reports throughput, latency
+// per outcome, error codes, and checks the retry contract on what came back:
+// one ticket per operation_id, and every replay returns that same ticket.
+//
+// It only talks to loopback addresses unless -allow-remote is given, and
+// every run is bounded by -duration and, optionally, -requests.
+//
+//	ticketd-load -token "$TOKEN" -duration 10s -workers 8
+//
+// Exit status: 0 when the run was clean, 1 when the invariant was violated or
+// a call failed other than by a client-side timeout, 2 for bad flags.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/netip"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	// Ctrl-C stops issuing calls and cancels the in-flight ones; the summary
+	// of what ran so far is still printed.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	var uerr usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &uerr):
+		if !uerr.reported {
+			fmt.Fprintf(os.Stderr, "ticketd-load: %v\n", err)
+		}
+		os.Exit(2)
+	default:
+		fmt.Fprintf(os.Stderr, "ticketd-load: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program with its dependencies passed in, so the tests
+// drive it in-process. args[0] is the program name.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	res, err := generate(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	sum := summarize(cfg, res)
+	if cfg.JSON {
+		err = writeJSON(stdout, sum)
+	} else {
+		err = writeText(stdout, sum)
+	}
+	if err != nil {
+		return err
+	}
+	return sum.verdict()
+}
+
+// config is the parsed command line.
+type config struct {
+	URL         string
+	Token       string
+	Project     string
+	Workers     int
+	Duration    time.Duration
+	Requests    int
+	RetryRatio  float64
+	Timeout     time.Duration
+	AllowRemote bool
+	JSON        bool
+}
+
+// usageError is a bad command line (exit status 2), as opposed to a run that
+// found a problem (exit status 1).
+type usageError struct {
+	msg string
+	// reported is set when the flag package already printed the error.
+	reported bool
+}
+
+func (e usageError) Error() string { return e.msg }
+
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.URL, "url", "http://127.0.0.1:8080/mcp", "ticketd MCP endpoint")
+	// No default from the environment here: help must never print a token.
+	fs.StringVar(&c.Token, "token", "", "bearer token with tickets:write (default $TICKETD_TOKEN)")
+	fs.StringVar(&c.Project, "project", "support", "project_id the tickets are filed in")
+	fs.IntVar(&c.Workers, "workers", 8, "concurrent workers, each with its own MCP session")
+	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "stop issuing calls after this long")
+	fs.IntVar(&c.Requests, "requests", 0, "stop after this many calls in total (0: no cap; -duration still applies)")
+	fs.Float64Var(&c.RetryRatio, "retry-ratio", 0.2, "fraction of calls that re-send an earlier operation_id of the same worker with the same input")
+	fs.DurationVar(&c.Timeout, "timeout", 5*time.Second, "timeout of each call")
+	fs.BoolVar(&c.AllowRemote, "allow-remote", false, "allow a -url whose host is not a loopback address")
+	fs.BoolVar(&c.JSON, "json", false, "print the summary as JSON")
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, usageError{msg: err.Error(), reported: true}
+	}
+	if fs.NArg() > 0 {
+		return nil, usageError{msg: fmt.Sprintf("unexpected arguments: %q", fs.Args())}
+	}
+	if c.Token == "" {
+		c.Token = getenv("TICKETD_TOKEN")
+	}
+	if err := c.validate(); err != nil {
+		return nil, usageError{msg: err.Error()}
+	}
+	return c, nil
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.Token == "":
+		return errors.New("no token: pass -token or set TICKETD_TOKEN")
+	case c.Project == "":
+		return errors.New("-project must not be empty")
+	case c.Workers < 1:
+		return errors.New("-workers must be at least 1")
+	case c.Duration <= 0:
+		// A duration is always required so that every run ends by itself,
+		// even when -requests can never be reached.
+		return errors.New("-duration must be positive")
+	case c.Requests < 0:
+		return errors.New("-requests must not be negative")
+	case c.RetryRatio < 0 || c.RetryRatio > 1 || c.RetryRatio != c.RetryRatio:
+		return errors.New("-retry-ratio must be between 0 and 1")
+	case c.Timeout <= 0:
+		return errors.New("-timeout must be positive")
+	}
+	return checkTarget(c.URL, c.AllowRemote)
+}
+
+// checkTarget refuses a URL that is not plain HTTP(S) to a loopback host
+// unless allowRemote: generating load against other machines is forbidden
+// here by default, and a typo must not turn into traffic elsewhere. Names
+// other than "localhost" are refused rather than resolved, since a name's
+// address can change between this check and the dial.
+func checkTarget(raw string, allowRemote bool) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("-url: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return fmt.Errorf("-url %q: scheme must be http or https", raw)
+	}
+	if u.Hostname() == "" {
+		return fmt.Errorf("-url %q: no host", raw)
+	}
+	if allowRemote || isLoopback(u.Hostname()) {
+		return nil
+	}
+	return fmt.Errorf("-url %q: host %s is not a loopback address (127.0.0.0/8, ::1, localhost); pass -allow-remote to load another machine", raw, u.Hostname())
+}
+
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	addr, err := netip.ParseAddr(host)
+	// Unmap so that ::ffff:127.0.0.1 counts as the IPv4 loopback it is.
+	return err == nil && addr.Unmap().IsLoopback()
+}
