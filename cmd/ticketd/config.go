@@ -7,12 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/server"
 )
 
 // group is a set of settings; each command takes the groups it uses, so
@@ -194,12 +194,13 @@ func (c *config) checkHTTP() error {
 	if err != nil {
 		return fmt.Errorf("TICKETD_ADDR %q: want host:port, e.g. %s", c.Addr, defaultAddr)
 	}
-	if c.Dev && !isLoopback(host) {
+	if c.Dev && !server.IsLoopbackHost(host) {
 		return fmt.Errorf("--dev listens on loopback only, and TICKETD_ADDR %q is not loopback: use 127.0.0.1:PORT, or configure a JWT key source and drop --dev", c.Addr)
 	}
-	u, err := url.Parse(c.PublicURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("TICKETD_PUBLIC_URL %q: want an absolute http(s) URL such as https://tickets.example.com", c.PublicURL)
+	// The same check server.New makes, made here so that a bad URL stops
+	// start-up before the database is opened.
+	if _, err := server.ParsePublicURL(c.PublicURL); err != nil {
+		return fmt.Errorf("TICKETD_PUBLIC_URL: %w", err)
 	}
 	return nil
 }
@@ -249,12 +250,4 @@ func (c *config) logger(stderr io.Writer) (*slog.Logger, error) {
 	default:
 		return nil, fmt.Errorf("TICKETD_LOG_FORMAT %q: want text or json", c.LogFormat)
 	}
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

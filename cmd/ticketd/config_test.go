@@ -40,6 +40,8 @@ func TestServeConfigErrors(t *testing.T) {
 		{"DevWithJWKS", []string{"TICKETD_JWT_HS256_SECRET", "", "TICKETD_JWT_JWKS_URL", "https://idp.test/jwks"}, []string{"--dev"}, "--dev mints its own HS256 tokens"},
 		{"BadAddr", []string{"TICKETD_ADDR", "8080"}, nil, "TICKETD_ADDR"},
 		{"BadPublicURL", []string{"TICKETD_PUBLIC_URL", "tickets.example.com"}, nil, "TICKETD_PUBLIC_URL"},
+		{"PublicURLWithPath", []string{"TICKETD_PUBLIC_URL", "https://example.com/ticketd"}, nil, "must be an origin"},
+		{"PublicURLWithCredentials", []string{"TICKETD_PUBLIC_URL", "https://u:s3cret@example.com"}, nil, `"https://u:xxxxx@example.com" must be an origin`},
 		{"BadLogFormat", []string{"TICKETD_LOG_FORMAT", "xml"}, nil, "TICKETD_LOG_FORMAT"},
 		{"BadLogLevel", []string{"TICKETD_LOG_LEVEL", "loud"}, nil, "TICKETD_LOG_LEVEL"},
 		{"BadMigrate", []string{"TICKETD_MIGRATE", "sometimes"}, nil, "TICKETD_MIGRATE"},

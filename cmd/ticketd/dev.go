@@ -136,7 +136,7 @@ func mintDevToken(cfg authn.Config, now time.Time) (string, error) {
 // printDevBanner writes the paste-ready setup for a dev server at baseURL.
 // It goes to stdout, never to the log: this is the one place a token is
 // shown, on purpose.
-func printDevBanner(w io.Writer, baseURL, token, dataDir string) error {
+func printDevBanner(w io.Writer, baseURL, publicURL, token, dataDir string) error {
 	mcpURL := baseURL + "/mcp"
 	// A struct, not a map, keeps the keys in the order people expect.
 	type vscodeServer struct {
@@ -153,6 +153,11 @@ func printDevBanner(w io.Writer, baseURL, token, dataDir string) error {
 	tokenCmd := "go run ./cmd/ticketd token --dev --tenant demo --subject you"
 	if filepath.Clean(dataDir) != defaultDataDir {
 		tokenCmd += " --data-dir " + shellQuote(dataDir)
+	}
+	// The token's audience derives from the public URL, so a server on
+	// another address needs it named or its tokens are refused.
+	if publicURL != "http://"+defaultAddr {
+		tokenCmd += " --public-url " + shellQuote(publicURL)
 	}
 	_, err = fmt.Fprintf(w, `
 ticketd is running in development mode.

@@ -121,7 +121,7 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		}
 		tok, err := mintDevToken(authCfg, time.Now())
 		if err == nil {
-			err = printDevBanner(stdout, baseURL, tok, cfg.DataDir)
+			err = printDevBanner(stdout, baseURL, cfg.PublicURL, tok, cfg.DataDir)
 		}
 		if err != nil {
 			_ = srv.Close()

@@ -266,7 +266,27 @@ func TestServeDevFromEmptyDirectory(t *testing.T) {
 	if keys := ticketKeys(t, session); !slices.Equal(keys, []string{"SUP-1"}) {
 		t.Fatalf("list_tickets after restart = %v, want [SUP-1]", keys)
 	}
+
+	// The banner's "Another token" command, run as printed, mints a token
+	// this server accepts (its audience follows the non-default address).
+	line := anotherTokenLine.FindStringSubmatch(second.Stdout.String())
+	if line == nil {
+		t.Fatalf("no \"Another token\" line in:\n%s", second.Stdout.String())
+	}
+	args := strings.Fields(line[1])
+	for i, a := range args {
+		args[i] = strings.Trim(a, "'")
+	}
+	if len(args) < 4 || args[0] != "go" || args[3] != "token" {
+		t.Fatalf("unexpected token command %q", line[1])
+	}
+	another := mintToken(t, nil, args[4:]...)
+	if ids := projectIDs(t, connect(t, secondURL, another)); !slices.Equal(ids, []string{"support"}) {
+		t.Fatalf("list_projects with the banner's token command = %v", ids)
+	}
 }
+
+var anotherTokenLine = regexp.MustCompile(`Another token:\s+(.+)`)
 
 func TestServeDevUsesGivenDatabase(t *testing.T) {
 	t.Parallel()

@@ -93,7 +93,7 @@ func New(cfg Config) (http.Handler, error) {
 	case cfg.Issuer == "":
 		return nil, errors.New("server: Config.Issuer is required")
 	}
-	public, err := parsePublicURL(cfg.PublicURL)
+	public, err := ParsePublicURL(cfg.PublicURL)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func New(cfg Config) (http.Handler, error) {
 		// that may well connect over loopback with the public Host, and
 		// the guard would refuse every request. /mcp needs a bearer token
 		// either way, which a rebinding page cannot supply.
-		DisableLocalhostProtection: !isLoopbackHost(public),
+		DisableLocalhostProtection: !IsLoopbackHost(publicHost(public)),
 		MaxRequestBodyBytes:        MaxBodyBytes,
 	})
 	requireToken := auth.RequireBearerToken(cfg.Verifier.TokenVerifier(), &auth.RequireBearerTokenOptions{
@@ -149,34 +149,38 @@ func New(cfg Config) (http.Handler, error) {
 	return withRequestID(accessLog(logger, limitBody(mux))), nil
 }
 
-// parsePublicURL checks that raw is an http(s) origin and returns it without
+// ParsePublicURL checks that raw is an http(s) origin and returns it without
 // a trailing slash. A path is refused because the well-known metadata
 // locations of RFC 9728 are derived from the resource's path, and ticketd
 // serves them only at the root.
-func parsePublicURL(raw string) (string, error) {
+func ParsePublicURL(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", fmt.Errorf("server: Config.PublicURL %q: %w", raw, err)
+		// url.Error quotes raw, credentials included: say only what is wrong.
+		return "", errors.New("public URL does not parse as a URL")
 	}
+	shown := u.Redacted()
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		return "", fmt.Errorf("server: Config.PublicURL %q must start with http:// or https://", raw)
+		return "", fmt.Errorf("public URL %q must start with http:// or https://", shown)
 	case u.Host == "":
-		return "", fmt.Errorf("server: Config.PublicURL %q has no host", raw)
+		return "", fmt.Errorf("public URL %q has no host", shown)
 	case strings.TrimSuffix(u.Path, "/") != "", u.RawQuery != "", u.Fragment != "", u.User != nil:
-		return "", fmt.Errorf("server: Config.PublicURL %q must be an origin such as https://tickets.example.com, without path, query or credentials", raw)
+		return "", fmt.Errorf("public URL %q must be an origin such as https://tickets.example.com, without path, query or credentials", shown)
 	}
 	return u.Scheme + "://" + u.Host, nil
 }
 
-// isLoopbackHost reports whether the origin's host is localhost or a
-// loopback address.
-func isLoopbackHost(origin string) bool {
-	u, err := url.Parse(origin)
-	if err != nil {
-		return false
-	}
-	host := u.Hostname()
+// publicHost returns the host of an origin ParsePublicURL accepted.
+func publicHost(origin string) string {
+	u, _ := url.Parse(origin)
+	return u.Hostname()
+}
+
+// IsLoopbackHost reports whether host is localhost (any case) or a loopback
+// address: the one definition both dev mode's bind check and the SDK's
+// DNS-rebinding guard rely on.
+func IsLoopbackHost(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
