@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
@@ -95,7 +96,7 @@ func TestConcurrentDuplicateCallsMakeOneTicket(t *testing.T) {
 		var (
 			wg      sync.WaitGroup
 			start   = make(chan struct{})
-			results = make([]mcptools.CreateTicketOut, callers)
+			answers = make([]*mcp.CallToolResult, callers)
 		)
 		for i := range callers {
 			cs := env.Connect(t, token) // a separate client per caller
@@ -109,17 +110,24 @@ func TestConcurrentDuplicateCallsMakeOneTicket(t *testing.T) {
 						t.Errorf("caller %d: %v", i, err)
 						return
 					}
-					if res.IsError && attempt < 10 && servertest.Decode[mcptools.ErrorOut](t, res).Error.Code == "operation_in_progress" {
+					if res.IsError && attempt < 10 && strings.Contains(text(res), "operation_in_progress") {
 						time.Sleep(100 * time.Millisecond)
 						continue
 					}
-					results[i] = created(t, res)
+					answers[i] = res // checked below: FailNow belongs to the test's goroutine
 					return
 				}
 			})
 		}
 		close(start)
 		wg.Wait()
+		results := make([]mcptools.CreateTicketOut, callers)
+		for i, res := range answers {
+			if res == nil {
+				t.FailNow() // the caller already reported why
+			}
+			results[i] = created(t, res)
+		}
 
 		fresh := 0
 		for i, r := range results {

@@ -54,6 +54,10 @@ func TestBadInputIsRejectedAndNothingIsWritten(t *testing.T) {
 				if !strings.Contains(e.Error.Message, c.mention) {
 					t.Errorf("message %q does not mention %q", e.Error.Message, c.mention)
 				}
+				// A well-formed ID is echoed even when the service rejects the rest.
+				if c.args["operation_id"] == args["operation_id"] && e.OperationID != args["operation_id"] {
+					t.Errorf("error names operation_id %q, want %q", e.OperationID, args["operation_id"])
+				}
 			})
 		}
 		if n, m := env.CountTickets(t, tenant), env.CountOperations(t, tenant); n != 0 || m != 0 {

@@ -169,11 +169,24 @@ func argumentMessage(tool, sdk string) (msg, next string) {
 	case strings.Contains(msg, "missing properties") && strings.Contains(msg, `"operation_id"`):
 		return "invalid arguments: operation_id is required: the UUID (version 4 or 7) that identifies one intended ticket", next
 	}
-	msg = "invalid arguments: " + strings.Replace(msg, "validating /properties/", "", 1)
-	if strings.Contains(msg, "tenant") {
+	msg = "invalid arguments: " + truncate(strings.Replace(msg, "validating /properties/", "", 1), maxArgumentMessage)
+	if strings.Contains(msg, "additional properties") && strings.Contains(msg, `"tenant`) {
 		msg += "; arguments never name a tenant: it comes from your access token"
 	}
 	return msg, ""
+}
+
+// maxArgumentMessage caps the validator's text, which quotes the offending
+// value: a megabyte of bad argument must not come back twice in the answer.
+const maxArgumentMessage = 300
+
+// truncate shortens s to at most n runes, marking the cut.
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
 }
 
 func contentText(r *mcp.CallToolResult) string {

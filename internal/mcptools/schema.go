@@ -140,7 +140,7 @@ func errorOutputSchema() *jsonschema.Schema {
 	s := inferred[ErrorOut]()
 	s.Properties["status"].Enum = []any{"unknown", "pending"}
 	s.Properties["error"].Properties["code"].Description = "Stable, machine-readable error code: invalid_input, " +
-		"idempotency_conflict, operation_in_progress, outcome_unknown, not_found, forbidden, unauthenticated, unavailable or internal."
+		"idempotency_conflict, operation_in_progress, outcome_unknown, operation_failed, not_found, forbidden, unauthenticated, unavailable or internal."
 	return s
 }
 

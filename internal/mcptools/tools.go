@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ticketd/ticketd/internal/authn"
@@ -40,6 +39,7 @@ Errors (isError: true, error.code, and a sentence saying what to do next):
 - idempotency_conflict: this operation_id was already used for a different ticket; nothing was written. Do not alter the arguments to force it through; if you really mean a new ticket, generate a new operation_id.
 - operation_in_progress: a call with this operation_id is still running; wait a few seconds and retry with the same operation_id and arguments.
 - outcome_unknown: the ticket may or may not have been created; call get_operation_status with this operation_id, or retry with the same operation_id and arguments (never a new one).
+- operation_failed: this operation_id was used before and that attempt was recorded as failed; nothing was created. Retrying it fails the same way: fix the cause, then use a new operation_id.
 - unavailable or internal: retry shortly with the same operation_id and arguments.
 - forbidden: your token lacks the tickets:write scope; retrying will not help.
 Use preview_ticket for a dry run that writes nothing, and list_projects to find project_id values.`
@@ -214,10 +214,9 @@ func (t *toolset) createTicket(ctx context.Context, req *mcp.CallToolRequest, in
 		ProjectID: in.ProjectID, Title: in.Title, Description: in.Description,
 		Priority: tickets.Priority(in.Priority), Labels: in.Labels,
 	})
-	opID := ""
-	if res.OperationID != uuid.Nil {
-		opID = res.OperationID.String()
-	}
+	// Every answer names the operation in its stored (lower-case) form,
+	// errors from inside the service included.
+	opID := canonicalOperationID(in.OperationID)
 	if err != nil {
 		return failure[CreateTicketOut](err, opID)
 	}
