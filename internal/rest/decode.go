@@ -225,11 +225,12 @@ func idempotencyKey(h http.Header) (string, error) {
 		}
 		key = s
 	}
-	if _, err := operations.ParseID(key); err != nil {
+	id, err := operations.ParseID(key)
+	if err != nil {
 		// ParseID speaks of operation_id, the MCP argument; here it is the header.
 		return "", invalid(field, strings.TrimPrefix(err.Error(), "operation_id "))
 	}
-	return key, nil
+	return id.String(), nil // the stored, lower-case form every answer echoes
 }
 
 // sfString parses an RFC 8941 §3.3.3 sf-string that makes up the whole

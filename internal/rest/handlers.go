@@ -117,10 +117,16 @@ func (a *api) listTickets(w http.ResponseWriter, r *http.Request) {
 // Idempotency-Key. An ID nothing ran under is a 404 not_found, which proves
 // that no ticket was created with it.
 func (a *api) getOperation(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "operation_id")
-	st, err := a.svc.GetOperation(r.Context(), principal(r).Tenant, id)
+	raw := chi.URLParam(r, "operation_id")
+	st, err := a.svc.GetOperation(r.Context(), principal(r).Tenant, raw)
 	if err != nil {
-		a.fail(w, r, err, id)
+		// Echo only an ID that parses, in its canonical form: the path is
+		// the caller's text and has no business in a response verbatim.
+		echo := ""
+		if id, perr := operations.ParseID(raw); perr == nil {
+			echo = id.String()
+		}
+		a.fail(w, r, err, echo)
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.FromOperation(st))

@@ -91,6 +91,16 @@ func TestIdempotencyKey(t *testing.T) {
 			if op.TicketID != first.ID {
 				t.Errorf("operation = %+v, want ticket %s", op, first.ID)
 			}
+			// Answers echo the stored, lower-case key, never the caller's spelling.
+			p := wantProblem(t, post(strings.ToUpper(key), ticketBody("Other")), http.StatusUnprocessableEntity, "idempotency_conflict")
+			if p.OperationID != key {
+				t.Errorf("conflict names operation_id %q, want %q", p.OperationID, key)
+			}
+			p = wantProblem(t, do(t, e, req{path: "/api/v1/operations/%3Cscript%3E", token: token(t, tenantA, authn.ScopeRead)}),
+				http.StatusBadRequest, "invalid_input")
+			if p.OperationID != "" {
+				t.Errorf("a malformed path ID was echoed as %q", p.OperationID)
+			}
 		})
 		t.Run("InvalidInputLeavesTheKeyUsable", func(t *testing.T) {
 			key := newKey()
