@@ -13,7 +13,7 @@ ARG VERSION=
 # CGO_ENABLED=0: SQLite is pure Go here, so the binary is static and runs on
 # distroless/static. -trimpath keeps build paths out of the binary.
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
-    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/ticketd ./cmd/ticketd
+    CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/ticketd/ticketd/internal/buildinfo.version=${VERSION}" -o /out/ticketd ./cmd/ticketd
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/ticketd /usr/local/bin/ticketd

@@ -11,13 +11,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
-)
 
-// version is set at build time with -ldflags "-X main.version=v1.2.3"; when
-// empty, the module version or VCS revision from the build info is used.
-var version string
+	"github.com/ticketd/ticketd/internal/buildinfo"
+)
 
 func main() {
 	// SIGTERM is what container runtimes and systemd send; SIGINT is Ctrl-C.
@@ -70,39 +67,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "stdio":
 		return stdio(ctx, rest, getenv, stdin, stdout, stderr)
 	case "version":
-		_, err := fmt.Fprintf(stdout, "ticketd %s\n", buildVersion())
+		_, err := fmt.Fprintf(stdout, "ticketd %s\n", buildinfo.Version())
 		return err
 	default:
 		return fmt.Errorf("unknown command %q (want serve, migrate, token, stdio or version; see ticketd -h)", cmd)
 	}
-}
-
-// buildVersion prefers the -ldflags version, then the module version (set
-// by `go install …@version`), then the VCS revision stamped by `go build`.
-func buildVersion() string {
-	if version != "" {
-		return version
-	}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(unknown)"
-	}
-	if v := info.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	var revision, modified string
-	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			revision = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				modified = "-dirty"
-			}
-		}
-	}
-	if revision == "" {
-		return "(devel)"
-	}
-	return revision + modified
 }

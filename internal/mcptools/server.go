@@ -15,11 +15,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"runtime/debug"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/buildinfo"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -41,7 +41,7 @@ func NewServer(svc *tickets.Service, logger *slog.Logger) *mcp.Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "ticketd", Title: "ticketd", Version: version()}, &mcp.ServerOptions{
+	s := mcp.NewServer(&mcp.Implementation{Name: "ticketd", Title: "ticketd", Version: buildinfo.Version()}, &mcp.ServerOptions{
 		Instructions: instructions,
 		// The SDK logs every stateless request's session at Info; only its
 		// warnings and errors are worth an operator's attention.
@@ -86,15 +86,6 @@ func withPrincipal(p authn.Principal) mcp.Middleware {
 			return next(authn.ContextWithPrincipal(ctx, p), method, req)
 		}
 	}
-}
-
-// version reports the main module's version so clients can tell builds
-// apart; "devel" for a build without module version information.
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "devel"
 }
 
 // minLevel drops records below level, keeping the SDK's routine session
