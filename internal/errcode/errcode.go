@@ -86,7 +86,7 @@ func (c Code) Retryable() bool {
 func (c Code) NextStep() string {
 	switch c {
 	case InvalidInput:
-		return "Nothing was attempted; fix the input and call again (the same operation_id is fine)."
+		return "Nothing was attempted; fix the input the message names and call again (for a write, the same operation_id is fine)."
 	case IdempotencyConflict:
 		return "This operation_id was already used for a different ticket; nothing was written. Do not change the input to force it through: if this is genuinely a new ticket, generate a new operation_id."
 	case OperationInProgress:
