@@ -327,3 +327,26 @@ func TestRunWaiterFollowsTheHolder(t *testing.T) {
 		})
 	}
 }
+
+// TestRunWriteTimeoutRollsBack: a write that outlives Options.WriteTimeout is
+// abandoned and rolled back, never left half done, and the key stays usable.
+func TestRunWriteTimeoutRollsBack(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		l := operations.NewLedger(d.Gorm, operations.Options{WriteTimeout: 200 * time.Millisecond})
+		key := newKey()
+		_, err := l.Run(context.Background(), key, fingerprintA, "slow", func(tx *gorm.DB) error {
+			time.Sleep(400 * time.Millisecond) // past the write timeout
+			return insertProject("slow")(tx)
+		})
+		if err == nil || errors.Is(err, operations.ErrOutcomeUnknown) {
+			t.Fatalf("err = %v, want a definite failure", err)
+		}
+		if n := countRows(t, d, "projects") + countRows(t, d, "operations"); n != 0 {
+			t.Fatalf("%d rows survived a timed-out write, want 0", n)
+		}
+		if _, err := l.Run(context.Background(), key, fingerprintA, "fast", insertProject("fast")); err != nil {
+			t.Errorf("the key after a timed-out write: %v", err)
+		}
+	})
+}

@@ -71,3 +71,29 @@ func TestCommitCutIsOutcomeUnknown(t *testing.T) {
 		t.Errorf("the pool did not recover from the cut connection: %v", err)
 	}
 }
+
+// TestConnectionLostBeforeCommitIsUnavailable cuts the connection while the
+// ticket is being inserted, before COMMIT: PostgreSQL rolls everything back,
+// so the answer is a definite "unavailable, nothing written", never "unknown",
+// and the same ID then creates the ticket with the number the rollback freed.
+func TestConnectionLostBeforeCommitIsUnavailable(t *testing.T) {
+	t.Parallel()
+	d, proxy := dbtest.PostgresViaProxy(t)
+	svc := newService(t, d)
+	ctx := context.Background()
+	id := newID()
+
+	fired := proxy.CutAfter(`INSERT INTO "tickets"`)
+	_, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket())
+	<-fired
+	if !errors.Is(err, operations.ErrUnavailable) || errors.Is(err, operations.ErrOutcomeUnknown) {
+		t.Fatalf("err = %v, want ErrUnavailable (and not unknown)", err)
+	}
+	if _, err := svc.GetOperation(ctx, tenantA, id); !errors.Is(err, operations.ErrNotFound) {
+		t.Fatalf("operation after a pre-commit loss: %v, want ErrNotFound", err)
+	}
+	res, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket())
+	if err != nil || res.Replayed || res.Ticket.Key != "SUP-1" {
+		t.Fatalf("retry = %+v, %v; want a fresh SUP-1", res, err)
+	}
+}
