@@ -25,6 +25,7 @@ const (
 	OperationFailed     Code = "operation_failed"
 	NotFound            Code = "not_found"
 	AlreadyExists       Code = "already_exists"
+	VersionConflict     Code = "version_conflict"
 	Forbidden           Code = "forbidden"
 	Unauthenticated     Code = "unauthenticated"
 	Unavailable         Code = "unavailable"
@@ -60,11 +61,13 @@ func Of(err error) Code {
 		return NotFound
 	case errors.Is(err, tickets.ErrExists):
 		return AlreadyExists
+	case errors.Is(err, tickets.ErrVersionConflict):
+		return VersionConflict
 	case errors.Is(err, ErrForbidden):
 		return Forbidden
 	case errors.Is(err, ErrUnauthenticated), errors.Is(err, authn.ErrInvalidToken):
 		return Unauthenticated
-	case errors.Is(err, operations.ErrUnavailable),
+	case errors.Is(err, operations.ErrUnavailable), errors.Is(err, tickets.ErrUnavailable),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return Unavailable
 	}
@@ -99,6 +102,8 @@ func (c Code) NextStep() string {
 		return "Nothing with that identifier exists for your tenant; check the identifier (list_tickets or list_projects can help)."
 	case AlreadyExists:
 		return "Something with that identifier already exists; use it, or pick another identifier."
+	case VersionConflict:
+		return "The ticket changed since you read it and nothing was written; re-read it (the current version and ticket are in the error), decide again, and send the update with the new version (the same operation_id is fine)."
 	case Forbidden:
 		return "Your token lacks the scope for this action; ask for a token with the scope named in the message."
 	case Unauthenticated:

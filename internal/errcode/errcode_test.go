@@ -30,6 +30,8 @@ func TestOf(t *testing.T) {
 		{wrap(tickets.ErrNotFound), errcode.NotFound},
 		{wrap(operations.ErrNotFound), errcode.NotFound},
 		{wrap(tickets.ErrExists), errcode.AlreadyExists},
+		{wrap(&tickets.VersionConflictError{Expected: 1}), errcode.VersionConflict},
+		{wrap(tickets.ErrUnavailable), errcode.Unavailable},
 		{wrap(errcode.ErrForbidden), errcode.Forbidden},
 		{wrap(authn.ErrInvalidToken), errcode.Unauthenticated},
 		{wrap(operations.ErrUnavailable), errcode.Unavailable},
@@ -47,7 +49,7 @@ func TestRetryableAndNextStep(t *testing.T) {
 	t.Parallel()
 	retryable := map[errcode.Code]bool{
 		errcode.InvalidInput: false, errcode.IdempotencyConflict: false, errcode.OperationInProgress: true,
-		errcode.OutcomeUnknown: true, errcode.OperationFailed: false, errcode.NotFound: false, errcode.AlreadyExists: false, errcode.Forbidden: false,
+		errcode.OutcomeUnknown: true, errcode.OperationFailed: false, errcode.NotFound: false, errcode.AlreadyExists: false, errcode.VersionConflict: false, errcode.Forbidden: false,
 		errcode.Unauthenticated: false, errcode.Unavailable: true, errcode.Internal: true,
 	}
 	steps := map[string]errcode.Code{}

@@ -86,7 +86,7 @@ func TestConnectionLostBeforeCommitIsUnavailable(t *testing.T) {
 	fired := proxy.CutAfter(`INSERT INTO "tickets"`)
 	_, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket())
 	<-fired
-	if !errors.Is(err, operations.ErrUnavailable) || errors.Is(err, operations.ErrOutcomeUnknown) {
+	if !errors.Is(err, tickets.ErrUnavailable) || errors.Is(err, operations.ErrOutcomeUnknown) {
 		t.Fatalf("err = %v, want ErrUnavailable (and not unknown)", err)
 	}
 	if _, err := svc.GetOperation(ctx, tenantA, id); !errors.Is(err, operations.ErrNotFound) {

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/ticketd/ticketd/internal/operations"
 )
 
@@ -14,15 +16,24 @@ import (
 // operation ID?" for one tenant.
 type OperationStatus struct {
 	Record operations.Record
-	Ticket *Ticket // the created ticket, when the operation succeeded
+	// For a succeeded operation of any action: the ticket it created or acted
+	// on, and that ticket as it is now (nil if it can no longer be read).
+	TicketID *uuid.UUID
+	Ticket   *Ticket
+	// Version is the version an update_ticket produced.
+	Version int64
+	// CommentID is the comment an add_comment added.
+	CommentID *uuid.UUID
 }
 
 // GetOperation returns the tenant's record for operationID and, when it
-// succeeded, the ticket it created. operations.ErrNotFound is authoritative
-// proof that nothing ran under that ID for this tenant; another tenant's use
-// of the same ID is invisible.
+// succeeded, what it made: the ticket for every action, the version for
+// update_ticket, the comment for add_comment. operations.ErrNotFound is
+// authoritative proof that nothing ran under that ID for this tenant;
+// another tenant's use of the same ID is invisible.
 //
-// Errors: ErrInvalid (malformed ID), operations.ErrNotFound, operations.ErrUnavailable.
+// Errors: ErrInvalid (malformed ID), operations.ErrNotFound, ErrUnavailable,
+// operations.ErrUnavailable.
 func (s *Service) GetOperation(ctx context.Context, tenant, operationID string) (OperationStatus, error) {
 	id, err := operations.ParseID(operationID)
 	if err != nil {
@@ -32,17 +43,47 @@ func (s *Service) GetOperation(ctx context.Context, tenant, operationID string) 
 	if err != nil {
 		return OperationStatus{}, fmt.Errorf("get operation: %w", err)
 	}
-	return s.withTicket(ctx, tenant, rec)
+	st, err := s.outcome(ctx, tenant, rec)
+	if err != nil {
+		return OperationStatus{}, fmt.Errorf("get operation: %w", err)
+	}
+	return st, nil
 }
 
-func (s *Service) withTicket(ctx context.Context, tenant string, rec operations.Record) (OperationStatus, error) {
+// outcome reads what a succeeded record's result_id points at: a ticket
+// (create_ticket), an event (update_ticket) or a comment (add_comment).
+func (s *Service) outcome(ctx context.Context, tenant string, rec operations.Record) (OperationStatus, error) {
 	st := OperationStatus{Record: rec}
-	if rec.Status != operations.StatusSucceeded || rec.Action != ActionCreateTicket || rec.ResultID == "" {
+	if rec.Status != operations.StatusSucceeded || rec.ResultID == "" {
 		return st, nil
 	}
-	t, err := s.ticketByID(ctx, tenant, rec.ResultID)
+	var ticketID string
+	switch rec.Action {
+	case ActionCreateTicket:
+		ticketID = rec.ResultID
+	case ActionUpdateTicket:
+		ev, err := s.eventByID(ctx, tenant, rec.ResultID)
+		if err != nil {
+			return OperationStatus{}, err
+		}
+		ticketID, st.Version = ev.TicketID.String(), ev.Version
+	case ActionAddComment:
+		c, err := s.commentByID(ctx, tenant, rec.ResultID)
+		if err != nil {
+			return OperationStatus{}, err
+		}
+		ticketID, st.CommentID = c.TicketID.String(), &c.ID
+	default:
+		return st, nil
+	}
+	tid, err := uuid.Parse(ticketID)
+	if err != nil {
+		return OperationStatus{}, fmt.Errorf("operation %s: bad ticket ID %q: %w", rec.Key, ticketID, err)
+	}
+	st.TicketID = &tid
+	t, err := s.ticketByID(ctx, tenant, ticketID)
 	if err != nil && !errors.Is(err, ErrNotFound) {
-		return OperationStatus{}, fmt.Errorf("get operation: %w", err)
+		return OperationStatus{}, err
 	}
 	if err == nil {
 		st.Ticket = &t
@@ -70,7 +111,7 @@ var operationStatuses = []operations.Status{
 // ListOperations lists the tenant's operation records, newest first, so an
 // operator can find unknown or pending ones.
 //
-// Errors: ErrInvalid, operations.ErrUnavailable.
+// Errors: ErrInvalid, ErrUnavailable.
 func (s *Service) ListOperations(ctx context.Context, tenant string, p ListOperationsParams) (OperationPage, error) {
 	limit, err := pageLimit(p.Limit)
 	if err != nil {

@@ -10,8 +10,6 @@ import (
 	"unicode/utf8"
 
 	"gorm.io/gorm"
-
-	"github.com/ticketd/ticketd/internal/operations"
 )
 
 // ErrExists: a project with that ID or key already exists for the tenant.
@@ -29,7 +27,7 @@ const MaxProjectName = 200
 // (e.g. "support"); the key is 1–10 upper-case letters or digits starting
 // with a letter (e.g. "SUP") and prefixes ticket keys.
 //
-// Errors: ErrInvalid, ErrExists, operations.ErrUnavailable.
+// Errors: ErrInvalid, ErrExists, ErrUnavailable.
 func (s *Service) CreateProject(ctx context.Context, tenant string, p Project) (Project, error) {
 	p.ID = strings.ToLower(strings.TrimSpace(p.ID))
 	p.Key = strings.ToUpper(strings.TrimSpace(p.Key))
@@ -55,18 +53,18 @@ func (s *Service) CreateProject(ctx context.Context, tenant string, p Project) (
 	case errors.Is(err, gorm.ErrDuplicatedKey):
 		return Project{}, fmt.Errorf("project %q or key %q: %w", p.ID, p.Key, ErrExists)
 	case err != nil:
-		return Project{}, fmt.Errorf("%w: create project: %v", operations.ErrUnavailable, err)
+		return Project{}, fmt.Errorf("%w: create project: %v", ErrUnavailable, err)
 	}
 	return row.toProject(), nil
 }
 
 // ListProjects returns all of the tenant's projects, ordered by ID.
 //
-// Errors: operations.ErrUnavailable.
+// Errors: ErrUnavailable.
 func (s *Service) ListProjects(ctx context.Context, tenant string) ([]Project, error) {
 	var rows []projectRow
 	if err := s.db.WithContext(ctx).Where("tenant_id = ?", tenant).Order("id").Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("%w: list projects: %v", operations.ErrUnavailable, err)
+		return nil, fmt.Errorf("%w: list projects: %v", ErrUnavailable, err)
 	}
 	out := make([]Project, len(rows))
 	for i, r := range rows {

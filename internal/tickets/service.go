@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"slices"
 	"strings"
 	"time"
 
@@ -61,7 +60,7 @@ type CreateResult struct {
 //
 // Errors: ErrInvalid (bad ID or input, or unknown project; nothing recorded,
 // the ID stays usable), operations.ErrConflict, operations.ErrInProgress,
-// operations.ErrOutcomeUnknown, operations.ErrUnavailable.
+// operations.ErrOutcomeUnknown, ErrUnavailable, operations.ErrUnavailable.
 func (s *Service) CreateTicket(ctx context.Context, tenant, reporter, operationID string, in NewTicket) (CreateResult, error) {
 	id, err := operations.ParseID(operationID)
 	if err != nil {
@@ -71,14 +70,14 @@ func (s *Service) CreateTicket(ctx context.Context, tenant, reporter, operationI
 	if err != nil {
 		return CreateResult{}, err
 	}
-	if msg := checkText(reporter); msg != "" || reporter == "" {
-		return CreateResult{}, invalidField("reporter", "the token's subject must be non-empty UTF-8 text without NUL")
+	if err := checkActor(reporter); err != nil {
+		return CreateResult{}, err
 	}
 	key := operations.Key{Tenant: tenant, Action: ActionCreateTicket, OperationID: id}
 	ticketID := uuid.Must(uuid.NewV7())
 	var created Ticket
 	out, err := s.ledger.Run(ctx, key, Fingerprint(n), ticketID.String(), func(tx *gorm.DB) error {
-		created, err = insertTicket(ctx, tx, tenant, reporter, ticketID, id, n)
+		created, err = insertTicket(tx, tenant, reporter, ticketID, id, n)
 		return err
 	})
 	if err != nil {
@@ -94,10 +93,10 @@ func (s *Service) CreateTicket(ctx context.Context, tenant, reporter, operationI
 	return CreateResult{OperationID: id, Ticket: t, Replayed: out.Replayed}, nil
 }
 
-// insertTicket allocates the project's next number and inserts the ticket,
-// inside the ledger's transaction: a rollback returns the number, so numbers
-// stay contiguous.
-func insertTicket(ctx context.Context, tx *gorm.DB, tenant, reporter string, ticketID, opID uuid.UUID, n NewTicket) (Ticket, error) {
+// insertTicket allocates the project's next number and inserts the ticket
+// and its `created` event, inside the ledger's transaction: a rollback
+// returns the number, so numbers stay contiguous.
+func insertTicket(tx *gorm.DB, tenant, reporter string, ticketID, opID uuid.UUID, n NewTicket) (Ticket, error) {
 	var alloc struct {
 		Key        string
 		NextNumber int64
@@ -105,7 +104,7 @@ func insertTicket(ctx context.Context, tx *gorm.DB, tenant, reporter string, tic
 	res := tx.Raw(`UPDATE projects SET next_number = next_number + 1
 		WHERE tenant_id = ? AND id = ? RETURNING key, next_number`, tenant, n.ProjectID).Scan(&alloc)
 	if res.Error != nil {
-		return Ticket{}, fmt.Errorf("%w: allocate ticket number: %v", operations.ErrUnavailable, res.Error)
+		return Ticket{}, fmt.Errorf("%w: allocate ticket number: %v", ErrUnavailable, res.Error)
 	}
 	if res.RowsAffected == 0 {
 		return Ticket{}, unknownProject(tx, tenant, n.ProjectID)
@@ -123,7 +122,7 @@ func insertTicket(ctx context.Context, tx *gorm.DB, tenant, reporter string, tic
 		ID: ticketID.String(), TenantID: tenant, ProjectID: n.ProjectID, Number: number,
 		Key: fmt.Sprintf("%s-%d", alloc.Key, number), Title: n.Title, Description: n.Description,
 		Priority: string(n.Priority), Status: string(StatusOpen), Labels: string(labels), Reporter: reporter,
-		OperationID: &opIDText, CreatedAt: now, UpdatedAt: now,
+		OperationID: &opIDText, Version: 1, CreatedAt: now, UpdatedAt: now,
 	}
 	switch err := tx.Create(&row).Error; {
 	case errors.Is(err, gorm.ErrDuplicatedKey):
@@ -132,7 +131,13 @@ func insertTicket(ctx context.Context, tx *gorm.DB, tenant, reporter string, tic
 		// another would be exactly the duplicate the ledger exists to stop.
 		return Ticket{}, fmt.Errorf("%w: a ticket was already created with this operation_id", operations.ErrConflict)
 	case err != nil:
-		return Ticket{}, fmt.Errorf("%w: insert ticket: %v", operations.ErrUnavailable, err)
+		return Ticket{}, fmt.Errorf("%w: insert ticket: %v", ErrUnavailable, err)
+	}
+	if err := insertEvent(tx, tenant, Event{
+		ID: uuid.Must(uuid.NewV7()), TicketID: ticketID, Seq: 1, Version: 1, Kind: EventCreated, Actor: reporter,
+		OperationID: opID, Changes: Changes{}, CreatedAt: now,
+	}); err != nil {
+		return Ticket{}, err
 	}
 	return row.toTicket()
 }
@@ -144,7 +149,7 @@ func unknownProject(db *gorm.DB, tenant, projectID string) error {
 	var ids []string
 	if err := db.Model(&projectRow{}).Where("tenant_id = ?", tenant).
 		Order("id").Limit(20).Pluck("id", &ids).Error; err != nil {
-		return fmt.Errorf("%w: list projects: %v", operations.ErrUnavailable, err)
+		return fmt.Errorf("%w: list projects: %v", ErrUnavailable, err)
 	}
 	if len(ids) == 0 {
 		return invalidField("project_id", "unknown project %q; this tenant has no projects yet", projectID)
@@ -176,7 +181,7 @@ type Preview struct {
 // says whether CreateTicket would create, replay or conflict. It writes
 // nothing. An empty operationID skips the prediction.
 //
-// Errors: ErrInvalid, operations.ErrUnavailable.
+// Errors: ErrInvalid, ErrUnavailable.
 func (s *Service) PreviewTicket(ctx context.Context, tenant, operationID string, in NewTicket) (Preview, error) {
 	var id *uuid.UUID
 	if operationID != "" {
@@ -215,7 +220,7 @@ func (s *Service) projectExists(ctx context.Context, tenant, projectID string) e
 	var count int64
 	if err := s.db.WithContext(ctx).Model(&projectRow{}).
 		Where("tenant_id = ? AND id = ?", tenant, projectID).Count(&count).Error; err != nil {
-		return fmt.Errorf("%w: look up project: %v", operations.ErrUnavailable, err)
+		return fmt.Errorf("%w: look up project: %v", ErrUnavailable, err)
 	}
 	if count == 0 {
 		return unknownProject(s.db.WithContext(ctx), tenant, projectID)
@@ -227,7 +232,7 @@ var ticketKeyPattern = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9]{0,9})-([1-9][0-
 
 // GetTicket returns the tenant's ticket by UUID or by key (e.g. SUP-42, any case).
 //
-// Errors: ErrInvalid (neither a UUID nor a key), ErrNotFound, operations.ErrUnavailable.
+// Errors: ErrInvalid (neither a UUID nor a key), ErrNotFound, ErrUnavailable.
 func (s *Service) GetTicket(ctx context.Context, tenant, idOrKey string) (Ticket, error) {
 	idOrKey = strings.TrimSpace(idOrKey)
 	if id, err := uuid.Parse(idOrKey); err == nil && len(idOrKey) == 36 {
@@ -245,88 +250,14 @@ func (s *Service) ticketByID(ctx context.Context, tenant, id string) (Ticket, er
 
 func (s *Service) ticketWhere(ctx context.Context, query string, args ...any) (Ticket, error) {
 	var row ticketRow
-	err := s.db.WithContext(ctx).Where(query, args...).Take(&row).Error
+	err := s.db.WithContext(ctx).Select(ticketColumns).Where(query, args...).Take(&row).Error
 	switch {
 	case errors.Is(err, gorm.ErrRecordNotFound):
 		return Ticket{}, fmt.Errorf("ticket: %w", ErrNotFound)
 	case err != nil:
-		return Ticket{}, fmt.Errorf("%w: read ticket: %v", operations.ErrUnavailable, err)
+		return Ticket{}, fmt.Errorf("%w: read ticket: %v", ErrUnavailable, err)
 	}
 	return row.toTicket()
-}
-
-// ListTicketsParams filters and pages ListTickets. All fields are optional.
-type ListTicketsParams struct {
-	ProjectID string
-	Status    Status
-	Limit     int    // 1..MaxLimit; 0 means DefaultLimit
-	Cursor    string // from a previous page's NextCursor
-}
-
-// TicketPage is one page of tickets, newest first.
-type TicketPage struct {
-	Tickets    []Ticket
-	NextCursor string // empty on the last page
-}
-
-type ticketPosition struct {
-	ID string `json:"id"`
-}
-
-// ListTickets returns the tenant's tickets, newest first, a page at a time.
-// Cursors are bound to the tenant and filters.
-//
-// Errors: ErrInvalid (bad filter, limit or cursor), operations.ErrUnavailable.
-func (s *Service) ListTickets(ctx context.Context, tenant string, p ListTicketsParams) (TicketPage, error) {
-	limit, err := pageLimit(p.Limit)
-	if err != nil {
-		return TicketPage{}, err
-	}
-	if msg := checkText(p.ProjectID); msg != "" {
-		return TicketPage{}, invalidField("project_id", "%s", msg)
-	}
-	projectID := canonicalText(p.ProjectID, true)
-	status := Status(strings.TrimSpace(string(p.Status)))
-	if status != "" && !slices.Contains(Statuses, status) {
-		return TicketPage{}, invalidField("status", "must be one of open, in_progress, resolved, closed; got %q", p.Status)
-	}
-	scope := strings.Join([]string{"tickets", tenant, projectID, string(status)}, "\x00")
-	q := s.db.WithContext(ctx).Where("tenant_id = ?", tenant)
-	if projectID != "" {
-		q = q.Where("project_id = ?", projectID)
-	}
-	if status != "" {
-		q = q.Where("status = ?", string(status))
-	}
-	if p.Cursor != "" {
-		var pos ticketPosition
-		if err := s.cursors.Decode(scope, p.Cursor, &pos); err != nil {
-			return TicketPage{}, invalidField("cursor", "not a cursor issued for this list; start again without one")
-		}
-		q = q.Where("id < ?", pos.ID)
-	}
-	var rows []ticketRow
-	// UUIDv7 ids sort in creation order, so id is the whole keyset.
-	if err := q.Order("id DESC").Limit(limit + 1).Find(&rows).Error; err != nil {
-		return TicketPage{}, fmt.Errorf("%w: list tickets: %v", operations.ErrUnavailable, err)
-	}
-	page := TicketPage{Tickets: make([]Ticket, 0, min(len(rows), limit))}
-	for i, r := range rows {
-		if i == limit {
-			next, err := s.cursors.Encode(scope, ticketPosition{ID: rows[i-1].ID})
-			if err != nil {
-				return TicketPage{}, err
-			}
-			page.NextCursor = next
-			break
-		}
-		t, err := r.toTicket()
-		if err != nil {
-			return TicketPage{}, err
-		}
-		page.Tickets = append(page.Tickets, t)
-	}
-	return page, nil
 }
 
 func pageLimit(limit int) (int, error) {

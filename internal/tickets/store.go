@@ -38,11 +38,18 @@ type ticketRow struct {
 	Labels      string    `gorm:"column:labels"` // JSON array: one encoding for both dialects
 	Reporter    string    `gorm:"column:reporter"`
 	OperationID *string   `gorm:"column:operation_id"`
+	Version     int64     `gorm:"column:version"`
+	Assignee    *string   `gorm:"column:assignee"`
 	CreatedAt   time.Time `gorm:"column:created_at"`
 	UpdatedAt   time.Time `gorm:"column:updated_at"`
 }
 
 func (ticketRow) TableName() string { return "tickets" }
+
+// ticketColumns are the columns ticketRow reads: never PostgreSQL's search
+// vector, which can be as large as the description.
+const ticketColumns = "id, tenant_id, project_id, number, key, title, description, priority, status, labels, " +
+	"reporter, operation_id, version, assignee, created_at, updated_at"
 
 func (r ticketRow) toTicket() (Ticket, error) {
 	id, err := uuid.Parse(r.ID)
@@ -53,7 +60,12 @@ func (r ticketRow) toTicket() (Ticket, error) {
 	if err := json.Unmarshal([]byte(r.Labels), &labels); err != nil {
 		return Ticket{}, fmt.Errorf("ticket row %s: bad labels: %w", r.ID, err)
 	}
+	assignee := ""
+	if r.Assignee != nil {
+		assignee = *r.Assignee
+	}
 	return Ticket{
+		Version: r.Version, Assignee: assignee,
 		ID: id, Key: r.Key, ProjectID: r.ProjectID, Title: r.Title, Description: r.Description,
 		Priority: Priority(r.Priority), Status: Status(r.Status), Labels: labels, Reporter: r.Reporter,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),

@@ -39,6 +39,9 @@ var Statuses = []Status{StatusOpen, StatusInProgress, StatusResolved, StatusClos
 // are indistinguishable from absent ones).
 var ErrNotFound = errors.New("not found")
 
+// ErrUnavailable: the ticket store failed before anything was committed.
+var ErrUnavailable = errors.New("ticket store unavailable")
+
 // NewTicket is the caller's intent: the meaningful input of create_ticket.
 type NewTicket struct {
 	ProjectID   string
@@ -50,6 +53,10 @@ type NewTicket struct {
 
 // Ticket is a created ticket.
 type Ticket struct {
+	// Version is 1 at creation and grows by one with every change of the
+	// ticket's fields; comments do not change it.
+	Version     int64
+	Assignee    string // empty when unassigned
 	ID          uuid.UUID
 	Key         string // project key and number, e.g. SUP-42
 	ProjectID   string

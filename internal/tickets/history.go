@@ -1,0 +1,293 @@
+package tickets
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// EventKind says what a write did to a ticket.
+type EventKind string
+
+// The event kinds.
+const (
+	EventCreated   EventKind = "created"
+	EventUpdated   EventKind = "updated"
+	EventCommented EventKind = "commented"
+)
+
+// Change is one field's move: From and To are a string, nil (an unassigned
+// assignee) or a []string (labels).
+type Change struct {
+	From any
+	To   any
+}
+
+// Changes maps a field name (title, description, priority, status, assignee,
+// labels) to its change. An update that changed nothing has none.
+type Changes map[string]Change
+
+// Event is one entry of a ticket's history: every write leaves exactly one,
+// in the write's own transaction.
+type Event struct {
+	ID          uuid.UUID
+	TicketID    uuid.UUID
+	Seq         int64 // position in the ticket's history, from 1, in commit order
+	Version     int64 // the ticket's version after the write
+	Kind        EventKind
+	Actor       string
+	OperationID uuid.UUID
+	CommentID   *uuid.UUID // set for EventCommented
+	Changes     Changes    // set for EventUpdated; empty for the others
+	CreatedAt   time.Time
+}
+
+type eventRow struct {
+	ID          string    `gorm:"column:id;primaryKey"`
+	TenantID    string    `gorm:"column:tenant_id"`
+	TicketID    string    `gorm:"column:ticket_id"`
+	Seq         int64     `gorm:"column:seq"`
+	Version     int64     `gorm:"column:version"`
+	Kind        string    `gorm:"column:kind"`
+	Actor       string    `gorm:"column:actor"`
+	OperationID string    `gorm:"column:operation_id"`
+	CommentID   *string   `gorm:"column:comment_id"`
+	Changes     string    `gorm:"column:changes"`
+	CreatedAt   time.Time `gorm:"column:created_at"`
+}
+
+func (eventRow) TableName() string { return "ticket_events" }
+
+func (r eventRow) toEvent() (Event, error) {
+	ids, err := parseUUIDs(r.ID, r.TicketID, r.OperationID)
+	if err != nil {
+		return Event{}, fmt.Errorf("event row %s: %w", r.ID, err)
+	}
+	changes, err := decodeChanges(r.Changes)
+	if err != nil {
+		return Event{}, fmt.Errorf("event row %s: %w", r.ID, err)
+	}
+	e := Event{
+		ID: ids[0], TicketID: ids[1], Seq: r.Seq, Version: r.Version, Kind: EventKind(r.Kind), Actor: r.Actor,
+		OperationID: ids[2], Changes: changes, CreatedAt: r.CreatedAt.UTC(),
+	}
+	if r.CommentID != nil {
+		c, err := uuid.Parse(*r.CommentID)
+		if err != nil {
+			return Event{}, fmt.Errorf("event row %s: bad comment_id: %w", r.ID, err)
+		}
+		e.CommentID = &c
+	}
+	return e, nil
+}
+
+func parseUUIDs(texts ...string) ([]uuid.UUID, error) {
+	out := make([]uuid.UUID, len(texts))
+	for i, s := range texts {
+		id, err := uuid.Parse(s)
+		if err != nil {
+			return nil, fmt.Errorf("bad UUID %q: %w", s, err)
+		}
+		out[i] = id
+	}
+	return out, nil
+}
+
+// storedChange is a Change as the changes column holds it (and as the
+// contract shows it): {"field":{"from","to"}}.
+type storedChange struct {
+	From json.RawMessage `json:"from"`
+	To   json.RawMessage `json:"to"`
+}
+
+func encodeChanges(c Changes) (string, error) {
+	out := make(map[string]storedChange, len(c))
+	for field, ch := range c {
+		from, err := json.Marshal(ch.From)
+		if err != nil {
+			return "", fmt.Errorf("encode change of %s: %w", field, err)
+		}
+		to, err := json.Marshal(ch.To)
+		if err != nil {
+			return "", fmt.Errorf("encode change of %s: %w", field, err)
+		}
+		out[field] = storedChange{From: from, To: to}
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return "", fmt.Errorf("encode changes: %w", err)
+	}
+	return string(b), nil
+}
+
+// decodeChanges reads the changes column back into the same Go types the
+// write produced, so a replayed answer equals the first one.
+func decodeChanges(text string) (Changes, error) {
+	var stored map[string]storedChange
+	if err := json.Unmarshal([]byte(text), &stored); err != nil {
+		return nil, fmt.Errorf("bad changes: %w", err)
+	}
+	out := make(Changes, len(stored))
+	for field, sc := range stored {
+		from, err := decodeChangeValue(field, sc.From)
+		if err != nil {
+			return nil, err
+		}
+		to, err := decodeChangeValue(field, sc.To)
+		if err != nil {
+			return nil, err
+		}
+		out[field] = Change{From: from, To: to}
+	}
+	return out, nil
+}
+
+func decodeChangeValue(field string, raw json.RawMessage) (any, error) {
+	if field == "labels" {
+		labels := []string{}
+		if err := json.Unmarshal(raw, &labels); err != nil {
+			return nil, fmt.Errorf("bad change of labels: %w", err)
+		}
+		return labels, nil
+	}
+	var s *string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, fmt.Errorf("bad change of %s: %w", field, err)
+	}
+	if s == nil {
+		return nil, nil
+	}
+	return *s, nil
+}
+
+// lockTicket reads the tenant's ticket for a write and, on PostgreSQL, locks
+// its row until the transaction ends, so the ticket's writers take turns:
+// each sees the version its predecessor committed (Read Committed re-reads a
+// row it waited for). SQLite serialises all writers already.
+func lockTicket(tx *gorm.DB, tenant string, id uuid.UUID) (ticketRow, error) {
+	var row ticketRow
+	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Select(ticketColumns).
+		Where("tenant_id = ? AND id = ?", tenant, id.String()).Take(&row).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return ticketRow{}, fmt.Errorf("ticket: %w", ErrNotFound)
+	case err != nil:
+		return ticketRow{}, fmt.Errorf("%w: lock ticket: %v", ErrUnavailable, err)
+	}
+	return row, nil
+}
+
+// nextSeq allocates the ticket's next history position. The caller holds
+// the ticket's row lock (lockTicket), so positions follow commit order.
+func nextSeq(tx *gorm.DB, tenant string, ticketID uuid.UUID) (int64, error) {
+	var seq int64
+	if err := tx.Raw(`SELECT COALESCE(MAX(seq), 0) + 1 FROM ticket_events WHERE tenant_id = ? AND ticket_id = ?`,
+		tenant, ticketID.String()).Scan(&seq).Error; err != nil {
+		return 0, fmt.Errorf("%w: allocate history position: %v", ErrUnavailable, err)
+	}
+	return seq, nil
+}
+
+// insertEvent writes e (its Seq from nextSeq) into the ticket's history.
+func insertEvent(tx *gorm.DB, tenant string, e Event) error {
+	changes, err := encodeChanges(e.Changes)
+	if err != nil {
+		return err
+	}
+	row := eventRow{
+		ID: e.ID.String(), TenantID: tenant, TicketID: e.TicketID.String(), Seq: e.Seq, Version: e.Version,
+		Kind: string(e.Kind), Actor: e.Actor, OperationID: e.OperationID.String(), Changes: changes, CreatedAt: e.CreatedAt,
+	}
+	if e.CommentID != nil {
+		c := e.CommentID.String()
+		row.CommentID = &c
+	}
+	if err := tx.Create(&row).Error; err != nil {
+		return fmt.Errorf("%w: insert event: %v", ErrUnavailable, err)
+	}
+	return nil
+}
+
+func (s *Service) eventByID(ctx context.Context, tenant, id string) (Event, error) {
+	var row eventRow
+	err := s.db.WithContext(ctx).Where("tenant_id = ? AND id = ?", tenant, id).Take(&row).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return Event{}, fmt.Errorf("event: %w", ErrNotFound)
+	case err != nil:
+		return Event{}, fmt.Errorf("%w: read event: %v", ErrUnavailable, err)
+	}
+	return row.toEvent()
+}
+
+// ListParams pages a ticket's comments or events.
+type ListParams struct {
+	Limit  int    // 1..MaxLimit; 0 means DefaultLimit
+	Cursor string // from a previous page's NextCursor
+}
+
+// EventPage is one page of a ticket's history, oldest first.
+type EventPage struct {
+	Events     []Event
+	NextCursor string
+}
+
+type seqPosition struct {
+	Seq int64 `json:"s"`
+}
+
+// ListEvents returns the history of the tenant's ticket (UUID or key), oldest
+// first, a page at a time; a page also ends early at MaxPageBytes.
+//
+// Errors: ErrInvalid (bad reference, limit or cursor), ErrNotFound, ErrUnavailable.
+func (s *Service) ListEvents(ctx context.Context, tenant, ticketRef string, p ListParams) (EventPage, error) {
+	t, err := s.GetTicket(ctx, tenant, ticketRef)
+	if err != nil {
+		return EventPage{}, err
+	}
+	items, next, err := listBySeq(ctx, s, "events", tenant, t.ID, p, func(r eventRow) (Event, error) { return r.toEvent() },
+		func(r eventRow) int64 { return r.Seq })
+	return EventPage{Events: items, NextCursor: next}, err
+}
+
+// listBySeq pages a ticket's rows of R (events or comments) in seq order,
+// the cursor bound to the tenant, the ticket and the kind of row.
+func listBySeq[R any, T any](ctx context.Context, s *Service, what, tenant string, ticketID uuid.UUID, p ListParams,
+	convert func(R) (T, error), seqOf func(R) int64) ([]T, string, error) {
+	limit, err := pageLimit(p.Limit)
+	if err != nil {
+		return nil, "", err
+	}
+	scope := strings.Join([]string{what, tenant, ticketID.String()}, "\x00")
+	var start seqPosition
+	if p.Cursor != "" {
+		if err := s.cursors.Decode(scope, p.Cursor, &start); err != nil {
+			return nil, "", invalidField("cursor", "not a cursor issued for this list; start again without one")
+		}
+	}
+	fetch := func(after *R, n int) ([]R, error) {
+		from := start.Seq
+		if after != nil {
+			from = seqOf(*after)
+		}
+		var rows []R
+		if err := s.db.WithContext(ctx).Where("tenant_id = ? AND ticket_id = ? AND seq > ?", tenant, ticketID.String(), from).
+			Order("seq").Limit(n).Find(&rows).Error; err != nil {
+			return nil, fmt.Errorf("%w: list %s: %v", ErrUnavailable, what, err)
+		}
+		return rows, nil
+	}
+	items, last, more, err := fillPage(limit, fetch, convert)
+	if err != nil || !more {
+		return items, "", err
+	}
+	next, err := s.cursors.Encode(scope, seqPosition{Seq: seqOf(*last)})
+	return items, next, err
+}
