@@ -6,9 +6,13 @@ ALTER TABLE tickets ADD COLUMN assignee text CHECK (assignee <> '');
 
 -- Full-text search over title and description. 'simple' lower-cases and
 -- neither stems nor drops stop words, which is what SQLite's FTS5 unicode61
--- tokenizer does too: the same query finds the same tickets on both engines.
+-- tokenizer does too. ASCII punctuation becomes space first: PostgreSQL's
+-- parser would otherwise keep e-mail addresses, host names, paths and
+-- version numbers as single tokens where FTS5 sees their words, and the
+-- same query must find the same tickets on both engines.
 ALTER TABLE tickets ADD COLUMN search tsvector
-    GENERATED ALWAYS AS (to_tsvector('simple', title || ' ' || description)) STORED;
+    GENERATED ALWAYS AS (to_tsvector('simple', translate(title || ' ' || description,
+        '!"#$%&''()*+,-./:;<=>?@[\]^_`{|}~', '                                '))) STORED;
 CREATE INDEX tickets_search ON tickets USING GIN (search);
 
 -- The list filters, each newest first within the tenant.
