@@ -22,8 +22,14 @@ func TestDialectsEnforceTheSameKeys(t *testing.T) {
 		ticket := `INSERT INTO tickets (id, tenant_id, project_id, number, key, title, description, priority, status, labels, reporter, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, 't', '', ?, 'open', '[]', 'r', ?, ?)`
 		operation := `INSERT INTO operations (tenant_id, action, operation_id, fingerprint, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`
+		versioned := `INSERT INTO tickets (id, tenant_id, project_id, number, key, title, description, priority, status, labels, reporter, created_at, updated_at, version, assignee)
+			VALUES (?, 'acme', 'support', ?, ?, 't', '', 'normal', 'open', '[]', 'r', ?, ?, ?, ?)`
+		comment := `INSERT INTO comments (id, tenant_id, ticket_id, seq, author, body, operation_id, created_at) VALUES (?, 'acme', ?, ?, 'r', ?, ?, ?)`
+		event := `INSERT INTO ticket_events (id, tenant_id, ticket_id, seq, version, kind, actor, operation_id, comment_id, changes, created_at)
+			VALUES (?, 'acme', ?, ?, ?, ?, 'r', ?, ?, '{}', ?)`
 		fp := "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 		opID := uuid.NewString()
+		ticketID, commentID := uuid.NewString(), uuid.NewString()
 		steps := []struct {
 			name string
 			sql  string
@@ -46,6 +52,22 @@ func TestDialectsEnforceTheSameKeys(t *testing.T) {
 			{"OperationOtherAction", operation, []any{"acme", "close_ticket", opID, fp, "succeeded", now, now}, true},
 			{"OperationBadStatus", operation, []any{"acme", "create_ticket", uuid.NewString(), fp, "done", now, now}, false},
 			{"OperationShortFingerprint", operation, []any{"acme", "create_ticket", uuid.NewString(), "abc", "pending", now, now}, false},
+			{"TicketVersioned", versioned, []any{ticketID, 10, "SUP-10", now, now, 3, "alice"}, true},
+			{"TicketVersionZero", versioned, []any{uuid.NewString(), 11, "SUP-11", now, now, 0, nil}, false},
+			{"TicketBlankAssignee", versioned, []any{uuid.NewString(), 12, "SUP-12", now, now, 1, ""}, false},
+			{"Comment", comment, []any{commentID, ticketID, 1, "hello", opID, now}, true},
+			{"CommentSeqReused", comment, []any{uuid.NewString(), ticketID, 1, "again", opID, now}, false},
+			{"CommentEmptyBody", comment, []any{uuid.NewString(), ticketID, 2, "", opID, now}, false},
+			{"CommentUnknownTicket", comment, []any{uuid.NewString(), uuid.NewString(), 1, "hello", opID, now}, false},
+			{"EventCreated", event, []any{uuid.NewString(), ticketID, 2, 1, "created", opID, nil, now}, true},
+			{"EventCommented", event, []any{uuid.NewString(), ticketID, 3, 1, "commented", opID, commentID, now}, true},
+			{"EventSeqReused", event, []any{uuid.NewString(), ticketID, 3, 2, "updated", opID, nil, now}, false},
+			{"EventBadKind", event, []any{uuid.NewString(), ticketID, 4, 2, "deleted", opID, nil, now}, false},
+			{"EventCommentedWithoutComment", event, []any{uuid.NewString(), ticketID, 4, 1, "commented", opID, nil, now}, false},
+			{"EventUpdatedWithComment", event, []any{uuid.NewString(), ticketID, 4, 2, "updated", opID, commentID, now}, false},
+			{"EventUnknownComment", event, []any{uuid.NewString(), ticketID, 4, 1, "commented", opID, uuid.NewString(), now}, false},
+			{"EventUnknownTicket", event, []any{uuid.NewString(), uuid.NewString(), 1, 1, "created", opID, nil, now}, false},
+			{"EventVersionZero", event, []any{uuid.NewString(), ticketID, 4, 0, "updated", opID, nil, now}, false},
 		}
 		for _, s := range steps {
 			err := d.Gorm.Exec(s.sql, s.args...).Error
