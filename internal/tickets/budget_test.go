@@ -129,3 +129,47 @@ func TestPagesStayWithinByteBudget(t *testing.T) {
 		}
 	})
 }
+
+// TestListReadsInBatches lists more rows than one read fetches: the page
+// joins the batches without a gap or a repeat, and stops at the limit.
+func TestListReadsInBatches(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		svc := newService(t, d)
+		const n = 70 // over two batches of 32
+		var want []string
+		for i := range n {
+			in := printerTicket()
+			in.Title = fmt.Sprintf("ticket %d", i)
+			res, err := svc.CreateTicket(ctx, tenantA, "alice", newID(), in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append([]string{res.Ticket.Key}, want...)
+		}
+		all, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{Limit: tickets.MaxLimit})
+		if err != nil || all.NextCursor != "" {
+			t.Fatalf("one page of everything: next %q, %v", all.NextCursor, err)
+		}
+		var got []string
+		for _, tk := range all.Tickets {
+			got = append(got, tk.Key)
+		}
+		assertEachOnce(t, "one page", got, want)
+
+		first, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{Limit: 65})
+		if err != nil || len(first.Tickets) != 65 || first.NextCursor == "" {
+			t.Fatalf("first page: %d tickets, next %q, %v; want 65 and a cursor", len(first.Tickets), first.NextCursor, err)
+		}
+		rest, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{Limit: 65, Cursor: first.NextCursor})
+		if err != nil || rest.NextCursor != "" {
+			t.Fatalf("second page: next %q, %v; want the last page", rest.NextCursor, err)
+		}
+		got = got[:0]
+		for _, tk := range append(first.Tickets, rest.Tickets...) {
+			got = append(got, tk.Key)
+		}
+		assertEachOnce(t, "two pages", got, want)
+	})
+}
