@@ -2,14 +2,16 @@ package tickets_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/tickets"
 )
 
 // Run with: make bench (PostgreSQL and SQLite, -cpu 1,2). Each op is one
-// CreateTicket call; creates/s = 1e9 / ns/op.
+// call; calls/s = 1e9 / ns/op.
 func BenchmarkCreateTicket(b *testing.B) {
 	for name, open := range map[string]func(testing.TB) *db.DB{"postgres": dbtest.Postgres, "sqlite": dbtest.SQLite} {
 		b.Run(name, func(b *testing.B) {
@@ -56,6 +58,61 @@ func BenchmarkCreateTicket(b *testing.B) {
 						}
 					}
 				})
+			})
+		})
+	}
+}
+
+// BenchmarkLifecycleWrites measures one UpdateTicket (a title change, so
+// every call bumps the version), one AddComment, and the replay of each.
+func BenchmarkLifecycleWrites(b *testing.B) {
+	for name, open := range map[string]func(testing.TB) *db.DB{"postgres": dbtest.Postgres, "sqlite": dbtest.SQLite} {
+		b.Run(name, func(b *testing.B) {
+			svc := newService(b, open(b))
+			ctx := context.Background()
+			tk := newTicket(b, svc, tenantA)
+			i := 0
+			b.Run("Update", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					i++
+					title := fmt.Sprintf("title %d", i)
+					if _, err := svc.UpdateTicket(ctx, tenantA, "bench", newID(), tk.Key, tickets.TicketUpdate{Title: &title}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			b.Run("Comment", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := svc.AddComment(ctx, tenantA, "bench", newID(), tk.Key, "Looked into it."); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+			updateID, commentID := newID(), newID()
+			title := "replayed title"
+			if _, err := svc.UpdateTicket(ctx, tenantA, "bench", updateID, tk.Key, tickets.TicketUpdate{Title: &title}); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := svc.AddComment(ctx, tenantA, "bench", commentID, tk.Key, "Replayed."); err != nil {
+				b.Fatal(err)
+			}
+			b.Run("UpdateReplay", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if res, err := svc.UpdateTicket(ctx, tenantA, "bench", updateID, tk.Key, tickets.TicketUpdate{Title: &title}); err != nil || !res.Replayed {
+						b.Fatal(res, err)
+					}
+				}
+			})
+			b.Run("CommentReplay", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if res, err := svc.AddComment(ctx, tenantA, "bench", commentID, tk.Key, "Replayed."); err != nil || !res.Replayed {
+						b.Fatal(res, err)
+					}
+				}
 			})
 		})
 	}

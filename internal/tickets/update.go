@@ -332,7 +332,7 @@ func (n TicketUpdate) applyTo(cur Ticket) (Ticket, Changes, error) {
 		set("priority", string(cur.Priority), string(*n.Priority), func() { next.Priority = *n.Priority })
 	}
 	if n.Status != nil && *n.Status != cur.Status {
-		allowed := moves[cur.Status]
+		allowed := AllowedMoves(cur.Status)
 		if !slices.Contains(allowed, *n.Status) {
 			names := make([]string, len(allowed))
 			for i, st := range allowed {
