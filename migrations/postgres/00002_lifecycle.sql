@@ -52,3 +52,9 @@ CREATE TABLE ticket_events (
     UNIQUE (tenant_id, ticket_id, seq),
     CHECK ((kind = 'commented') = (comment_id IS NOT NULL))
 );
+
+-- Tickets created before history existed get their `created` event, so every
+-- ticket's history starts at seq 1.
+INSERT INTO ticket_events (id, tenant_id, ticket_id, seq, version, kind, actor, operation_id, changes, created_at)
+SELECT gen_random_uuid(), tenant_id, id, 1, 1, 'created', reporter, operation_id, '{}', created_at
+FROM tickets WHERE operation_id IS NOT NULL;

@@ -70,3 +70,12 @@ CREATE TABLE ticket_events (
     UNIQUE (tenant_id, ticket_id, seq),
     CHECK ((kind = 'commented') = (comment_id IS NOT NULL))
 );
+
+-- Tickets created before history existed get their `created` event, so every
+-- ticket's history starts at seq 1. The event IDs are random (version 4) UUIDs.
+INSERT INTO ticket_events (id, tenant_id, ticket_id, seq, version, kind, actor, operation_id, changes, created_at)
+SELECT lower(substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-4' || substr(h, 14, 3) || '-' ||
+             substr('89ab', 1 + abs(random() % 4), 1) || substr(h, 18, 3) || '-' || substr(h, 21, 12)),
+       tenant_id, id, 1, 1, 'created', reporter, operation_id, '{}', created_at
+FROM (SELECT hex(randomblob(16)) AS h, tenant_id, id, reporter, operation_id, created_at
+      FROM tickets WHERE operation_id IS NOT NULL);
