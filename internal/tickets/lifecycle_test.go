@@ -223,6 +223,10 @@ func TestUpdateFields(t *testing.T) {
 			if !reflect.DeepEqual(res.Changes, want) || !slices.Equal(res.Ticket.Labels, []string{"office", "urgent"}) || res.Version != 2 {
 				t.Errorf("update = %+v; want %v at v2", res, want)
 			}
+			// The first answer is built in memory; it must read exactly as stored.
+			if got, err := svc.GetTicket(ctx, tenantA, tk.Key); err != nil || !reflect.DeepEqual(got, res.Ticket) {
+				t.Errorf("stored %+v (%v); the update answered %+v", got, err, res.Ticket)
+			}
 		})
 		t.Run("AssignAndUnassign", func(t *testing.T) {
 			res := update(t, svc, tenantA, tk.Key, tickets.TicketUpdate{Assignee: ptr("  bob ")})
