@@ -291,7 +291,7 @@ func toolError(id json.RawMessage, message string) *Reply {
 		StructuredContent any       `json:"structuredContent"`
 		IsError           bool      `json:"isError"`
 	}{
-		Content: []content{{Type: "text", Text: invalidInput + ": " + message + ". Fix the input and call again; nothing was attempted."}},
+		Content:           []content{{Type: "text", Text: invalidInput + ": " + message + ". Fix the input and call again; nothing was attempted."}},
 		StructuredContent: map[string]contractError{"error": {Code: invalidInput, Message: message, Retryable: false}},
 		IsError:           true,
 	}})
