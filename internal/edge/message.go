@@ -270,14 +270,25 @@ func rpcError(id json.RawMessage, code int64, message string) *Reply {
 	return &Reply{Body: body, Code: code}
 }
 
+// contractError is the "error" member of a tool error result (DESIGN §3).
+type contractError struct {
+	Code      string `json:"code"`
+	Message   string `json:"message"`
+	Retryable bool   `json:"retryable"`
+	// RetryAfterMS is set with rate_limited.
+	RetryAfterMS *int64 `json:"retry_after_ms,omitempty"`
+}
+
 // toolError builds the tools/call result the tools themselves give for
 // invalid_input (DESIGN §3), so a model reads one shape whoever refused.
 func toolError(id json.RawMessage, message string) *Reply {
-	type contractError struct {
-		Code      string `json:"code"`
-		Message   string `json:"message"`
-		Retryable bool   `json:"retryable"`
-	}
+	return toolResult(id, contractError{Code: invalidInput, Message: message},
+		invalidInput+": "+message+". Fix the input and call again; nothing was attempted.")
+}
+
+// toolResult builds a tools/call result with isError carrying e, and text
+// as its one text block.
+func toolResult(id json.RawMessage, e contractError, text string) *Reply {
 	type content struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
@@ -291,8 +302,8 @@ func toolError(id json.RawMessage, message string) *Reply {
 		StructuredContent any       `json:"structuredContent"`
 		IsError           bool      `json:"isError"`
 	}{
-		Content:           []content{{Type: "text", Text: invalidInput + ": " + message + ". Fix the input and call again; nothing was attempted."}},
-		StructuredContent: map[string]contractError{"error": {Code: invalidInput, Message: message, Retryable: false}},
+		Content:           []content{{Type: "text", Text: text}},
+		StructuredContent: map[string]contractError{"error": e},
 		IsError:           true,
 	}})
 	return &Reply{Body: body}
