@@ -3,6 +3,19 @@
 // a handler sees a request (hostile bodies, Origin and Host, step-up
 // scopes). Each middleware is a plain func(http.Handler) http.Handler
 // configured by a small options struct; none knows the routes it guards.
+//
+// The order on /mcp, outermost first (TestChainInWiringOrder runs it):
+//
+//	Origin → Bodies → SingleAuthorization → auth.RequireBearerToken →
+//	MCPBody → StepUp → MCPLimits → the SDK's StreamableHTTPHandler
+//
+// Origin refuses before anything runs; Bodies bounds bytes held before any
+// token is checked; MCPBody needs nothing but feeds StepUp and MCPLimits the
+// peeked Call; StepUp's 403s are cheap and draw on no tenant's budget. The
+// MCP server itself gets FilterTools as receiving middleware and
+// PrivateToolList as ServerOptions.SetCacheable. /api/v1 takes Origin,
+// Bodies and SingleAuthorization the same way, and Limit after its own
+// authentication. Probes and metadata stay outside all of it.
 package edge
 
 import (
