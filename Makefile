@@ -46,3 +46,4 @@ cover: ## Test with coverage; writes coverage.out and prints the total.
 fuzz: ## Fuzz the parsers of untrusted input (FUZZTIME each, default 30s).
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $${FUZZTIME:-30s} ./internal/tickets/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $${FUZZTIME:-30s} ./internal/operations/
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckMessage$$' -fuzztime $${FUZZTIME:-30s} ./internal/edge/

@@ -55,6 +55,12 @@ var (
 // quotes the token's kid.
 var errNoKey = errors.New("no key matches the token's kid and algorithm")
 
+// errCritical marks a token whose JWS header has a crit parameter. RFC 7515
+// §4.1.11 requires rejecting a token naming a critical extension the
+// recipient does not understand, and ticketd understands none, so any crit
+// (even an empty or malformed one, which the RFC also forbids) is refused.
+var errCritical = errors.New("token names critical header extensions (crit), none of which are supported")
+
 // Config says which tokens a Verifier accepts. Exactly one of HS256Secret,
 // PublicKeyPEM and JWKSURL must be set.
 type Config struct {
@@ -167,6 +173,11 @@ func NewVerifier(ctx context.Context, cfg Config) (*Verifier, error) {
 func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
 	claims := jwt.MapClaims{}
 	token, err := v.parser.ParseWithClaims(raw, claims, func(t *jwt.Token) (any, error) {
+		// Checked before the key lookup so a crit token cannot trigger a
+		// JWKS refresh.
+		if _, ok := t.Header["crit"]; ok {
+			return nil, errCritical
+		}
 		key, err := v.keys(ctx, t)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", errNoKey, err)
@@ -204,6 +215,8 @@ func (v *Verifier) reason(token *jwt.Token, err error) string {
 	case token != nil && token.Method != nil && !slices.Contains(v.algs, token.Method.Alg()):
 		// Alg is one of the library's registered names, not token text.
 		return fmt.Sprintf("signing algorithm %s is not accepted for this key", token.Method.Alg())
+	case errors.Is(err, errCritical):
+		return errCritical.Error()
 	case errors.Is(err, errNoKey):
 		return errNoKey.Error()
 	case errors.Is(err, jwt.ErrTokenInvalidClaims):

@@ -402,3 +402,41 @@ func selfSignedCert(tb testing.TB, key crypto.Signer) []byte {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
+
+// TestVerifyCriticalHeader checks RFC 7515 §4.1.11: a correctly signed token
+// naming any critical header extension is refused, since ticketd implements
+// none of them and must not guess what the issuer meant.
+func TestVerifyCriticalHeader(t *testing.T) {
+	t.Parallel()
+	v := newVerifier(t, authn.Config{HS256Secret: testSecret})
+	for name, crit := range map[string]any{
+		"ErrUnknownExtension": []string{"x-ticketd-unknown"},
+		"ErrRegisteredName":   []string{"exp"},
+		"ErrEmptyList":        []string{},
+		"ErrNotAList":         "x-ticketd-unknown",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tok := jwt.NewWithClaims(jwt.SigningMethodHS256, validClaims())
+			tok.Header["crit"] = crit
+			tok.Header["x-ticketd-unknown"] = true
+			raw, err := tok.SignedString(testSecret)
+			if err != nil {
+				t.Fatalf("sign: %v", err)
+			}
+			_, err = v.Verify(t.Context(), raw)
+			assertInvalid(t, err, raw, "critical header extensions (crit)")
+		})
+	}
+	// The same token without crit verifies, so the rejection above is the
+	// crit header's doing.
+	tok := jwt.NewWithClaims(jwt.SigningMethodHS256, validClaims())
+	tok.Header["x-ticketd-unknown"] = true
+	raw, err := tok.SignedString(testSecret)
+	if err != nil {
+		t.Fatalf("sign: %v", err)
+	}
+	if _, err := v.Verify(t.Context(), raw); err != nil {
+		t.Fatalf("Verify without crit: %v", err)
+	}
+}

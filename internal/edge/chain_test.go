@@ -1,0 +1,74 @@
+package edge_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ticketd/ticketd/internal/edge"
+	"github.com/ticketd/ticketd/internal/limits"
+)
+
+// TestChainInWiringOrder composes every middleware in the order the wiring
+// is to use (see the package's wiring notes) and drives it with the go-sdk
+// client, so the pieces are known to work together, not only alone.
+func TestChainInWiringOrder(t *testing.T) {
+	t.Parallel()
+	s := newTestServer(t, &mcp.ServerOptions{SetCacheable: edge.PrivateToolList})
+	s.AddReceivingMiddleware(edge.FilterTools(scopeFor, edge.RequestScopes))
+	budget, err := limits.NewBytes(8 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The httptest server's Host is 127.0.0.1:port, so a loopback public URL.
+	origin, err := edge.Origin(edge.OriginOptions{PublicURL: "http://127.0.0.1:8080"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := guarded(t, s,
+		origin,
+		edge.Bodies(edge.BodiesOptions{Budget: budget}),
+		edge.SingleAuthorization(nil),
+		auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: metadataURL}),
+		edge.MCPBody(edge.MCPBodyOptions{}),
+		edge.StepUp(edge.StepUpOptions{ScopeFor: scopeFor, ResourceMetadataURL: metadataURL}),
+		edge.MCPLimits(edge.MCPLimitsOptions{
+			Limits:  newLimits(t, limits.Config{WritesPerSecond: 50, ReadsPerSecond: 200}),
+			Tenant:  tenantOf,
+			KindFor: kindFor,
+		}),
+	)
+
+	session, rt := connect(t, url, "read")
+	tools, err := session.ListTools(t.Context(), nil)
+	if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != "read_thing" {
+		t.Fatalf("tools/list: %v %+v", err, tools)
+	}
+	if res, err := session.CallTool(t.Context(), &mcp.CallToolParams{Name: "read_thing", Arguments: map[string]any{"text": "hi"}}); err != nil || res.IsError {
+		t.Fatalf("read_thing: %v %+v", err, res)
+	}
+	if _, err := session.CallTool(t.Context(), &mcp.CallToolParams{Name: "write_thing", Arguments: map[string]any{}}); err == nil || rt.status.Load() != http.StatusForbidden {
+		t.Fatalf("write_thing with a read token: %v (status %d), want a 403 step-up", err, rt.status.Load())
+	}
+	if res, err := session.CallTool(t.Context(), &mcp.CallToolParams{Name: "read_thing", Arguments: map[string]any{}}); err != nil || res.IsError {
+		t.Fatalf("read_thing after the step-up refusal: %v %+v", err, res)
+	}
+
+	// Refusals before auth: an evil Origin, and two Authorization headers.
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	if status, _ := postStatus(t, url, body, http.Header{"Origin": {"https://evil.example"}, "Authorization": {"Bearer read"}}); status != http.StatusForbidden {
+		t.Errorf("evil Origin answered %d, want 403", status)
+	}
+	if status, _ := postStatus(t, url, body, http.Header{"Authorization": {"Bearer read", "Bearer both"}}); status != http.StatusBadRequest {
+		t.Errorf("two Authorization headers answered %d, want 400", status)
+	}
+	// A batch with a valid token is refused by the body guard.
+	if status, resp := post(t, url, "["+body+"]", http.Header{"Authorization": {"Bearer read"}}); status != http.StatusBadRequest || resp.Error == nil {
+		t.Errorf("batch answered %d %+v, want 400 with a JSON-RPC error", status, resp.Error)
+	}
+	if n := s.calls.Load(); n != 2 {
+		t.Errorf("tools ran %d times, want 2", n)
+	}
+}
