@@ -19,9 +19,9 @@ cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-go build -trimpath -o "$tmp/ticketd" ./cmd/ticketd
-go build -trimpath -o "$tmp/ticketd-noop" ./cmd/ticketd-noop
-go build -trimpath -o "$tmp/ticketd-load" ./cmd/ticketd-load
+go build -o "$tmp/ticketd" ./cmd/ticketd
+go build -o "$tmp/ticketd-noop" ./cmd/ticketd-noop
+go build -o "$tmp/ticketd-load" ./cmd/ticketd-load
 
 admin_url="${PG_ADMIN_URL:-$(./scripts/ensure-postgres.sh)}"
 
