@@ -120,7 +120,7 @@ func parseBenchConfig(args []string, stderr io.Writer) (*benchConfig, error) {
 	fs.IntVar(&c.Workers, "workers", 16, "concurrent workers, each with its own MCP session")
 	fs.StringVar(&c.AdminURL, "pg-admin-url", "postgres://postgres:postgres@127.0.0.1:5432/postgres?sslmode=disable",
 		"PostgreSQL URL allowed to create and drop databases; each run gets a fresh one")
-	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run (default all): noop, create, replay, list, create-sqlite, and create@N, list@N for each -seeds N")
+	scenarios := fs.String("scenarios", "", "comma-separated scenarios to run (default all): noop, create, replay, list, create-sqlite, and create@SIZE, list@SIZE for each -seeds size, written 10k, 1M, …")
 	fs.Int64Var(&c.ListSeed, "list-seed", 1000, "tickets in the database of the list scenario")
 	seeds := fs.String("seeds", "", "comma-separated store sizes (e.g. 10000,1000000) to also measure create and list at")
 	fs.StringVar(&c.WorkDir, "work-dir", "", "where the servers' logs and data go, kept afterwards (default a temporary directory, removed)")
