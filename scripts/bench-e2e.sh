@@ -6,7 +6,7 @@
 # table with the goal ratios. Loopback only; every run is bounded.
 #
 #   scripts/bench-e2e.sh                               # 3 rounds, 2s warm-up + 8s, 16 workers
-#   ROUNDS=1 WARMUP=200ms DURATION=1s WORKERS=4 scripts/bench-e2e.sh
+#   ROUNDS=1 WARMUP=500ms DURATION=2s WORKERS=4 SCENARIOS=noop,create,list scripts/bench-e2e.sh
 #   SEEDS=10000,1000000 SCENARIOS=create@10k,list@10k,create@1M,list@1M scripts/bench-e2e.sh
 #   scripts/bench-e2e.sh -json-out runs.json -work-dir /tmp/bench   # extra flags go to ticketd-load bench
 #
