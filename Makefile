@@ -8,10 +8,10 @@ PKGS      ?= ./...
 BENCHTIME ?= 2s
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help run test test-short build lint bench load cover fuzz
+.PHONY: help run test test-short build lint bench bench-e2e load cover fuzz
 
 help: ## List the targets.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 run: ## Run the server with embedded SQLite and dev auth (prints a token).
 	$(GO) run ./cmd/ticketd serve --dev
@@ -34,6 +34,9 @@ lint: ## gofmt, go vet and staticcheck.
 bench: ## Benchmarks on PostgreSQL and SQLite (create and replay, -cpu 1,2).
 	@url=$$(./scripts/ensure-postgres.sh) && \
 	  TICKETD_TEST_DATABASE_URL="$$url" $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -cpu 1,2 ./internal/tickets/
+
+bench-e2e: ## Issue 11's table: ticketd vs the go-sdk no-op floor, interleaved (ROUNDS=3 WARMUP=2s DURATION=8s WORKERS=16 SEEDS=).
+	./scripts/bench-e2e.sh $(ARGS)
 
 load: ## Load-test the MCP create path end to end (ARGS="-duration 10s -workers 8"; PG=1 for PostgreSQL).
 	./scripts/load.sh $(ARGS)

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ticketd/ticketd/internal/dbtest"
@@ -44,5 +47,49 @@ func TestLoadAgainstRealServer(t *testing.T) {
 	}
 	if n := env.CountTickets(t, "acme"); n != int64(got.Invariant.CreatedOps) {
 		t.Errorf("tickets in the database = %d, distinct created operation_ids = %d", n, got.Invariant.CreatedOps)
+	}
+}
+
+// TestToolModeCountsOnlyTheWindow calls a read tool after a warm-up and
+// reads the server's /proc (the server runs in this test's process).
+func TestToolModeCountsOnlyTheWindow(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("server usage comes from /proc")
+	}
+	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{})
+	env.SeedProject(t, "acme")
+	token := env.Token(t, "acme", "tickets:read")
+
+	var stdout, stderr bytes.Buffer
+	args := []string{"ticketd-load", "-url", env.Endpoint, "-token", token, "-tool", "list_tickets", "-args", `{"limit":5}`,
+		"-workers", "2", "-warmup", "200ms", "-duration", "500ms", "-server-pid", strconv.Itoa(os.Getpid()), "-json"}
+	if err := run(context.Background(), args, func(string) string { return "" }, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+	}
+	var got jsonSummary
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("decode %q: %v", stdout.String(), err)
+	}
+	if got.Answered == 0 || got.Answered != got.Calls || got.Created != 0 || got.Latency.All.N != got.Answered {
+		t.Errorf("calls %d, answered %d, created %d, latency n %d: want only answered calls, all measured",
+			got.Calls, got.Answered, got.Created, got.Latency.All.N)
+	}
+	if got.Server == nil || got.Server.Error != "" || got.Server.PeakRSSBytes <= 0 {
+		t.Errorf("server = %+v, want usage read from /proc", got.Server)
+	}
+}
+
+func TestToolModeCountsToolErrorsAsFailures(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{})
+	token := env.Token(t, "acme", "tickets:read")
+	var stdout, stderr bytes.Buffer
+	// The tenant has no such ticket: every call is an isError result.
+	args := []string{"ticketd-load", "-url", env.Endpoint, "-token", token, "-tool", "get_ticket",
+		"-args", `{"id":"SUP-1"}`, "-workers", "1", "-requests", "3", "-duration", "1m", "-json"}
+	err := run(context.Background(), args, func(string) string { return "" }, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "3 calls failed") {
+		t.Errorf("run = %v, want 3 failed calls\nstdout: %s", err, stdout.String())
 	}
 }

@@ -26,6 +26,7 @@ const (
 	timedOut                   // the per-call timeout expired
 	transport                  // the call failed below the tool layer
 	interrupted                // the run was cancelled (signal) mid-call
+	answered                   // success of a -tool other than create_ticket
 )
 
 // createArgs is create_ticket's input. A replay re-sends the same value, so
@@ -45,7 +46,8 @@ type sample struct {
 	resend   bool
 	outcome  outcome
 	dur      time.Duration
-	code     string // error code for toolError
+	end      time.Time // when the answer came, to place the call in the window
+	code     string    // error code for toolError
 	ticketID string
 	opID     string // operation_id the server echoed
 	err      error  // for transport and malformed, to show what went wrong
@@ -64,6 +66,11 @@ type workerResult struct {
 type result struct {
 	workers []workerResult
 	wall    time.Duration
+	// window is when calls counted, if cfg.windowed(): from the end of the
+	// warm-up to the end of the duration or of the last call, if sooner.
+	windowStart, windowEnd time.Time
+	// server is what /proc said about cfg.ServerPID over the window.
+	server serverUsage
 }
 
 // generate connects every worker, runs them until the duration or request
@@ -81,11 +88,16 @@ func generate(ctx context.Context, cfg *config) (*result, error) {
 	}
 	// The duration only stops the issuing of calls; calls in flight finish
 	// under their own timeout, so the last ones are measured, not cut short.
-	issuing, stopIssuing := context.WithTimeout(ctx, cfg.Duration)
+	issuing, stopIssuing := context.WithTimeout(ctx, cfg.Warmup+cfg.Duration)
 	defer stopIssuing()
 
 	res := &result{workers: make([]workerResult, cfg.Workers)}
 	start := time.Now()
+	done := make(chan struct{})
+	var meter sync.WaitGroup
+	if cfg.windowed() {
+		meter.Go(func() { res.measureWindow(cfg, start, done) })
+	}
 	var wg sync.WaitGroup
 	for i, cs := range sessions {
 		w := &worker{cfg: cfg, dial: dial, cs: cs, budget: budget}
@@ -94,8 +106,45 @@ func generate(ctx context.Context, cfg *config) (*result, error) {
 		})
 	}
 	wg.Wait()
+	close(done)
+	meter.Wait()
 	res.wall = wallTime(start, res.workers)
+	if cfg.windowed() {
+		res.wall = res.windowEnd.Sub(res.windowStart)
+	}
 	return res, nil
+}
+
+// measureWindow marks the window's start and end, reading the server's CPU
+// time at both. The end is the configured one, or sooner when the workers
+// finish first (a -requests cap). A server that cannot be read leaves its
+// error in res.server and the run goes on: the calls are still measured.
+func (res *result) measureWindow(cfg *config, start time.Time, done <-chan struct{}) {
+	var before time.Duration
+	res.windowStart = start.Add(cfg.Warmup)
+	select {
+	case <-time.After(time.Until(res.windowStart)):
+	case <-done:
+		res.windowEnd = time.Now()
+		return
+	}
+	if cfg.ServerPID > 0 {
+		before, res.server.err = processCPU(cfg.ServerPID)
+	}
+	select {
+	case <-time.After(time.Until(res.windowStart.Add(cfg.Duration))):
+	case <-done:
+	}
+	res.windowEnd = time.Now()
+	if cfg.ServerPID == 0 || res.server.err != nil {
+		return
+	}
+	after, err := processCPU(cfg.ServerPID)
+	if err == nil {
+		res.server.cpu = after - before
+		res.server.peakRSS, err = processPeakRSS(cfg.ServerPID)
+	}
+	res.server.err = err
 }
 
 // wallTime runs from the start to the last worker's last answer, leaving
@@ -206,19 +255,34 @@ type worker struct {
 func (w *worker) run(ctx, issuing context.Context) workerResult {
 	defer func() { _ = w.cs.Close() }()
 	for issuing.Err() == nil && w.take() {
+		if w.cfg.Tool != toolCreate {
+			if s := w.callTool(ctx); !w.record(ctx, s) {
+				break
+			}
+			continue
+		}
 		op, resend := w.next()
 		s := w.call(ctx, op)
 		s.resend = resend
-		w.out.samples = append(w.out.samples, s)
-		if s.outcome == transport && errors.Is(s.err, mcp.ErrConnectionClosed) {
-			if err := w.reconnect(ctx); err != nil {
-				w.out.err = err
-				break
-			}
+		if !w.record(ctx, s) {
+			break
 		}
 	}
 	w.out.end = time.Now()
 	return w.out
+}
+
+// record keeps a sample and reconnects after a lost session; false means
+// the worker cannot go on.
+func (w *worker) record(ctx context.Context, s sample) bool {
+	w.out.samples = append(w.out.samples, s)
+	if s.outcome == transport && errors.Is(s.err, mcp.ErrConnectionClosed) {
+		if err := w.reconnect(ctx); err != nil {
+			w.out.err = err
+			return false
+		}
+	}
+	return true
 }
 
 // take claims one call from the shared budget.
@@ -245,16 +309,28 @@ func (w *worker) next() (op int, resend bool) {
 
 // call sends one create_ticket and classifies the answer.
 func (w *worker) call(ctx context.Context, op int) sample {
+	s := w.send(ctx, toolCreate, w.out.ops[op], classify)
+	s.op = op
+	return s
+}
+
+// callTool sends one call of the configured -tool with its fixed -args.
+func (w *worker) callTool(ctx context.Context) sample {
+	return w.send(ctx, w.cfg.Tool, w.cfg.Args, classifyOther)
+}
+
+// send makes one call, times it and classifies the answer.
+func (w *worker) send(ctx context.Context, tool string, args any, classify func(*mcp.CallToolResult, error) sample) sample {
 	callCtx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
 	start := time.Now()
-	res, err := w.cs.CallTool(callCtx, &mcp.CallToolParams{Name: "create_ticket", Arguments: w.out.ops[op]})
-	dur := time.Since(start)
+	res, err := w.cs.CallTool(callCtx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	end := time.Now()
 	timeout := errors.Is(callCtx.Err(), context.DeadlineExceeded)
 	// Cancelled now, not deferred: in this loop a deferred cancel would
 	// keep every call's timer alive until the worker ends.
 	cancel()
 	s := classify(res, err)
-	s.op, s.dur = op, dur
+	s.dur, s.end = end.Sub(start), end
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
@@ -281,7 +357,7 @@ func (w *worker) reconnect(ctx context.Context) error {
 
 var errMalformed = errors.New("success result without ticket_id or replayed")
 
-// classify turns a CallTool answer into a sample. On the client side
+// classify turns a create_ticket answer into a sample. On the client side
 // structuredContent is a map[string]any decoded from JSON.
 func classify(res *mcp.CallToolResult, err error) sample {
 	if err != nil {
@@ -289,13 +365,7 @@ func classify(res *mcp.CallToolResult, err error) sample {
 	}
 	sc, _ := res.StructuredContent.(map[string]any)
 	if res.IsError {
-		code := "(none)"
-		if e, ok := sc["error"].(map[string]any); ok {
-			if c, ok := e["code"].(string); ok && c != "" {
-				code = c
-			}
-		}
-		return sample{outcome: toolError, code: code}
+		return sample{outcome: toolError, code: errorCode(sc)}
 	}
 	ticketID, _ := sc["ticket_id"].(string)
 	isReplay, ok := sc["replayed"].(bool)
@@ -308,4 +378,28 @@ func classify(res *mcp.CallToolResult, err error) sample {
 		s.outcome = replayed
 	}
 	return s
+}
+
+// classifyOther turns the answer of any other tool into a sample: only
+// whether it succeeded matters.
+func classifyOther(res *mcp.CallToolResult, err error) sample {
+	switch {
+	case err != nil:
+		return sample{outcome: transport, err: err}
+	case res.IsError:
+		sc, _ := res.StructuredContent.(map[string]any)
+		return sample{outcome: toolError, code: errorCode(sc)}
+	}
+	return sample{outcome: answered}
+}
+
+// errorCode reads ticketd's error.code from an isError result; a server
+// without one (such as the noop) shows as "(none)".
+func errorCode(sc map[string]any) string {
+	if e, ok := sc["error"].(map[string]any); ok {
+		if c, ok := e["code"].(string); ok && c != "" {
+			return c
+		}
+	}
+	return "(none)"
 }

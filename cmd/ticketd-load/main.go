@@ -3,11 +3,20 @@
 // chosen ratio, replays of earlier ones, then it reports throughput, latency
 // per outcome, error codes, and checks the retry contract on what came back:
 // one ticket per operation_id, and every replay returns that same ticket.
+// With -tool it calls any other tool with fixed -args instead (list_tickets,
+// or the noop tool of ticketd-noop). With -warmup, only calls that end in
+// the window after the warm-up count; with -server-pid, the server's CPU
+// time over that window and its peak RSS are read from /proc.
 //
 // It only talks to loopback addresses unless -allow-remote is given, and
-// every run is bounded by -duration and, optionally, -requests.
+// every run is bounded by -warmup plus -duration and, optionally, -requests.
 //
 //	ticketd-load -token "$TOKEN" -duration 10s -workers 8
+//	ticketd-load -token "$TOKEN" -tool list_tickets -args '{"limit":20}' -warmup 2s -server-pid 1234
+//
+// Two subcommands drive whole benchmarks: "ticketd-load bench" runs
+// ticketd and the go-sdk floor side by side (see bench.go, make bench-e2e),
+// and "ticketd-load seed" bulk-inserts tickets into a PostgreSQL database.
 //
 // Exit status: 0 when the run was clean, 1 when the invariant was violated or
 // a call failed other than by a client-side timeout, 2 for bad flags.
@@ -15,6 +24,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -51,6 +61,14 @@ func main() {
 // run is the whole program with its dependencies passed in, so the tests
 // drive it in-process. args[0] is the program name.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 1 {
+		switch args[1] {
+		case "bench":
+			return runBench(ctx, args[1:], stdout, stderr)
+		case "seed":
+			return runSeed(ctx, args[1:], stdout, stderr)
+		}
+	}
 	cfg, err := parseConfig(args, getenv, stderr)
 	if err != nil {
 		return err
@@ -83,7 +101,19 @@ type config struct {
 	Timeout     time.Duration
 	AllowRemote bool
 	JSON        bool
+	// Tool is the tool called; create_ticket gets generated arguments,
+	// any other tool the fixed Args.
+	Tool      string
+	Args      json.RawMessage
+	Warmup    time.Duration
+	ServerPID int // 0: no server measurements
 }
+
+const toolCreate = "create_ticket"
+
+// windowed says whether only the calls ending in the measured window count
+// (after a warm-up, or when server CPU is read over that window).
+func (c *config) windowed() bool { return c.Warmup > 0 || c.ServerPID > 0 }
 
 // usageError is a bad command line (exit status 2), as opposed to a run that
 // found a problem (exit status 1).
@@ -110,6 +140,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	fs.DurationVar(&c.Timeout, "timeout", 5*time.Second, "timeout of each call")
 	fs.BoolVar(&c.AllowRemote, "allow-remote", false, "allow a -url whose host is not a loopback address")
 	fs.BoolVar(&c.JSON, "json", false, "print the summary as JSON")
+	fs.StringVar(&c.Tool, "tool", toolCreate, "tool to call; any other than create_ticket is called with -args")
+	toolArgs := fs.String("args", "{}", "JSON object of arguments for a -tool other than create_ticket")
+	fs.DurationVar(&c.Warmup, "warmup", 0, "call for this long before the measured -duration starts")
+	fs.IntVar(&c.ServerPID, "server-pid", 0, "process ID of the server on this machine, to report its CPU per call and peak RSS from /proc")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -122,6 +156,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	if c.Token == "" {
 		c.Token = getenv("TICKETD_TOKEN")
 	}
+	c.Args = json.RawMessage(*toolArgs)
 	if err := c.validate(); err != nil {
 		return nil, usageError{msg: err.Error()}
 	}
@@ -146,6 +181,16 @@ func (c *config) validate() error {
 		return errors.New("-retry-ratio must be between 0 and 1")
 	case c.Timeout <= 0:
 		return errors.New("-timeout must be positive")
+	case c.Tool == "":
+		return errors.New("-tool must not be empty")
+	case c.Warmup < 0:
+		return errors.New("-warmup must not be negative")
+	case c.ServerPID < 0:
+		return errors.New("-server-pid must not be negative")
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(c.Args, &obj); err != nil || obj == nil {
+		return fmt.Errorf("-args %q: want a JSON object", c.Args)
 	}
 	return checkTarget(c.URL, c.AllowRemote)
 }

@@ -16,8 +16,8 @@ func writeText(w io.Writer, s summary) error {
 	fmt.Fprintf(&b, "target     %s  project=%s  workers=%d  retry-ratio=%.2f\n", s.URL, s.Project, s.Workers, s.RetryRatio)
 	fmt.Fprintf(&b, "calls      %d in %s: %.1f calls/s, %.1f creates/s, %.1f replays/s\n",
 		s.Calls, s.Wall.Round(time.Millisecond), s.rate(s.Calls), s.rate(s.Created), s.rate(s.Replayed))
-	fmt.Fprintf(&b, "outcomes   created %d, replayed %d (re-sent %d), timeouts %d, transport errors %d, malformed %d, interrupted %d\n",
-		s.Created, s.Replayed, s.Resent, s.Timeouts, s.Transport, s.Malformed, s.Interrupted)
+	fmt.Fprintf(&b, "outcomes   created %d, replayed %d (re-sent %d), answered %d, timeouts %d, transport errors %d, malformed %d, interrupted %d\n",
+		s.Created, s.Replayed, s.Resent, s.Answered, s.Timeouts, s.Transport, s.Malformed, s.Interrupted)
 	fmt.Fprintf(&b, "errors     %s\n", formatCodes(s.ToolErrors))
 	if s.Reconnects > 0 || s.Stopped > 0 {
 		fmt.Fprintf(&b, "sessions   %d reconnects, %d workers stopped early\n", s.Reconnects, s.Stopped)
@@ -28,6 +28,15 @@ func writeText(w io.Writer, s summary) error {
 	fmt.Fprintf(&b, "latency    %8s %9s %9s %9s %9s\n", "n", "p50", "p90", "p99", "max")
 	writeLatencyRow(&b, "  create", s.Create)
 	writeLatencyRow(&b, "  replay", s.Replay)
+	writeLatencyRow(&b, "  all", s.All)
+	switch {
+	case s.ServerPID == 0:
+	case s.Server.err != nil:
+		fmt.Fprintf(&b, "server     pid %d: %v\n", s.ServerPID, s.Server.err)
+	default:
+		fmt.Fprintf(&b, "server     pid %d: CPU %s in the window, %s per call, peak RSS %.1f MiB\n",
+			s.ServerPID, s.Server.cpu, ms(s.cpuPerCall()), mib(s.Server.peakRSS))
+	}
 	writeInvariant(&b, s.Invariant)
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -86,6 +95,7 @@ type jsonSummary struct {
 	Resent          int            `json:"resent"`
 	Created         int            `json:"created"`
 	Replayed        int            `json:"replayed"`
+	Answered        int            `json:"answered"`
 	Timeouts        int            `json:"timeouts"`
 	TransportErrors int            `json:"transport_errors"`
 	Malformed       int            `json:"malformed"`
@@ -97,8 +107,20 @@ type jsonSummary struct {
 	Latency         struct {
 		Create jsonLatency `json:"create"`
 		Replay jsonLatency `json:"replay"`
+		All    jsonLatency `json:"all"`
 	} `json:"latency"`
 	Invariant jsonInvariant `json:"invariant"`
+	Server    *jsonServer   `json:"server,omitempty"`
+}
+
+// jsonServer is the server's usage over the window, when -server-pid was
+// given; Error replaces the numbers when /proc could not be read.
+type jsonServer struct {
+	PID          int     `json:"pid"`
+	CPUMS        float64 `json:"cpu_ms,omitempty"`
+	CPUPerCallMS float64 `json:"cpu_per_call_ms,omitempty"`
+	PeakRSSBytes int64   `json:"peak_rss_bytes,omitempty"`
+	Error        string  `json:"error,omitempty"`
 }
 
 type jsonLatency struct {
@@ -132,12 +154,21 @@ func toJSON(s summary) jsonSummary {
 		URL: s.URL, Project: s.Project, Workers: s.Workers, RetryRatio: s.RetryRatio,
 		WallMS: msFloat(s.Wall), Calls: s.Calls,
 		CallsPerSec: s.rate(s.Calls), CreatesPerSec: s.rate(s.Created), ReplaysPerSec: s.rate(s.Replayed),
-		Resent: s.Resent, Created: s.Created, Replayed: s.Replayed, Timeouts: s.Timeouts,
+		Resent: s.Resent, Created: s.Created, Replayed: s.Replayed, Answered: s.Answered, Timeouts: s.Timeouts,
 		TransportErrors: s.Transport, Malformed: s.Malformed, Interrupted: s.Interrupted,
 		ToolErrors: s.ToolErrors, Reconnects: s.Reconnects, StoppedWorkers: s.Stopped,
 		Errors: nonNil(s.Errors),
 	}
-	j.Latency.Create, j.Latency.Replay = toJSONLatency(s.Create), toJSONLatency(s.Replay)
+	j.Latency.Create, j.Latency.Replay, j.Latency.All = toJSONLatency(s.Create), toJSONLatency(s.Replay), toJSONLatency(s.All)
+	if s.ServerPID > 0 {
+		j.Server = &jsonServer{PID: s.ServerPID}
+		if s.Server.err != nil {
+			j.Server.Error = s.Server.err.Error()
+		} else {
+			j.Server.CPUMS, j.Server.CPUPerCallMS = msFloat(s.Server.cpu), msFloat(s.cpuPerCall())
+			j.Server.PeakRSSBytes = s.Server.peakRSS
+		}
+	}
 	v := s.Invariant
 	j.Invariant = jsonInvariant{
 		OK: v.OK(), SucceededOps: v.SucceededOps, DistinctTickets: v.DistinctTickets, CreatedOps: v.CreatedOps,
@@ -152,6 +183,8 @@ func toJSONLatency(l latency) jsonLatency {
 }
 
 func msFloat(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func mib(bytes int64) float64 { return float64(bytes) / (1 << 20) }
 
 // nonNil makes empty lists encode as [] rather than null, which is easier
 // on consumers such as jq.

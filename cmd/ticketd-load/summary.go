@@ -20,6 +20,7 @@ type summary struct {
 	Resent      int // calls that re-sent an earlier operation_id
 	Created     int
 	Replayed    int
+	Answered    int // successes of a -tool other than create_ticket
 	Timeouts    int
 	Transport   int
 	Malformed   int
@@ -30,7 +31,21 @@ type summary struct {
 	Errors      []string // a few distinct transport and worker errors, for diagnosis
 
 	Create, Replay latency
+	All            latency // every success, whatever the tool
 	Invariant      invariant
+
+	// Server is the server's usage over the window, when -server-pid was
+	// given; its err says why the numbers are missing.
+	ServerPID int
+	Server    serverUsage
+}
+
+// cpuPerCall is the server's CPU time per call in the window.
+func (s summary) cpuPerCall() time.Duration {
+	if s.Calls == 0 {
+		return 0
+	}
+	return s.Server.cpu / time.Duration(s.Calls)
 }
 
 // latency summarises one class of durations.
@@ -61,12 +76,14 @@ const maxExamples = 5
 
 // summarize merges the workers' samples. It runs once, after the workers
 // have stopped, which is why the samples could be gathered without locks.
+// In a windowed run only the calls that ended inside the window count; the
+// invariant is checked on every call, warm-up included.
 func summarize(cfg *config, res *result) summary {
 	s := summary{
 		URL: cfg.URL, Project: cfg.Project, Workers: cfg.Workers, RetryRatio: cfg.RetryRatio,
-		Wall: res.wall, ToolErrors: map[string]int{},
+		Wall: res.wall, ToolErrors: map[string]int{}, ServerPID: cfg.ServerPID, Server: res.server,
 	}
-	var creates, replays []time.Duration
+	var creates, replays, all []time.Duration
 	for _, w := range res.workers {
 		s.Reconnects += w.reconnects
 		if w.err != nil {
@@ -74,6 +91,9 @@ func summarize(cfg *config, res *result) summary {
 			s.addError(w.err.Error())
 		}
 		for _, c := range w.samples {
+			if cfg.windowed() && (c.end.Before(res.windowStart) || c.end.After(res.windowEnd)) {
+				continue
+			}
 			s.count(c)
 			switch c.outcome {
 			case created:
@@ -81,9 +101,12 @@ func summarize(cfg *config, res *result) summary {
 			case replayed:
 				replays = append(replays, c.dur)
 			}
+			if c.outcome == created || c.outcome == replayed || c.outcome == answered {
+				all = append(all, c.dur)
+			}
 		}
 	}
-	s.Create, s.Replay = summarizeLatency(creates), summarizeLatency(replays)
+	s.Create, s.Replay, s.All = summarizeLatency(creates), summarizeLatency(replays), summarizeLatency(all)
 	s.Invariant = checkInvariant(res.workers)
 	return s
 }
@@ -98,6 +121,8 @@ func (s *summary) count(c sample) {
 		s.Created++
 	case replayed:
 		s.Replayed++
+	case answered:
+		s.Answered++
 	case toolError:
 		s.ToolErrors[c.code]++
 	case malformed:
