@@ -209,3 +209,11 @@ func (r *recorder) seen() []request {
 	defer r.mu.Unlock()
 	return append([]request(nil), r.requests...)
 }
+
+// newServer starts an HTTP server for h, closed at cleanup.
+func newServer(tb testing.TB, h http.Handler) *httptest.Server {
+	tb.Helper()
+	srv := httptest.NewServer(h)
+	tb.Cleanup(srv.Close)
+	return srv
+}
