@@ -103,10 +103,10 @@ func driverFor(d *db.DB) (riverdriver.Driver[*sql.Tx], error) {
 // Migrate applies the job queue's own schema (River's river_* tables),
 // which River versions separately from ticketd's goose migrations. Call it
 // at start-up after migrations.Up and before New; it is a no-op once
-// applied. On PostgreSQL an advisory lock serialises replicas starting
-// together; the schema goes in two steps because River's version 4 adds an
-// enum value that version 6 uses, which PostgreSQL refuses in one
-// transaction.
+// applied. River applies each of its versions in its own transaction (one
+// adds an enum value a later one uses, which PostgreSQL refuses in one
+// transaction), so on PostgreSQL a session advisory lock, held on a
+// connection of its own, serialises replicas that start together.
 func Migrate(ctx context.Context, d *db.DB) error {
 	driver, err := driverFor(d)
 	if err != nil {
@@ -116,23 +116,25 @@ func Migrate(ctx context.Context, d *db.DB) error {
 	if err != nil {
 		return fmt.Errorf("webhook queue migrations: %w", err)
 	}
-	for _, target := range []int{4, 0} {
-		err := d.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			sqlTx, err := sqlTxOf(tx)
-			if err != nil {
-				return err
-			}
-			if d.Dialect == db.Postgres {
-				if err := tx.Exec("SELECT pg_advisory_xact_lock(hashtext('ticketd.webhooks.migrate'))").Error; err != nil {
-					return fmt.Errorf("lock: %w", err)
-				}
-			}
-			_, err = m.MigrateTx(ctx, sqlTx, rivermigrate.DirectionUp, &rivermigrate.MigrateOpts{TargetVersion: target})
-			return err
-		})
+	if d.Dialect == db.Postgres {
+		sqlDB, err := d.Gorm.DB()
 		if err != nil {
 			return fmt.Errorf("webhook queue migrations: %w", err)
 		}
+		conn, err := sqlDB.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("webhook queue migrations: %w", err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(hashtext('ticketd.webhooks.migrate'))"); err != nil {
+			return fmt.Errorf("webhook queue migrations: lock: %w", err)
+		}
+		defer func() {
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtext('ticketd.webhooks.migrate'))")
+		}()
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("webhook queue migrations: %w", err)
 	}
 	return nil
 }
