@@ -147,3 +147,77 @@ func TestTwoReplicasDeliverEveryEventNeverTheSameAttemptAtOnce(t *testing.T) {
 	}
 	t.Logf("%d events, %d requests, %d duplicates stopped by the receiver; attempts per replica %+v", events, len(rec.seen()), dups, split)
 }
+
+func TestEventCommittedWhileNoWorkerRunsIsDeliveredWhenOneStarts(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		rec := newRecorder(t)
+		down := newService(t, d, fastOptions(), false) // the replica that committed, then died
+		_, secret := subscribe(t, down, rec.srv.URL)
+		ref := rec.verifyWith(secret)
+		ev := newEvent(webhooks.TypeTicketCreated)
+		enqueue(t, d, down, ev, true)
+		if got := deliveryOf(t, down, ev.OperationID); got.Status != webhooks.StatusPending || got.Attempts != 0 {
+			t.Fatalf("before any worker: %+v, want pending, no attempt", got)
+		}
+
+		up := newService(t, d, fastOptions(), true)
+		waitStatus(t, up, ev.OperationID, webhooks.StatusDelivered)
+		if acted, dups, err := ref.Stats(); err != nil || acted != 1 || dups != 0 {
+			t.Errorf("reference receiver acted %d, duplicates %d (%v); want 1, 0", acted, dups, err)
+		}
+	})
+}
+
+func TestDatabaseConnectionsCutMidDeliveryLoseNothing(t *testing.T) {
+	t.Parallel()
+	const events = 10
+	d, proxy := dbtest.PostgresViaProxy(t)
+	rec := newRecorder(t)
+	opts := fastOptions()
+	opts.RescueAfter = opts.AttemptTimeout + 3*time.Second
+	svc := newService(t, d, opts, true)
+	sub, secret := subscribe(t, svc, rec.srv.URL)
+	ref := rec.verifyWith(secret)
+	for range events {
+		enqueue(t, d, svc, newEvent(webhooks.TypeTicketCreated), true)
+	}
+	// Cut every database connection a few times while deliveries run: the
+	// workers' claims, records and River's own bookkeeping all lose theirs.
+	for range 3 {
+		time.Sleep(30 * time.Millisecond)
+		proxy.CloseAll()
+	}
+	var ds []webhooks.Delivery
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, d := range ds {
+				t.Logf("delivery %s %s attempts=%d last error %q", d.ID, d.Status, d.AttemptCount, d.LastError)
+			}
+		}
+	})
+	// Attempts whose fetch lost its connection wait for River's rescuer
+	// (RescueAfter, then its 30s round): hence the longer bound.
+	waitUpTo(t, 90*time.Second, "every event delivered", func() bool {
+		var err error
+		ds, err = svc.Deliveries(context.Background(), tenant, sub.ID, events)
+		if err != nil {
+			return false // the pool is reconnecting
+		}
+		for _, d := range ds {
+			if d.Status != webhooks.StatusDelivered {
+				return false
+			}
+		}
+		return len(ds) == events
+	})
+	acted, dups, err := ref.Stats()
+	if err != nil || acted != events {
+		t.Errorf("reference receiver acted on %d events (%v), want %d", acted, err, events)
+	}
+	attempts := 0
+	for _, d := range ds {
+		attempts += d.AttemptCount
+	}
+	t.Logf("%d events, %d attempts, %d requests, %d duplicates stopped by the receiver, lost 0", events, attempts, len(rec.seen()), dups)
+}

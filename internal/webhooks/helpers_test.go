@@ -109,7 +109,12 @@ func subscribe(tb testing.TB, svc *webhooks.Service, url string) (webhooks.Subsc
 // asynchronous, and the bound only stops a broken test from hanging.
 func waitFor(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	waitUpTo(tb, 20*time.Second, what, cond)
+}
+
+func waitUpTo(tb testing.TB, limit time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
 			tb.Fatalf("timed out waiting for %s", what)

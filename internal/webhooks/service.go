@@ -67,7 +67,9 @@ func New(d *db.DB, opts Options) (*Service, error) {
 	if err := river.AddWorkerSafely(workers, &deliveryWorker{s: s}); err != nil {
 		return nil, fmt.Errorf("register webhook worker: %w", err)
 	}
-	jobTimeout := opts.AttemptTimeout + recordTimeout
+	// River cancels a job's context after this; the attempt itself is
+	// bounded by AttemptTimeout and the bookkeeping after it runs detached.
+	jobTimeout := opts.AttemptTimeout + leaseMargin
 	s.client, err = river.NewClient(driver, &river.Config{
 		ID:                   opts.WorkerID,
 		Logger:               opts.Logger,
@@ -76,7 +78,7 @@ func New(d *db.DB, opts Options) (*Service, error) {
 		FetchPollInterval:    opts.PollInterval,
 		FetchCooldown:        min(opts.PollInterval, 100*time.Millisecond),
 		JobTimeout:           jobTimeout,
-		RescueStuckJobsAfter: jobTimeout + time.Minute, // a crashed replica's attempt is retried after this
+		RescueStuckJobsAfter: opts.RescueAfter,
 		Queues:               map[string]river.QueueConfig{queueName: {MaxWorkers: opts.Concurrency}},
 		Workers:              workers,
 	})

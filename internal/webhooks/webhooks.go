@@ -110,6 +110,12 @@ type Options struct {
 	MaxAttempts int
 	// AttemptTimeout bounds one request, answer included (default 10s).
 	AttemptTimeout time.Duration
+	// RescueAfter is how long a delivery job may look running before the
+	// queue hands it to another worker: it recovers the attempts of a
+	// replica that died, or whose database connection dropped as it fetched
+	// them (default 1m past the attempt timeout; River's rescuer then picks
+	// them up within 30s). Never below AttemptTimeout plus 2s.
+	RescueAfter time.Duration
 	// PollInterval is how often an idle worker looks for due deliveries
 	// (default 500ms): the delay between COMMIT and the first attempt.
 	PollInterval time.Duration
@@ -144,6 +150,10 @@ func (o Options) withDefaults() Options {
 	if o.AttemptTimeout <= 0 {
 		o.AttemptTimeout = 10 * time.Second
 	}
+	if o.RescueAfter <= 0 {
+		o.RescueAfter = o.AttemptTimeout + leaseMargin + time.Minute
+	}
+	o.RescueAfter = max(o.RescueAfter, o.AttemptTimeout+leaseMargin)
 	if o.PollInterval <= 0 {
 		o.PollInterval = 500 * time.Millisecond
 	}

@@ -123,7 +123,7 @@ func (s *Service) claim(ctx context.Context, args deliveryArgs) (*claimed, error
 		}
 		attempt := row.Attempts + 1
 		err = tx.Model(&deliveryRow{}).Where("tenant_id = ? AND id = ?", row.TenantID, row.ID).Updates(map[string]any{
-			"attempts": attempt, "leased_until": now.Add(s.opts.AttemptTimeout + recordTimeout), "updated_at": now,
+			"attempts": attempt, "leased_until": now.Add(s.opts.AttemptTimeout + leaseMargin), "updated_at": now,
 		}).Error
 		if err != nil {
 			return fmt.Errorf("lease delivery %s: %w", row.ID, err)
@@ -153,6 +153,11 @@ type result struct {
 	errText string
 	gone    bool // 410: the receiver asks never to be called again
 }
+
+// leaseMargin is added to the attempt timeout for a claim's lease: the
+// request can only be in flight that long, so after it another worker may
+// send the next attempt (never the same one at once).
+const leaseMargin = 2 * time.Second
 
 // maxResponseRead bounds how much of a receiver's answer is read (only to
 // let the connection be reused).
@@ -228,9 +233,13 @@ func (s *Service) record(ctx context.Context, c *claimed, r result, final bool) 
 		if err != nil {
 			return fmt.Errorf("attempt: %w", err)
 		}
-		err = tx.Model(&deliveryRow{}).Where("tenant_id = ? AND id = ?", c.tenant, c.deliveryID).Updates(map[string]any{
-			"status": status, "last_error": errText, "last_status_code": code, "leased_until": nil, "updated_at": now,
-		}).Error
+		// Only the latest claim moves the delivery on: if this attempt's
+		// lease ran out and another worker claimed the next attempt, that
+		// attempt's outcome (and its lease) must stand.
+		err = tx.Model(&deliveryRow{}).Where("tenant_id = ? AND id = ? AND attempts = ?", c.tenant, c.deliveryID, c.attempt).
+			Updates(map[string]any{
+				"status": status, "last_error": errText, "last_status_code": code, "leased_until": nil, "updated_at": now,
+			}).Error
 		if err != nil {
 			return fmt.Errorf("delivery: %w", err)
 		}
