@@ -1,0 +1,290 @@
+package webhooks
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
+	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
+	"github.com/riverqueue/river/rivermigrate"
+	"gorm.io/gorm"
+
+	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/webhooks/ssrf"
+)
+
+// queueName is the River queue webhook deliveries run on.
+const queueName = "webhooks"
+
+// recordTimeout bounds the bookkeeping after an attempt, which runs even
+// when the worker is being stopped so that a sent request is never left
+// unrecorded.
+const recordTimeout = 10 * time.Second
+
+// Service registers webhooks, enqueues deliveries inside a write's
+// transaction and, once started, delivers them.
+type Service struct {
+	db      *gorm.DB
+	dialect db.Dialect
+	opts    Options
+	guard   ssrf.Guard
+	client  *river.Client[*sql.Tx]
+	http    *http.Client
+}
+
+// New builds the service over d, whose schema must be migrated (goose's
+// migrations and then Migrate). Call Start to run delivery workers; a
+// service that is never started still enqueues.
+func New(d *db.DB, opts Options) (*Service, error) {
+	opts = opts.withDefaults()
+	driver, err := driverFor(d)
+	if err != nil {
+		return nil, err
+	}
+	s := &Service{db: d.Gorm, dialect: d.Dialect, opts: opts, guard: ssrf.Guard{AllowPrivate: opts.AllowPrivate, Resolver: opts.Resolver}}
+	s.http = &http.Client{
+		Transport: &http.Transport{
+			DialContext:           s.guard.DialContext,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConnsPerHost:   2,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   opts.AttemptTimeout,
+			ResponseHeaderTimeout: opts.AttemptTimeout,
+		},
+		// A redirect would leave the checked URL (and could aim at a
+		// refused address through a fresh name); receivers must answer.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	workers := river.NewWorkers()
+	if err := river.AddWorkerSafely(workers, &deliveryWorker{s: s}); err != nil {
+		return nil, fmt.Errorf("register webhook worker: %w", err)
+	}
+	// River cancels a job's context after this; the attempt itself is
+	// bounded by AttemptTimeout and the bookkeeping after it runs detached.
+	jobTimeout := opts.AttemptTimeout + leaseMargin
+	s.client, err = river.NewClient(driver, &river.Config{
+		ID:                   opts.WorkerID,
+		Logger:               opts.Logger,
+		MaxAttempts:          opts.MaxAttempts,
+		PollOnly:             true, // neither driver can LISTEN; polling is the pick-up path
+		FetchPollInterval:    opts.PollInterval,
+		FetchCooldown:        min(opts.PollInterval, 100*time.Millisecond),
+		JobTimeout:           jobTimeout,
+		RescueStuckJobsAfter: opts.RescueAfter,
+		Queues:               map[string]river.QueueConfig{queueName: {MaxWorkers: opts.Concurrency}},
+		Workers:              workers,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("webhook queue: %w", err)
+	}
+	return s, nil
+}
+
+func driverFor(d *db.DB) (riverdriver.Driver[*sql.Tx], error) {
+	sqlDB, err := d.Gorm.DB()
+	if err != nil {
+		return nil, fmt.Errorf("webhook queue: %w", err)
+	}
+	switch d.Dialect {
+	case db.Postgres:
+		return riverdatabasesql.New(sqlDB), nil
+	case db.SQLite:
+		return riversqlite.New(sqlDB), nil
+	}
+	return nil, fmt.Errorf("webhook queue: unsupported dialect %q", d.Dialect)
+}
+
+// Migrate applies the job queue's own schema (River's river_* tables),
+// which River versions separately from ticketd's goose migrations. Call it
+// at start-up after migrations.Up and before New; it is a no-op once
+// applied. River applies each of its versions in its own transaction (one
+// adds an enum value a later one uses, which PostgreSQL refuses in one
+// transaction), so on PostgreSQL a session advisory lock, held on a
+// connection of its own, serialises replicas that start together.
+func Migrate(ctx context.Context, d *db.DB) error {
+	driver, err := driverFor(d)
+	if err != nil {
+		return err
+	}
+	m, err := rivermigrate.New(driver, nil)
+	if err != nil {
+		return fmt.Errorf("webhook queue migrations: %w", err)
+	}
+	if d.Dialect == db.Postgres {
+		sqlDB, err := d.Gorm.DB()
+		if err != nil {
+			return fmt.Errorf("webhook queue migrations: %w", err)
+		}
+		conn, err := sqlDB.Conn(ctx)
+		if err != nil {
+			return fmt.Errorf("webhook queue migrations: %w", err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock(hashtext('ticketd.webhooks.migrate'))"); err != nil {
+			return fmt.Errorf("webhook queue migrations: lock: %w", err)
+		}
+		defer func() {
+			_, _ = conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock(hashtext('ticketd.webhooks.migrate'))")
+		}()
+	}
+	if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("webhook queue migrations: %w", err)
+	}
+	return nil
+}
+
+// sqlTxOf returns the *sql.Tx under a GORM transaction: River inserts its
+// job through it, so the job commits or rolls back with the write.
+func sqlTxOf(tx *gorm.DB) (*sql.Tx, error) {
+	switch p := tx.Statement.ConnPool.(type) {
+	case *sql.Tx:
+		return p, nil
+	case *gorm.PreparedStmtTX:
+		if t, ok := p.Tx.(*sql.Tx); ok {
+			return t, nil
+		}
+	}
+	return nil, ErrNoTransaction
+}
+
+// Start runs this replica's delivery workers until Stop. Every replica may
+// run them: the queue hands each due attempt to one worker.
+func (s *Service) Start(ctx context.Context) error {
+	if err := s.client.Start(ctx); err != nil {
+		return fmt.Errorf("start webhook workers: %w", err)
+	}
+	return nil
+}
+
+// Stop lets attempts in flight finish until ctx ends, then cancels them;
+// a cancelled attempt is recorded and its delivery retried later.
+func (s *Service) Stop(ctx context.Context) error {
+	if err := s.client.Stop(ctx); err != nil {
+		if err := s.client.StopAndCancel(context.WithoutCancel(ctx)); err != nil {
+			return fmt.Errorf("stop webhook workers: %w", err)
+		}
+	}
+	return nil
+}
+
+// Enqueue writes ev to the outbox inside tx, the transaction of the write
+// that caused it: one pending delivery and one queued job per active
+// subscription of ev.Tenant that asked for ev.Type. Nothing is sent before
+// tx commits, and nothing ever if it rolls back. Errors: ErrInvalid,
+// ErrNoTransaction.
+func (s *Service) Enqueue(tx *gorm.DB, ev Event) error {
+	if err := ev.validate(); err != nil {
+		return err
+	}
+	sqlTx, err := sqlTxOf(tx)
+	if err != nil {
+		return err
+	}
+	var subs []subscriptionRow
+	err = tx.Session(&gorm.Session{NewDB: true}).Where("tenant_id = ? AND status = ?", ev.Tenant, SubscriptionActive).
+		Order("id").Limit(s.opts.MaxSubscriptions).Find(&subs).Error
+	if err != nil {
+		return fmt.Errorf("read webhooks of %s: %w", ev.Tenant, err)
+	}
+	body, err := ev.body()
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	var rows []deliveryRow
+	for _, sub := range subs {
+		sd, err := sub.domain()
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(sd.Events, ev.Type) {
+			continue
+		}
+		rows = append(rows, deliveryRow{
+			TenantID: ev.Tenant, ID: uuid.Must(uuid.NewV7()), SubscriptionID: sub.ID, WebhookID: ev.ID,
+			EventType: ev.Type, OperationID: nullUUID(ev.OperationID), TicketID: nullUUID(ev.TicketID),
+			Payload: string(body), Status: StatusPending, CreatedAt: now, UpdatedAt: now,
+		})
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	if err := tx.Session(&gorm.Session{NewDB: true}).Create(&rows).Error; err != nil {
+		return fmt.Errorf("insert webhook deliveries: %w", err)
+	}
+	jobs := make([]river.InsertManyParams, len(rows))
+	for i, r := range rows {
+		jobs[i] = river.InsertManyParams{Args: deliveryArgs{Tenant: r.TenantID, DeliveryID: r.ID}, InsertOpts: s.insertOpts()}
+	}
+	if _, err := s.client.InsertManyTx(tx.Statement.Context, sqlTx, jobs); err != nil {
+		return fmt.Errorf("queue webhook deliveries: %w", err)
+	}
+	return nil
+}
+
+func (s *Service) insertOpts() *river.InsertOpts {
+	return &river.InsertOpts{Queue: queueName, MaxAttempts: s.opts.MaxAttempts}
+}
+
+func nullUUID(id uuid.UUID) uuid.NullUUID {
+	return uuid.NullUUID{UUID: id, Valid: id != uuid.Nil}
+}
+
+// Retry sends a finished delivery again, on operator request, with the
+// same webhook-id and a fresh budget of attempts. Errors: ErrNotFound;
+// ErrConflict when the delivery is still pending or its webhook disabled.
+func (s *Service) Retry(ctx context.Context, tenant string, subscriptionID, deliveryID uuid.UUID) (Delivery, error) {
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		sub, err := getSubscription(s.lockRow(tx), tenant, subscriptionID)
+		if err != nil {
+			return err
+		}
+		if sub.Status != SubscriptionActive {
+			return fmt.Errorf("%w: webhook %s is disabled; register it again to resume deliveries", ErrConflict, subscriptionID)
+		}
+		row, err := getDelivery(s.lockRow(tx), tenant, subscriptionID, deliveryID)
+		if err != nil {
+			return err
+		}
+		if row.Status == StatusPending {
+			return fmt.Errorf("%w: delivery %s is still pending", ErrConflict, deliveryID)
+		}
+		err = tx.Model(&deliveryRow{}).Where("tenant_id = ? AND id = ?", tenant, deliveryID).
+			Updates(map[string]any{"status": StatusPending, "updated_at": time.Now().UTC()}).Error
+		if err != nil {
+			return fmt.Errorf("reopen delivery %s: %w", deliveryID, err)
+		}
+		sqlTx, err := sqlTxOf(tx)
+		if err != nil {
+			return err
+		}
+		if _, err := s.client.InsertTx(ctx, sqlTx, deliveryArgs{Tenant: tenant, DeliveryID: deliveryID}, s.insertOpts()); err != nil {
+			return fmt.Errorf("queue delivery %s: %w", deliveryID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return Delivery{}, err
+	}
+	return s.Delivery(ctx, tenant, subscriptionID, deliveryID)
+}
+
+// backoff is the delay after a failed attempt n (1-based): RetryMin
+// doubling, capped at RetryMax, plus up to 25% jitter so that receivers
+// recovering from an outage are not hit by every replica in lockstep.
+func (s *Service) backoff(n int) time.Duration {
+	d := s.opts.RetryMin
+	for i := 1; i < n && d < s.opts.RetryMax; i++ {
+		d *= 2
+	}
+	d = min(d, s.opts.RetryMax)
+	return d + rand.N(d/4+1)
+}
