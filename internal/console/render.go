@@ -163,7 +163,13 @@ func (c *console) problemOf(r *http.Request, err error) (*problem, int) {
 		return problemFor(code, "An internal error occurred."), codes[code].status
 	}
 	message := err.Error()
-	var ve *tickets.ValidationError
+	var (
+		ve  *tickets.ValidationError
+		vce *tickets.VersionConflictError
+	)
+	if errors.As(err, &vce) {
+		message = vce.Error()
+	}
 	if errors.As(err, &ve) {
 		parts := make([]string, len(ve.Fields))
 		for i, f := range ve.Fields {

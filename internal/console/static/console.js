@@ -45,6 +45,10 @@ function submitOnce() {
   });
 }
 
+// A link opened in a tab already showing the sign-in page changes only the
+// fragment: no new page loads, so listen for that too.
+window.addEventListener("hashchange", signInFromFragment);
+
 document.addEventListener("DOMContentLoaded", () => {
   signInFromFragment();
   submitOnce();
