@@ -2,8 +2,10 @@ package console_test
 
 import (
 	"context"
+	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -393,5 +395,84 @@ func TestCommentReplay(t *testing.T) {
 	comments, err := e.svc.ListComments(context.Background(), tenant, tk.Key, tickets.ListParams{})
 	if err != nil || len(comments.Comments) != 1 {
 		t.Fatalf("comments %+v, err %v; want one", comments.Comments, err)
+	}
+}
+
+var nextLink = regexp.MustCompile(`<a href="([^"]+)" rel="next">`)
+
+func TestTicketsPageFiltersAndPages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, console.Config{})
+	ctx := context.Background()
+	for i := range 30 {
+		title := "Routine check"
+		if i%10 == 0 {
+			title = "Printer jam"
+		}
+		res, err := e.svc.CreateTicket(ctx, tenant, "bob", newID(t), tickets.NewTicket{ProjectID: "support", Title: title, Labels: []string{"batch"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			me := "alice"
+			if _, err := e.svc.UpdateTicket(ctx, tenant, "bob", newID(t), res.Ticket.Key, tickets.TicketUpdate{Assignee: &me}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c := e.signedIn(t, token(t, "alice", time.Now(), authn.ScopeRead))
+	rows := func(p page) int { return strings.Count(p.body, `<td><span class="status`) }
+
+	first := e.get(t, c, "/console/tickets?label=batch")
+	if rows(first) != 25 || !strings.Contains(first.body, `rel="next"`) {
+		t.Fatalf("first page: %d rows, next link %v", rows(first), strings.Contains(first.body, `rel="next"`))
+	}
+	m := nextLink.FindStringSubmatch(first.body)
+	if m == nil {
+		t.Fatal("no next-page link")
+	}
+	href := html.UnescapeString(m[1])
+	second := e.get(t, c, href)
+	if rows(second) != 5 || strings.Contains(second.body, `rel="next"`) || !strings.Contains(second.body, "First page") {
+		t.Fatalf("second page (%s): %d rows", href, rows(second))
+	}
+
+	if p := e.get(t, c, "/console/tickets?q=printer"); rows(p) != 3 {
+		t.Errorf("search for printer: %d rows, want 3", rows(p))
+	}
+	if p := e.get(t, c, "/console/tickets?assignee=me"); rows(p) != 1 || !strings.Contains(p.body, "SUP-1<") {
+		t.Errorf("assignee=me: %d rows, want SUP-1 only", rows(p))
+	}
+	if p := e.get(t, c, "/console/tickets?status=sideways"); p.status != http.StatusBadRequest || !strings.Contains(p.body, "invalid_input") {
+		t.Errorf("unknown status: %d", p.status)
+	}
+}
+
+func TestOperationPages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, console.Config{})
+	opID := newID(t)
+	if _, err := e.svc.CreateTicket(context.Background(), tenant, "bob", opID, tickets.NewTicket{ProjectID: "support", Title: "Check me"}); err != nil {
+		t.Fatal(err)
+	}
+	c := e.signedIn(t, token(t, "alice", time.Now(), authn.ScopeRead))
+
+	if p := e.get(t, c, "/console/operations?id="+opID); p.status != http.StatusSeeOther || p.header.Get("Location") != "/console/operations/"+opID {
+		t.Fatalf("look-up: status %d, Location %q", p.status, p.header.Get("Location"))
+	}
+	p := e.get(t, c, "/console/operations/"+opID)
+	if p.status != http.StatusOK || !strings.Contains(p.body, "succeeded") || !strings.Contains(p.body, `href="/console/tickets/SUP-1"`) {
+		t.Fatalf("operation page: status %d, body:\n%s", p.status, p.body)
+	}
+	if p := e.get(t, c, "/console/operations/"+newID(t)); p.status != http.StatusNotFound || !strings.Contains(p.body, "not_found") {
+		t.Errorf("unused operation ID: status %d", p.status)
+	}
+	for _, status := range []string{"unknown", "pending", "failed"} {
+		if p := e.get(t, c, "/console/operations?status="+status); p.status != http.StatusOK || !strings.Contains(p.body, "What to do") {
+			t.Errorf("operations needing attention, %s: status %d", status, p.status)
+		}
+	}
+	if p := e.get(t, c, "/console/operations?status=succeeded"); p.status != http.StatusBadRequest {
+		t.Errorf("status=succeeded is not a state needing attention: status %d, want 400", p.status)
 	}
 }
