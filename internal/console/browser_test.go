@@ -203,6 +203,11 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("after signing in through the link, at %q", loc)
 	}
 	b.screenshot("tickets")
+	for _, uri := range e.requestURIs() {
+		if strings.Contains(uri, tok) || strings.Contains(uri, url.QueryEscape(tok)) {
+			t.Fatalf("the token reached the server in a URL: %s", uri)
+		}
+	}
 
 	b.do(chromedp.SetValue(chromedp.CSS(`input[name="q"]`), "printer"))
 	b.submit(chromedp.Click(chromedp.CSS(`form.filters button[type="submit"]`)))

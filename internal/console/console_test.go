@@ -97,6 +97,23 @@ func TestSignIn(t *testing.T) {
 			t.Errorf("cookie %+v: want HttpOnly, Secure, SameSite=Strict, Path=/console, a session cookie", ck)
 		}
 	})
+	t.Run("CrossSiteSignInIsRefused", func(t *testing.T) {
+		t.Parallel()
+		// Login CSRF: another site must not sign a browser in with its token.
+		form := url.Values{"token": {token(t, "mallory", time.Now(), authn.ScopeRead)}}
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/console/signin", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", "https://evil.example")
+		req.Header.Set("Sec-Fetch-Site", "cross-site")
+		resp, err := e.client(t).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden || len(resp.Cookies()) != 0 {
+			t.Fatalf("status %d, cookies %v; want 403 and no session", resp.StatusCode, resp.Cookies())
+		}
+	})
 	t.Run("NextOutsideTheConsoleIsIgnored", func(t *testing.T) {
 		t.Parallel()
 		for _, next := range []string{"https://evil.example/", "//evil.example/console/", "/api/v1/tickets", "/console\\@evil", "javascript:alert(1)"} {

@@ -9,7 +9,9 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +35,16 @@ var secret = []byte("console-tests-secret-of-at-least-32-bytes")
 type env struct {
 	svc *tickets.Service
 	srv *httptest.Server
+
+	mu   sync.Mutex
+	uris []string // every request URI the server saw, as an access log would
+}
+
+// requestURIs returns the URIs of every request so far.
+func (e *env) requestURIs() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.uris)
 }
 
 func newEnv(t *testing.T, cfg console.Config) *env {
@@ -47,11 +59,17 @@ func newEnv(t *testing.T, cfg console.Config) *env {
 		t.Fatal(err)
 	}
 	cfg.Service, cfg.Verifier = svc, v
+	e := &env{svc: svc}
 	mux := http.NewServeMux()
 	mux.Handle(console.Prefix, console.New(cfg))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return &env{svc: svc, srv: srv}
+	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		e.mu.Lock()
+		e.uris = append(e.uris, r.RequestURI)
+		e.mu.Unlock()
+		mux.ServeHTTP(w, r)
+	}))
+	t.Cleanup(e.srv.Close)
+	return e
 }
 
 // token mints a token for subject with scopes, issued at issued.
