@@ -493,3 +493,21 @@ func TestOperationPages(t *testing.T) {
 		t.Errorf("status=succeeded is not a state needing attention: status %d, want 400", p.status)
 	}
 }
+
+func TestOversizedFormIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, console.Config{})
+	c := e.signedIn(t, token(t, "alice", time.Now(), authn.ScopeRead, authn.ScopeWrite))
+	f := e.get(t, c, "/console/tickets/new").form(t, "new-ticket")
+	f.Set("project_id", "support")
+	f.Set("title", "Huge")
+	f.Set("description", strings.Repeat("x", 300<<10))
+	p := read(t, e.post(t, c, "/console/tickets", f))
+	if p.status != http.StatusRequestEntityTooLarge || !strings.Contains(p.body, "invalid_input") {
+		t.Fatalf("status %d, want 413 invalid_input", p.status)
+	}
+	page, err := e.svc.ListTickets(context.Background(), tenant, tickets.ListTicketsParams{})
+	if err != nil || len(page.Tickets) != 0 {
+		t.Fatalf("tickets %d, err %v; want none", len(page.Tickets), err)
+	}
+}

@@ -16,16 +16,13 @@ import (
 // ticket as it is when the POST arrives: a resubmitted form must be the same
 // input, so that the ledger replays it instead of seeing a different change.
 
-// keepKey reports whether a form that failed with code should be shown again
-// with the same operation ID. Only a conflict over the key itself needs a new
-// one; after every other error nothing was recorded, or resubmitting the same
-// key is exactly the safe retry.
-func keepKey(code errcode.Code) bool { return code != errcode.IdempotencyConflict }
-
-// formKey returns the submitted operation ID if it parses, or a fresh one, so
-// a tampered key does not leave the form unusable.
+// formKey is the operation ID a form that failed with code is shown again
+// with. It keeps the submitted one: after most errors nothing was recorded,
+// and after the rest (outcome unknown, in progress, unavailable) submitting
+// the same key again is exactly the safe retry. Only a conflict over the key
+// itself, or a key that does not parse (tampered), needs a fresh one.
 func formKey(submitted string, code errcode.Code) string {
-	if _, err := operations.ParseID(submitted); err != nil || !keepKey(code) {
+	if _, err := operations.ParseID(submitted); err != nil || code == errcode.IdempotencyConflict {
 		return newOperationID()
 	}
 	return submitted

@@ -47,7 +47,7 @@ func (e *env) requestURIs() []string {
 	return slices.Clone(e.uris)
 }
 
-func newEnv(t *testing.T, cfg console.Config) *env {
+func newEnv(t testing.TB, cfg console.Config) *env {
 	t.Helper()
 	d := dbtest.SQLite(t)
 	svc := tickets.NewService(d.Gorm, tickets.Options{})
@@ -73,7 +73,7 @@ func newEnv(t *testing.T, cfg console.Config) *env {
 }
 
 // token mints a token for subject with scopes, issued at issued.
-func token(t *testing.T, subject string, issued time.Time, scopes ...string) string {
+func token(t testing.TB, subject string, issued time.Time, scopes ...string) string {
 	t.Helper()
 	tok, err := authn.MintHS256(secret, authn.TokenRequest{
 		Issuer: issuer, Audience: audience, Tenant: tenant, Subject: subject, Scopes: scopes, TTL: time.Hour,
@@ -86,7 +86,7 @@ func token(t *testing.T, subject string, issued time.Time, scopes ...string) str
 
 // client is a browser-like HTTP client: a cookie jar, and redirects not
 // followed, so tests see each 303.
-func (e *env) client(t *testing.T) *http.Client {
+func (e *env) client(t testing.TB) *http.Client {
 	t.Helper()
 	jar, err := cookiejar.New(nil)
 	if err != nil {
@@ -96,7 +96,7 @@ func (e *env) client(t *testing.T) *http.Client {
 }
 
 // signedIn returns a client signed in with tok.
-func (e *env) signedIn(t *testing.T, tok string) *http.Client {
+func (e *env) signedIn(t testing.TB, tok string) *http.Client {
 	t.Helper()
 	c := e.client(t)
 	resp := e.post(t, c, "/console/signin", url.Values{"token": {tok}})
@@ -112,7 +112,7 @@ type page struct {
 	body   string
 }
 
-func (e *env) get(t *testing.T, c *http.Client, path string) page {
+func (e *env) get(t testing.TB, c *http.Client, path string) page {
 	t.Helper()
 	resp, err := c.Get(e.srv.URL + path)
 	if err != nil {
@@ -121,7 +121,7 @@ func (e *env) get(t *testing.T, c *http.Client, path string) page {
 	return read(t, resp)
 }
 
-func (e *env) post(t *testing.T, c *http.Client, path string, form url.Values) *http.Response {
+func (e *env) post(t testing.TB, c *http.Client, path string, form url.Values) *http.Response {
 	t.Helper()
 	resp, err := c.PostForm(e.srv.URL+path, form)
 	if err != nil {
@@ -130,7 +130,7 @@ func (e *env) post(t *testing.T, c *http.Client, path string, form url.Values) *
 	return resp
 }
 
-func read(t *testing.T, resp *http.Response) page {
+func read(t testing.TB, resp *http.Response) page {
 	t.Helper()
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
@@ -143,7 +143,7 @@ func read(t *testing.T, resp *http.Response) page {
 var inputPattern = regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="([^"]*)">`)
 
 // form returns the hidden fields of the form with id in p, as rendered.
-func (p page) form(t *testing.T, id string) url.Values {
+func (p page) form(t testing.TB, id string) url.Values {
 	t.Helper()
 	start := strings.Index(p.body, `id="`+id+`"`)
 	if start < 0 {
@@ -157,7 +157,7 @@ func (p page) form(t *testing.T, id string) url.Values {
 	return v
 }
 
-func mustCreate(t *testing.T, svc *tickets.Service, subject, title string) tickets.Ticket {
+func mustCreate(t testing.TB, svc *tickets.Service, subject, title string) tickets.Ticket {
 	t.Helper()
 	res, err := svc.CreateTicket(context.Background(), tenant, subject, newID(t), tickets.NewTicket{ProjectID: "support", Title: title})
 	if err != nil {
@@ -166,7 +166,7 @@ func mustCreate(t *testing.T, svc *tickets.Service, subject, title string) ticke
 	return res.Ticket
 }
 
-func newID(t *testing.T) string {
+func newID(t testing.TB) string {
 	t.Helper()
 	return uuid.NewString()
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -61,8 +62,11 @@ func (c *console) session(h handlerFunc) http.Handler {
 		if r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 			if err := r.ParseForm(); err != nil {
-				c.fail(w, r, req, http.StatusRequestEntityTooLarge, problemFor(
-					errcode.InvalidInput, "The form could not be read: "+err.Error()))
+				status := http.StatusBadRequest
+				if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
+					status = http.StatusRequestEntityTooLarge
+				}
+				c.fail(w, r, req, status, problemFor(errcode.InvalidInput, "The form could not be read: "+err.Error()))
 				return
 			}
 			if !hmac.Equal([]byte(r.PostForm.Get("csrf")), []byte(req.csrf)) {
