@@ -8,7 +8,7 @@ PKGS      ?= ./...
 BENCHTIME ?= 2s
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help run test test-short build lint bench bench-e2e load cover fuzz
+.PHONY: help run test test-short build lint bench bench-e2e load cover fuzz screenshots
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -16,9 +16,10 @@ help: ## List the targets.
 run: ## Run the server with embedded SQLite and dev auth (prints a token).
 	$(GO) run ./cmd/ticketd serve --dev
 
-test: ## Run every test with -race against real PostgreSQL (started or installed if needed) and SQLite.
+test: ## Run every test with -race against real PostgreSQL (started or installed if needed), SQLite and Chromium.
 	@url=$$(./scripts/ensure-postgres.sh) && \
-	  TICKETD_TEST_DATABASE_URL="$$url" TICKETD_REQUIRE_POSTGRES=1 $(GO) test -race -count=1 -timeout 10m $(PKGS)
+	  TICKETD_TEST_DATABASE_URL="$$url" TICKETD_REQUIRE_POSTGRES=1 TICKETD_REQUIRE_BROWSER=1 \
+	  $(GO) test -race -count=1 -timeout 10m $(PKGS)
 
 test-short: ## Run the tests without PostgreSQL (its tests skip).
 	$(GO) test -count=1 $(PKGS)
@@ -45,6 +46,9 @@ cover: ## Test with coverage; writes coverage.out and prints the total.
 	@url=$$(./scripts/ensure-postgres.sh) && \
 	  TICKETD_TEST_DATABASE_URL="$$url" $(GO) test -count=1 -coverpkg=./... -coverprofile=coverage.out $(PKGS) >/dev/null && \
 	  $(GO) tool cover -func=coverage.out | tail -n 1
+
+screenshots: ## Refresh docs/console/*.png from the console's browser test (needs Chromium).
+	TICKETD_REQUIRE_BROWSER=1 $(GO) test -count=1 -run '^TestBrowser$$' ./internal/console/ -update-screenshots
 
 fuzz: ## Fuzz the parsers of untrusted input (FUZZTIME each, default 30s).
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $${FUZZTIME:-30s} ./internal/tickets/

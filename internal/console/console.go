@@ -1,0 +1,116 @@
+// Package console is ticketd's web console for people: server-rendered pages
+// over the same tickets.Service and the same scopes as the REST and MCP
+// transports, with a little external JavaScript for progressive enhancement.
+//
+// Sign-in takes a bearer token and keeps it in an HttpOnly, SameSite=Strict
+// session cookie scoped to /console; every request verifies it again, so an
+// expired token or one that lost a scope stops working at once. Every POST is
+// checked twice against cross-site forgery: the standard library's
+// cross-origin protection (Sec-Fetch-Site and Origin) and a CSRF token derived
+// from the session cookie. Every form that writes carries an operation ID
+// minted when the form is rendered, so a double submit or a resubmit after a
+// lost reply is one change: the retry contract (DESIGN §2) for people.
+package console
+
+import (
+	"embed"
+	"io/fs"
+	"log/slog"
+	"net/http"
+
+	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/tickets"
+)
+
+// Prefix is the path the console is served under; the handler expects full
+// paths (mount it as mux.Handle(console.Prefix, h)).
+const Prefix = "/console/"
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Config wires the console to its dependencies.
+type Config struct {
+	// Service answers every page and form; required.
+	Service *tickets.Service
+	// Verifier checks the session's bearer token on every request; required.
+	Verifier *authn.Verifier
+	// Logger receives unexpected errors (never a token); nil discards them.
+	Logger *slog.Logger
+	// Secure marks the session cookie Secure. Set it when the console is
+	// reached over https through a proxy that terminates TLS; a request that
+	// arrives over TLS gets a Secure cookie anyway.
+	Secure bool
+}
+
+// console is the state the handlers share.
+type console struct {
+	svc      *tickets.Service
+	verifier *authn.Verifier
+	log      *slog.Logger
+	secure   bool
+	pages    pages
+}
+
+// New returns the console's handler for the full /console/... paths. It
+// panics on a Config without Service or Verifier, or with a template that
+// does not parse: wiring bugs no request could recover from.
+func New(cfg Config) http.Handler {
+	if cfg.Service == nil || cfg.Verifier == nil {
+		panic("console.New: Config.Service and Config.Verifier are required")
+	}
+	c := &console{svc: cfg.Service, verifier: cfg.Verifier, log: cfg.Logger, secure: cfg.Secure, pages: mustParsePages()}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	return c.routes()
+}
+
+// routes is the console's whole surface in one place.
+func (c *console) routes() http.Handler {
+	mux := http.NewServeMux()
+	static, err := fs.Sub(staticFS, "static")
+	if err != nil {
+		panic(err) // the embedded directory exists: go:embed would not compile otherwise
+	}
+	mux.Handle("GET /console/static/", http.StripPrefix("/console/static/", http.FileServerFS(static)))
+
+	mux.HandleFunc("GET /console/signin", c.signInPage)
+	mux.HandleFunc("POST /console/signin", c.signIn)
+	mux.Handle("POST /console/signout", c.session(c.signOut))
+
+	mux.Handle("GET /console/{$}", http.RedirectHandler("/console/tickets", http.StatusSeeOther))
+	mux.Handle("GET /console/tickets", c.reader(c.ticketsPage))
+	mux.Handle("GET /console/tickets/new", c.writer(c.newTicketPage))
+	mux.Handle("POST /console/tickets", c.writer(c.createTicket))
+	mux.Handle("GET /console/tickets/{ref}", c.reader(c.ticketPage))
+	mux.Handle("POST /console/tickets/{ref}/update", c.writer(c.updateTicket))
+	mux.Handle("POST /console/tickets/{ref}/comments", c.writer(c.addComment))
+	mux.Handle("GET /console/operations", c.reader(c.operationsPage))
+	mux.Handle("GET /console/operations/{id}", c.reader(c.operationPage))
+	mux.Handle("GET /console/projects", c.reader(c.projectsPage))
+	mux.HandleFunc("/console/", c.notFound)
+
+	// Cross-origin POSTs are refused before any handler runs, the sign-in
+	// form included (it has no session yet, so no CSRF token to check).
+	return securityHeaders(http.NewCrossOriginProtection().Handler(mux))
+}
+
+// contentSecurityPolicy allows only the console's own scripts, styles and
+// form targets: no inline script or style anywhere, no framing.
+const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"form-action 'self'; base-uri 'none'; object-src 'none'; frame-ancestors 'none'"
+
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "no-referrer")
+		h.Set("X-Frame-Options", "DENY")
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,310 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/tickets"
+)
+
+// pageSize is how many tickets or operations a console page lists.
+const pageSize = 25
+
+// newOperationID mints the idempotency key a form carries from the moment it
+// is rendered: a UUIDv4, as the contract asks of callers.
+func newOperationID() string { return uuid.NewString() }
+
+// ticketFilters are the tickets page's query parameters, echoed into its form.
+type ticketFilters struct {
+	Query, Status, Priority, Assignee, Label, Project string
+}
+
+func (f ticketFilters) values() url.Values {
+	v := url.Values{}
+	for k, s := range map[string]string{"q": f.Query, "status": f.Status, "priority": f.Priority,
+		"assignee": f.Assignee, "label": f.Label, "project": f.Project} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	return v
+}
+
+type ticketsData struct {
+	Filters    ticketFilters
+	Statuses   []tickets.Status
+	Priorities []tickets.Priority
+	Projects   []tickets.Project
+	Tickets    []tickets.Ticket
+	NextURL    string // empty on the last page
+	FirstURL   string // set when not on the first page
+}
+
+func (c *console) ticketsPage(w http.ResponseWriter, r *http.Request, req *request) {
+	q := r.URL.Query()
+	f := ticketFilters{
+		Query: q.Get("q"), Status: q.Get("status"), Priority: q.Get("priority"),
+		Assignee: q.Get("assignee"), Label: q.Get("label"), Project: q.Get("project"),
+	}
+	data := ticketsData{Filters: f, Statuses: tickets.Statuses, Priorities: tickets.Priorities}
+	projects, err := c.svc.ListProjects(r.Context(), req.principal.Tenant)
+	if err != nil {
+		c.failErr(w, r, req, err)
+		return
+	}
+	data.Projects = projects
+	assignee := f.Assignee
+	if strings.EqualFold(strings.TrimSpace(assignee), "me") {
+		assignee = req.principal.Subject
+	}
+	cursor := q.Get("cursor")
+	page, err := c.svc.ListTickets(r.Context(), req.principal.Tenant, tickets.ListTicketsParams{
+		ProjectID: f.Project, Status: tickets.Status(f.Status), Query: f.Query, Assignee: assignee,
+		Label: f.Label, Priority: tickets.Priority(f.Priority), Limit: pageSize, Cursor: cursor,
+	})
+	l := layout{Title: "Tickets", Nav: "/console/tickets"}
+	if err != nil {
+		p, status := c.problemOf(r, err)
+		l.Problem = p
+		c.render(w, r, req, status, "tickets", l, data)
+		return
+	}
+	data.Tickets = page.Tickets
+	if page.NextCursor != "" {
+		v := f.values()
+		v.Set("cursor", page.NextCursor)
+		data.NextURL = "/console/tickets?" + v.Encode()
+	}
+	if cursor != "" {
+		data.FirstURL = "/console/tickets?" + f.values().Encode()
+	}
+	c.render(w, r, req, http.StatusOK, "tickets", l, data)
+}
+
+// Forms of the ticket page. Each carries its own operation ID and, for
+// updates, the version it was rendered from (if_version).
+type (
+	editForm struct {
+		OperationID, Title, Description, Priority, Labels string
+		// LabelsBefore are the labels the form was rendered with, one
+		// hidden field each: the labels the person removed are those
+		// missing from Labels.
+		LabelsBefore []string
+		IfVersion    int64
+	}
+	statusForm struct {
+		OperationID string
+		IfVersion   int64
+	}
+	assignForm struct {
+		OperationID, Assignee string
+		IfVersion             int64
+	}
+	commentForm struct {
+		OperationID, Body string
+	}
+)
+
+type ticketData struct {
+	Ticket       tickets.Ticket
+	Moves        []tickets.Status
+	Priorities   []tickets.Priority
+	Events       []tickets.Event
+	Comments     []tickets.Comment
+	MoreHistory  string // URL of the next page of history, if any
+	MoreComments string
+	Edit         editForm
+	Status       statusForm
+	Assign       assignForm
+	Comment      commentForm
+}
+
+// loadTicket reads a ticket, its history and comments, and renders fresh
+// forms for it. history and comments are cursors from the page's links.
+func (c *console) loadTicket(r *http.Request, req *request, ref string) (ticketData, error) {
+	ctx, tenant := r.Context(), req.principal.Tenant
+	t, err := c.svc.GetTicket(ctx, tenant, ref)
+	if err != nil {
+		return ticketData{}, err
+	}
+	q := r.URL.Query()
+	events, err := c.svc.ListEvents(ctx, tenant, t.ID.String(), tickets.ListParams{Limit: pageSize, Cursor: q.Get("history")})
+	if err != nil {
+		return ticketData{}, err
+	}
+	comments, err := c.svc.ListComments(ctx, tenant, t.ID.String(), tickets.ListParams{Limit: pageSize, Cursor: q.Get("comments")})
+	if err != nil {
+		return ticketData{}, err
+	}
+	d := ticketData{
+		Ticket: t, Moves: tickets.AllowedMoves(t.Status), Priorities: tickets.Priorities,
+		Events: events.Events, Comments: comments.Comments,
+		Edit: editForm{OperationID: newOperationID(), IfVersion: t.Version, Title: t.Title, Description: t.Description,
+			Priority: string(t.Priority), Labels: strings.Join(t.Labels, ", "), LabelsBefore: t.Labels},
+		Status:  statusForm{OperationID: newOperationID(), IfVersion: t.Version},
+		Assign:  assignForm{OperationID: newOperationID(), IfVersion: t.Version, Assignee: t.Assignee},
+		Comment: commentForm{OperationID: newOperationID()},
+	}
+	base := "/console/tickets/" + url.PathEscape(t.Key)
+	if events.NextCursor != "" {
+		d.MoreHistory = base + "?" + url.Values{"history": {events.NextCursor}}.Encode() + "#history"
+	}
+	if comments.NextCursor != "" {
+		d.MoreComments = base + "?" + url.Values{"comments": {comments.NextCursor}}.Encode() + "#comments"
+	}
+	return d, nil
+}
+
+// notices are the messages a successful POST's redirect asks for. Only these
+// fixed texts can be shown, whatever the query string says.
+var notices = map[string]string{
+	"created":          "Ticket created.",
+	"create-replayed":  "Already done: this form was submitted before and created the ticket shown. Nothing new was created.",
+	"updated":          "Ticket updated.",
+	"update-replayed":  "Already done: this form's change was applied before and was not applied again.",
+	"unchanged":        "Nothing to change: the ticket already had those values.",
+	"commented":        "Comment added.",
+	"comment-replayed": "Already done: this comment was added before and was not added again.",
+}
+
+func (c *console) ticketPage(w http.ResponseWriter, r *http.Request, req *request) {
+	d, err := c.loadTicket(r, req, r.PathValue("ref"))
+	if err != nil {
+		c.failErr(w, r, req, err)
+		return
+	}
+	c.render(w, r, req, http.StatusOK, "ticket",
+		layout{Title: d.Ticket.Key + " " + d.Ticket.Title, Nav: "/console/tickets", Notice: notices[r.URL.Query().Get("done")]}, d)
+}
+
+// newForm is the new-ticket form.
+type newForm struct {
+	OperationID, ProjectID, Title, Description, Priority, Labels string
+}
+
+type newData struct {
+	Form       newForm
+	Projects   []tickets.Project
+	Priorities []tickets.Priority
+}
+
+func (c *console) newTicketPage(w http.ResponseWriter, r *http.Request, req *request) {
+	c.renderNew(w, r, req, http.StatusOK, nil, newForm{
+		OperationID: newOperationID(), ProjectID: r.URL.Query().Get("project"), Priority: string(tickets.PriorityNormal),
+	})
+}
+
+func (c *console) renderNew(w http.ResponseWriter, r *http.Request, req *request, status int, p *problem, f newForm) {
+	projects, err := c.svc.ListProjects(r.Context(), req.principal.Tenant)
+	if err != nil {
+		c.failErr(w, r, req, err)
+		return
+	}
+	c.render(w, r, req, status, "new", layout{Title: "New ticket", Nav: "/console/tickets/new", Problem: p},
+		newData{Form: f, Projects: projects, Priorities: tickets.Priorities})
+}
+
+// attention lists the operation statuses an operator may have to act on,
+// with what to do about each.
+var attention = []struct {
+	Status operations.Status
+	Label  string
+	Advice string
+}{
+	{operations.StatusUnknown, "Status unknown",
+		"The write may or may not have committed (its reply was lost). The caller should retry with the same operation ID and input: that settles it without a duplicate. Open the operation to see the ticket it names, if any."},
+	{operations.StatusPending, "Pending",
+		"Claimed and not finished yet. It normally settles within seconds; one that stays pending is stuck work to investigate, and a retry with the same operation ID answers operation_in_progress meanwhile."},
+	{operations.StatusFailed, "Failed",
+		"A definitive, recorded rejection: nothing was created and repeating the same operation fails the same way. Fix the cause the error names and make the change again as a new operation."},
+}
+
+type operationsData struct {
+	Status     operations.Status
+	Advice     string
+	Tabs       []struct{ Status, Label string }
+	Operations []operations.Record
+	NextURL    string
+	FirstURL   string
+}
+
+func (c *console) operationsPage(w http.ResponseWriter, r *http.Request, req *request) {
+	q := r.URL.Query()
+	if id := strings.TrimSpace(q.Get("id")); id != "" {
+		http.Redirect(w, r, "/console/operations/"+url.PathEscape(id), http.StatusSeeOther)
+		return
+	}
+	d := operationsData{Status: operations.StatusUnknown}
+	if s := q.Get("status"); s != "" {
+		d.Status = operations.Status(s)
+	}
+	for _, a := range attention {
+		d.Tabs = append(d.Tabs, struct{ Status, Label string }{string(a.Status), a.Label})
+	}
+	d.Advice = advice(d.Status)
+	l := layout{Title: "Operations needing attention", Nav: "/console/operations"}
+	if d.Advice == "" || d.Status == operations.StatusSucceeded {
+		l.Problem = problemFor(errcode.InvalidInput, "status must be one of unknown, pending, failed; got "+string(d.Status))
+		c.render(w, r, req, http.StatusBadRequest, "operations", l, d)
+		return
+	}
+	cursor := q.Get("cursor")
+	page, err := c.svc.ListOperations(r.Context(), req.principal.Tenant, tickets.ListOperationsParams{
+		Status: d.Status, Limit: pageSize, Cursor: cursor})
+	if err != nil {
+		p, status := c.problemOf(r, err)
+		l.Problem = p
+		c.render(w, r, req, status, "operations", l, d)
+		return
+	}
+	d.Operations = page.Operations
+	if page.NextCursor != "" {
+		d.NextURL = "/console/operations?" + url.Values{"status": {string(d.Status)}, "cursor": {page.NextCursor}}.Encode()
+	}
+	if cursor != "" {
+		d.FirstURL = "/console/operations?" + url.Values{"status": {string(d.Status)}}.Encode()
+	}
+	c.render(w, r, req, http.StatusOK, "operations", l, d)
+}
+
+type operationData struct {
+	Op   tickets.OperationStatus
+	Next string
+}
+
+// advice says what to do about an operation in status s.
+func advice(s operations.Status) string {
+	if s == operations.StatusSucceeded {
+		return "Nothing to do: it committed. Retrying it with the same operation ID replays this result and changes nothing."
+	}
+	for _, a := range attention {
+		if a.Status == s {
+			return a.Advice
+		}
+	}
+	return ""
+}
+
+func (c *console) operationPage(w http.ResponseWriter, r *http.Request, req *request) {
+	op, err := c.svc.GetOperation(r.Context(), req.principal.Tenant, r.PathValue("id"))
+	if err != nil {
+		c.failErr(w, r, req, err)
+		return
+	}
+	c.render(w, r, req, http.StatusOK, "operation", layout{Title: "Operation " + op.Record.OperationID.String(),
+		Nav: "/console/operations"}, operationData{Op: op, Next: advice(op.Record.Status)})
+}
+
+func (c *console) projectsPage(w http.ResponseWriter, r *http.Request, req *request) {
+	projects, err := c.svc.ListProjects(r.Context(), req.principal.Tenant)
+	if err != nil {
+		c.failErr(w, r, req, err)
+		return
+	}
+	c.render(w, r, req, http.StatusOK, "projects", layout{Title: "Projects", Nav: "/console/projects"}, projects)
+}
