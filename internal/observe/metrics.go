@@ -96,6 +96,11 @@ type Options struct {
 	// Logger receives errors met while serving a scrape (a collector that
 	// failed); nil discards them.
 	Logger *slog.Logger
+	// Actions are the ledger's actions (create_ticket, update_ticket, …),
+	// bound up front so that every outcome of each reads 0 from the first
+	// scrape: a rate over a series that appears only at its first event
+	// misses that event.
+	Actions []string
 }
 
 // Metrics holds one server's metrics on a registry of its own, so two
@@ -162,6 +167,9 @@ func New(opts Options) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	for _, action := range opts.Actions {
+		m.actionCounters(action)
+	}
 	return m
 }
 
