@@ -96,7 +96,7 @@ func TestSpanTreeRequestLedgerSQL(t *testing.T) {
 			}
 			statements = append(statements, s.Name)
 			for _, a := range s.Attributes {
-				if strings.Contains(a.Value.Emit(), secret) {
+				if strings.Contains(a.Value.String(), secret) {
 					t.Errorf("SQL span %q attribute %s carries a statement argument", s.Name, a.Key)
 				}
 			}
