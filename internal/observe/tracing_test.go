@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"go.opentelemetry.io/otel"
+	otelcodes "go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -103,6 +104,40 @@ func TestSpanTreeRequestLedgerSQL(t *testing.T) {
 		}
 		if got := strings.Join(statements, ", "); got != "SELECT projects, INSERT" {
 			t.Errorf("SQL spans = %q, want the count and the insert, in order", got)
+		}
+	})
+}
+
+func TestSQLSpans(t *testing.T) {
+	exporter := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	otel.SetTracerProvider(tp)
+	d := dbtest.SQLite(t)
+	if err := observe.TraceGORM(d.Gorm); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("OutsideATraceStartNoRootSpan", func(t *testing.T) {
+		exporter.Reset()
+		if err := d.Gorm.WithContext(context.Background()).Exec("SELECT 1").Error; err != nil {
+			t.Fatal(err)
+		}
+		if spans := exporter.GetSpans(); len(spans) != 0 {
+			t.Errorf("a statement outside any trace made %d spans", len(spans))
+		}
+	})
+	t.Run("AFailedStatementMarksItsSpan", func(t *testing.T) {
+		exporter.Reset()
+		ctx, parent := tp.Tracer("test").Start(context.Background(), "caller")
+		err := d.Gorm.WithContext(ctx).Exec("SELECT * FROM no_such_table").Error
+		parent.End()
+		if err == nil {
+			t.Fatal("a query of a missing table succeeded")
+		}
+		sql := only(t, exporter.GetSpans(), func(s tracetest.SpanStub) bool { return s.SpanKind == trace.SpanKindClient })
+		if sql.Status.Code != otelcodes.Error || sql.Parent.SpanID() != parent.SpanContext().SpanID() || sql.Name != "SELECT" {
+			t.Errorf("SQL span %q status %v under %v, want an error SELECT under the caller", sql.Name, sql.Status, sql.Parent.SpanID())
 		}
 	})
 }
