@@ -12,6 +12,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 	"gorm.io/gorm"
+
+	"github.com/ticketd/ticketd/internal/observe/spans"
 )
 
 // TraceGORM registers a GORM plugin on g that makes every statement run
@@ -25,7 +27,7 @@ import (
 // because that one links the MySQL and ClickHouse drivers (33 packages) into
 // every binary and records arguments unless told not to.
 func TraceGORM(g *gorm.DB) error {
-	if err := g.Use(&gormTracing{tracer: otel.Tracer(instrumentation)}); err != nil {
+	if err := g.Use(&gormTracing{tracer: otel.Tracer(spans.Instrumentation)}); err != nil {
 		return fmt.Errorf("tracing: register the GORM plugin: %w", err)
 	}
 	return nil

@@ -9,18 +9,12 @@ import (
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
-	"go.opentelemetry.io/otel/trace"
 )
-
-// instrumentation names the spans ticketd starts itself.
-const instrumentation = "github.com/ticketd/ticketd"
 
 // The standard variables that switch tracing on (OpenTelemetry's OTLP
 // exporter specification); the exporter reads them, and the rest of the
@@ -85,33 +79,4 @@ func TraceHTTP(next http.Handler) http.Handler {
 		otelhttp.WithFilter(func(r *http.Request) bool { return !untracedPaths[r.URL.Path] }),
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }),
 	)
-}
-
-// StartLedger starts the span of one ledger run for action (e.g.
-// create_ticket) under the span in ctx; the statements run with the returned
-// context become its children. End it with EndSpan.
-func StartLedger(ctx context.Context, action string) (context.Context, trace.Span) {
-	return tracer(ctx).Start(ctx, "ledger "+action,
-		trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(attribute.String("ticketd.action", action)),
-	)
-}
-
-// EndSpan ends span, marking it failed with err when err is not nil.
-func EndSpan(span trace.Span, err error) {
-	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
-}
-
-// tracer takes the provider of the span in ctx, so a ledger span always
-// joins its request's trace; with no span (stdio) it falls back to the
-// global provider.
-func tracer(ctx context.Context) trace.Tracer {
-	if span := trace.SpanFromContext(ctx); span.SpanContext().IsValid() {
-		return span.TracerProvider().Tracer(instrumentation)
-	}
-	return otel.Tracer(instrumentation)
 }

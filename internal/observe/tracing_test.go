@@ -23,6 +23,7 @@ import (
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/observe"
+	"github.com/ticketd/ticketd/internal/observe/spans"
 )
 
 // The tests below replace the process's global tracer provider, so they do
@@ -44,7 +45,7 @@ func TestSpanTreeRequestLedgerSQL(t *testing.T) {
 		r := chi.NewRouter()
 		r.Use(m.Middleware(observe.REST))
 		r.Post("/api/v1/projects/{id}", func(w http.ResponseWriter, req *http.Request) {
-			ctx, span := observe.StartLedger(req.Context(), "create_project")
+			ctx, span := spans.Ledger(req.Context(), "create_project")
 			err := d.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 				var n int64
 				if err := tx.Table("projects").Where("tenant_id = ?", "t1").Count(&n).Error; err != nil {
@@ -53,7 +54,7 @@ func TestSpanTreeRequestLedgerSQL(t *testing.T) {
 				return tx.Exec("INSERT INTO projects (tenant_id, id, key, name, created_at) VALUES (?, ?, ?, ?, ?)",
 					"t1", chi.URLParam(req, "id"), "SUP", secret, time.Now().UTC()).Error
 			})
-			observe.EndSpan(span, err)
+			spans.End(span, err)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
