@@ -311,6 +311,9 @@ func (m *Metrics) requestSeries(k requestKey) requestSeries {
 	if m.nSeries >= maxRequestSeries {
 		// The overflow series is created on demand and not counted
 		// against the bound, so it always exists once the bound is hit.
+		// A name past the bound is not cached (that would grow memory
+		// without end), so each such call takes the lock: only a
+		// misbehaving caller pays that.
 		k = requestKey{transport: k.transport, routeOrTool: Other, code: Other}
 		if s, ok := m.series.Load(k); ok {
 			return s.(requestSeries)
