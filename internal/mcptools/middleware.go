@@ -23,8 +23,8 @@ const RequestIDHeader = "X-Request-ID"
 
 // logCalls logs one line per tool call: tool, tenant, subject, operation ID,
 // outcome (ok or the error code), whether it was a replay, and duration.
-// Failures that hide a cause from the caller (internal, unavailable,
-// outcome_unknown) are logged with it. It never logs tokens or arguments
+// Server faults (errcode.Code.ServerFault), whose cause the caller never
+// sees, are logged with it. It never logs tokens or arguments
 // other than the operation ID.
 func logCalls(logger *slog.Logger) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -72,11 +72,10 @@ func logToolCall(ctx context.Context, logger *slog.Logger, call *mcp.CallToolReq
 			if summary.Error != nil {
 				outcome = summary.Error.Code
 			}
-			switch errcode.Code(outcome) {
-			case errcode.InvalidInput, errcode.IdempotencyConflict, errcode.OperationInProgress,
-				errcode.NotFound, errcode.Forbidden, errcode.Unauthenticated, errcode.OperationFailed:
-				// The caller's problem, fully described in the answer.
-			default:
+			// The caller's problems are fully described in the answer; a
+			// server fault (or an unclassified result) is logged with its
+			// hidden cause.
+			if summary.Error == nil || errcode.Code(outcome).ServerFault() {
 				level = slog.LevelError
 				attrs = append(attrs, slog.Any("error", r.GetError()))
 			}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/wire"
 )
@@ -138,9 +139,16 @@ func outputSchema[T any](refine func(*jsonschema.Schema)) *jsonschema.Schema {
 
 func errorOutputSchema() *jsonschema.Schema {
 	s := inferred[ErrorOut]()
-	s.Properties["status"].Enum = []any{"unknown", "pending"}
-	s.Properties["error"].Properties["code"].Description = "Stable, machine-readable error code: invalid_input, " +
-		"idempotency_conflict, operation_in_progress, outcome_unknown, operation_failed, not_found, forbidden, unauthenticated, unavailable or internal."
+	// Every code, not only those the tools raise today: a stdio call with an
+	// expired token is unauthenticated, and the SDK validates every answer.
+	var statuses []any
+	for _, r := range errcode.Table {
+		if r.OperationStatus != "" {
+			statuses = append(statuses, string(r.OperationStatus))
+		}
+	}
+	s.Properties["status"].Enum = statuses
+	s.Properties["error"].Properties["code"].Enum = stringEnum(errcode.Codes()...)
 	return s
 }
 

@@ -122,7 +122,7 @@ func New(cfg Config) (http.Handler, error) {
 		DisableLocalhostProtection: !IsLoopbackHost(publicHost(public)),
 		MaxRequestBodyBytes:        MaxBodyBytes,
 	})
-	requireToken := auth.RequireBearerToken(cfg.Verifier.TokenVerifier(), &auth.RequireBearerTokenOptions{
+	requireToken := auth.RequireBearerToken(mcptools.TokenVerifier(cfg.Verifier), &auth.RequireBearerTokenOptions{
 		// No Scopes: a valid token is enough to reach the tools, which
 		// answer a missing scope with a forbidden tool error.
 		ResourceMetadataURL: metadataURL,
