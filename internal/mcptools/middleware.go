@@ -14,12 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/reqinfo"
 )
-
-// RequestIDHeader is the HTTP header carrying the request ID that the HTTP
-// server assigns to every request; tool-call log lines repeat it so they
-// join up with the access log.
-const RequestIDHeader = "X-Request-ID"
 
 // logCalls logs one line per tool call: tool, tenant, subject, operation ID,
 // outcome (ok or the error code), whether it was a replay, and duration.
@@ -48,7 +44,8 @@ func logToolCall(ctx context.Context, logger *slog.Logger, call *mcp.CallToolReq
 		attrs = append(attrs, slog.String("tenant", p.Tenant), slog.String("subject", p.Subject))
 	}
 	if call.Extra != nil && call.Extra.Header != nil {
-		if id := call.Extra.Header.Get(RequestIDHeader); id != "" {
+		// The edge's request ID, so the line joins up with the access log.
+		if id := call.Extra.Header.Get(reqinfo.Header); id != "" {
 			attrs = append(attrs, slog.String("request_id", id))
 		}
 	}

@@ -50,12 +50,12 @@ type projectList struct {
 func (a *api) createTicket(w http.ResponseWriter, r *http.Request) {
 	key, err := idempotencyKey(r.Header)
 	if err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	var body newTicketBody
 	if err := decodeJSON(w, r, &body); err != nil {
-		a.fail(w, r, err, key)
+		fail(w, r, err, key)
 		return
 	}
 	p := principal(r)
@@ -64,7 +64,7 @@ func (a *api) createTicket(w http.ResponseWriter, r *http.Request) {
 		Priority: tickets.Priority(body.Priority), Labels: body.Labels,
 	})
 	if err != nil {
-		a.fail(w, r, err, key)
+		fail(w, r, err, key)
 		return
 	}
 	if res.Replayed {
@@ -81,7 +81,7 @@ func (a *api) createTicket(w http.ResponseWriter, r *http.Request) {
 func (a *api) getTicket(w http.ResponseWriter, r *http.Request) {
 	t, err := a.svc.GetTicket(r.Context(), principal(r).Tenant, chi.URLParam(r, "id_or_key"))
 	if err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.FromTicket(t))
@@ -91,19 +91,19 @@ func (a *api) getTicket(w http.ResponseWriter, r *http.Request) {
 func (a *api) listTickets(w http.ResponseWriter, r *http.Request) {
 	q, err := queryParams(r, "project_id", "status", "limit", "cursor")
 	if err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	limit, err := pageLimit(q)
 	if err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	page, err := a.svc.ListTickets(r.Context(), principal(r).Tenant, tickets.ListTicketsParams{
 		ProjectID: q.Get("project_id"), Status: tickets.Status(q.Get("status")), Limit: limit, Cursor: q.Get("cursor"),
 	})
 	if err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	out := ticketList{Tickets: make([]wire.Ticket, len(page.Tickets)), NextCursor: page.NextCursor}
@@ -126,7 +126,7 @@ func (a *api) getOperation(w http.ResponseWriter, r *http.Request) {
 		if id, perr := operations.ParseID(raw); perr == nil {
 			echo = id.String()
 		}
-		a.fail(w, r, err, echo)
+		fail(w, r, err, echo)
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.FromOperation(st))
@@ -137,19 +137,19 @@ func (a *api) getOperation(w http.ResponseWriter, r *http.Request) {
 func (a *api) listOperations(w http.ResponseWriter, r *http.Request) {
 	q, err := queryParams(r, "status", "limit", "cursor")
 	if err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	limit, err := pageLimit(q)
 	if err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	page, err := a.svc.ListOperations(r.Context(), principal(r).Tenant, tickets.ListOperationsParams{
 		Status: operations.Status(q.Get("status")), Limit: limit, Cursor: q.Get("cursor"),
 	})
 	if err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	out := operationList{Operations: make([]wire.OperationStatus, len(page.Operations)), NextCursor: page.NextCursor}
@@ -162,12 +162,12 @@ func (a *api) listOperations(w http.ResponseWriter, r *http.Request) {
 // listProjects is GET /api/v1/projects.
 func (a *api) listProjects(w http.ResponseWriter, r *http.Request) {
 	if _, err := queryParams(r); err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	ps, err := a.svc.ListProjects(r.Context(), principal(r).Tenant)
 	if err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	out := projectList{Projects: make([]wire.Project, len(ps))}
@@ -181,12 +181,12 @@ func (a *api) listProjects(w http.ResponseWriter, r *http.Request) {
 func (a *api) createProject(w http.ResponseWriter, r *http.Request) {
 	var body newProjectBody
 	if err := decodeJSON(w, r, &body); err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	p, err := a.svc.CreateProject(r.Context(), principal(r).Tenant, tickets.Project{ID: body.ID, Key: body.Key, Name: body.Name})
 	if err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	writeJSON(w, http.StatusCreated, wire.FromProject(p))

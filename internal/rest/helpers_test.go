@@ -17,7 +17,7 @@ import (
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/logtest"
-	"github.com/ticketd/ticketd/internal/rest"
+	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -25,8 +25,9 @@ const (
 	tenantA          = "acme"
 	tenantB          = "globex"
 	issuer           = "https://issuer.test"
-	audience         = "http://ticketd.test/mcp"
-	resourceMetadata = "http://ticketd.test/.well-known/oauth-protected-resource/mcp"
+	publicURL        = "http://ticketd.test"
+	audience         = publicURL + "/mcp"
+	resourceMetadata = publicURL + "/.well-known/oauth-protected-resource/mcp"
 )
 
 var secret = []byte("rest-test-secret-0123456789abcdef")
@@ -51,10 +52,16 @@ func newEnv(tb testing.TB, d *db.DB) *env {
 		}
 	}
 	logs := &logtest.Buffer{}
-	srv := httptest.NewServer(rest.NewRouter(rest.Config{
-		Service: svc, Verifier: verifier(tb), ResourceMetadataURL: resourceMetadata,
+	// The router behind the real edge, as the binary serves it: the edge
+	// assigns request IDs and writes the log line.
+	h, err := server.New(server.Config{
+		Service: svc, Verifier: verifier(tb), PublicURL: publicURL, Issuer: issuer,
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
-	}))
+	})
+	if err != nil {
+		tb.Fatalf("server.New: %v", err)
+	}
+	srv := httptest.NewServer(h)
 	tb.Cleanup(srv.Close)
 	return &env{d: d, svc: svc, url: srv.URL, logs: logs}
 }

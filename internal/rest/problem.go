@@ -45,6 +45,12 @@ func newProblem(code errcode.Code, detail string) *problem {
 	}
 }
 
+// WriteError answers err as a problem document, for the HTTP edge's panic
+// recovery, so every error a REST caller sees has the one shape.
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	fail(w, r, err, "")
+}
+
 // statusError refuses a request with a status more precise than its code's
 // (405, 413, 415 are all invalid_input).
 type statusError struct {
@@ -65,7 +71,7 @@ func invalid(field, message string) error {
 // the detail follows the error table's one policy on what a caller may read
 // (errcode.Code.Message); a hidden cause is only logged. operationID, when
 // known, is echoed so the caller can ask GET /api/v1/operations/{operation_id}.
-func (a *api) fail(w http.ResponseWriter, r *http.Request, err error, operationID string) {
+func fail(w http.ResponseWriter, r *http.Request, err error, operationID string) {
 	code := errcode.Of(err)
 	var p *problem
 	var ve *tickets.ValidationError
@@ -88,12 +94,12 @@ func (a *api) fail(w http.ResponseWriter, r *http.Request, err error, operationI
 	}
 	p.OperationID = operationID
 	noteError(r, code, err)
-	a.writeProblem(w, r, p)
+	writeProblem(w, r, p)
 }
 
 // writeProblem sends p, with Retry-After when the code asks for one and the
 // request ID on server-side failures, so an operator can find the log line.
-func (a *api) writeProblem(w http.ResponseWriter, r *http.Request, p *problem) {
+func writeProblem(w http.ResponseWriter, r *http.Request, p *problem) {
 	if p.Status >= http.StatusInternalServerError {
 		p.RequestID = requestID(r)
 	}
@@ -117,7 +123,6 @@ func writeBody(w http.ResponseWriter, contentType string, status int, v any) {
 		return
 	}
 	w.Header().Set("Content-Type", contentType)
-	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(body, '\n'))
 }
@@ -125,7 +130,7 @@ func writeBody(w http.ResponseWriter, contentType string, status int, v any) {
 func (a *api) notFound(w http.ResponseWriter, r *http.Request) {
 	p := newProblem(errcode.NotFound, "No such endpoint: "+r.URL.Path+". The API is described at /api/v1/openapi.json.")
 	noteError(r, p.Code, nil)
-	a.writeProblem(w, r, p)
+	writeProblem(w, r, p)
 }
 
 // methodNotAllowed answers 405 with an Allow header. chi leaves Allow out when
@@ -140,5 +145,5 @@ func (a *api) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	p := newProblem(errcode.InvalidInput, "Method "+r.Method+" is not allowed on "+r.URL.Path+"; see Allow.")
 	p.Status = http.StatusMethodNotAllowed
 	noteError(r, p.Code, nil)
-	a.writeProblem(w, r, p)
+	writeProblem(w, r, p)
 }

@@ -17,7 +17,6 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/db"
-	"github.com/ticketd/ticketd/internal/rest"
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
@@ -44,11 +43,6 @@ type Env struct {
 type Options struct {
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
-	// API is passed to server.Config.API.
-	API http.Handler
-	// REST mounts the real operator API (internal/rest) over the Env's own
-	// service and verifier, for tests that cross transports. It wins over API.
-	REST bool
 	// Ready replaces the readiness check, a ping of the database.
 	Ready func(ctx context.Context) error
 }
@@ -80,15 +74,9 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 	if err != nil {
 		tb.Fatalf("servertest: verifier: %v", err)
 	}
-	api := opts.API
-	if opts.REST {
-		api = rest.NewRouter(rest.Config{
-			Service: e.Service, Verifier: v, ResourceMetadataURL: base + server.MCPResourceMetadataPath, Logger: opts.Logger,
-		})
-	}
 	h, err := server.New(server.Config{
 		Service: e.Service, Verifier: v, PublicURL: base, Issuer: Issuer, Logger: opts.Logger,
-		Ready: ready, API: api,
+		Ready: ready,
 	})
 	if err != nil {
 		tb.Fatalf("servertest: server.New: %v", err)
