@@ -25,72 +25,17 @@ const (
 	maxCursor    = 1024 // issued cursors are about 150 characters
 )
 
-// inferred returns the schema inferred for T with every nullable union
-// replaced by its non-null type: ticketd never sends null, and some model
-// providers reject type unions in tool schemas.
-func inferred[T any]() *jsonschema.Schema {
-	s, err := jsonschema.For[T](nil)
-	if err != nil {
-		panic(fmt.Sprintf("infer schema for %T: %v", *new(T), err)) // a programming error, caught by every test
-	}
-	dropNull(s)
-	return s
-}
-
-func dropNull(s *jsonschema.Schema) {
-	if s == nil {
-		return
-	}
-	if len(s.Types) > 0 {
-		types := slices.DeleteFunc(slices.Clone(s.Types), func(t string) bool { return t == "null" })
-		if len(types) == 1 {
-			s.Type, s.Types = types[0], nil
-		} else {
-			s.Types = types
-		}
-	}
-	dropNull(s.Items)
-	for _, p := range s.Properties {
-		dropNull(p)
-	}
-	for _, sub := range s.AnyOf {
-		dropNull(sub)
-	}
-}
-
-func stringEnum[S ~string](values ...S) []any {
-	out := make([]any, len(values))
-	for i, v := range values {
-		out[i] = string(v)
-	}
-	return out
-}
-
-// ticketFields constrains the fields create_ticket and preview_ticket share,
-// mirroring tickets.Normalize (which checks them again after trimming).
-func ticketFields(s *jsonschema.Schema) {
-	p := s.Properties
-	p["project_id"].MinLength, p["project_id"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(tickets.MaxProjectID)
-	p["title"].MinLength, p["title"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(tickets.MaxTitle)
-	p["description"].MaxLength = jsonschema.Ptr(tickets.MaxDescription)
-	p["priority"].Enum = stringEnum(tickets.Priorities...)
-	p["priority"].Default = json.RawMessage(`"` + tickets.PriorityNormal + `"`)
-	labels := p["labels"]
-	labels.MaxItems = jsonschema.Ptr(tickets.MaxLabels)
-	labels.Items.MinLength, labels.Items.MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(tickets.MaxLabel)
-}
-
 func createTicketInputSchema() *jsonschema.Schema {
 	s := inferred[CreateTicketIn]()
 	s.Properties["operation_id"].Pattern = operationIDPattern
-	ticketFields(s)
+	wire.ConstrainTicketFields(s)
 	return s
 }
 
 func previewTicketInputSchema() *jsonschema.Schema {
 	s := inferred[PreviewTicketIn]()
 	s.Properties["operation_id"].Pattern = operationIDPattern
-	ticketFields(s)
+	wire.ConstrainTicketFields(s)
 	return s
 }
 
@@ -163,8 +108,7 @@ func previewOutputSchema(s *jsonschema.Schema) {
 }
 
 func operationStatusOutputSchema(s *jsonschema.Schema) {
-	s.Properties["status"].Enum = []any{"succeeded", "failed", "pending", "unknown", wire.StatusNotFound}
-	ticketObject(s.Properties["ticket"])
+	wire.ConstrainOperationStatus(s, slices.Concat(wire.LedgerStatuses, []string{wire.StatusNotFound})...)
 }
 
 func getTicketOutputSchema(s *jsonschema.Schema) {
@@ -175,11 +119,10 @@ func listTicketsOutputSchema(s *jsonschema.Schema) {
 	ticketObject(s.Properties["tickets"].Items)
 }
 
-// ticketObject states the ticket object's closed vocabularies and marks its
-// timestamps as RFC 3339.
-func ticketObject(s *jsonschema.Schema) {
-	s.Properties["priority"].Enum = stringEnum(tickets.Priorities...)
-	s.Properties["status"].Enum = stringEnum(tickets.Statuses...)
-	s.Properties["created_at"].Format = "date-time"
-	s.Properties["updated_at"].Format = "date-time"
-}
+// inferred and stringEnum are the wire package's, named short for the many
+// uses here.
+func inferred[T any]() *jsonschema.Schema { return wire.Infer[T]() }
+
+func stringEnum[S ~string](values ...S) []any { return wire.StringEnum(values...) }
+
+var ticketObject = wire.ConstrainTicket

@@ -72,23 +72,15 @@ next_step repeats what to do in one sentence. not_found is a normal answer, not 
 // CreateTicketIn is the input of create_ticket. It has no tenant: the tenant
 // comes from the caller's token.
 type CreateTicketIn struct {
-	OperationID string   `json:"operation_id" jsonschema:"A fresh random UUID (version 4 or 7) that you generate once for this intended ticket and reuse unchanged on every retry of it. Never change it to make a retry go through."`
-	ProjectID   string   `json:"project_id" jsonschema:"The project to file the ticket in, e.g. support (see list_projects)."`
-	Title       string   `json:"title" jsonschema:"One-line summary, 1-200 characters after trimming."`
-	Description string   `json:"description,omitempty" jsonschema:"Details: what happened, what was expected, how to reproduce; at most 20000 characters."`
-	Priority    string   `json:"priority,omitempty" jsonschema:"How urgent the ticket is: low, normal (the default), high or urgent."`
-	Labels      []string `json:"labels,omitempty" jsonschema:"Up to 20 labels of 1-50 characters each; they are trimmed, lower-cased, de-duplicated and sorted."`
+	OperationID string `json:"operation_id" jsonschema:"A fresh random UUID (version 4 or 7) that you generate once for this intended ticket and reuse unchanged on every retry of it. Never change it to make a retry go through."`
+	wire.TicketFields
 }
 
 // PreviewTicketIn is the input of preview_ticket: create_ticket's, with the
 // operation ID optional.
 type PreviewTicketIn struct {
-	OperationID string   `json:"operation_id,omitempty" jsonschema:"Optional: the operation_id you intend to pass to create_ticket, to learn whether it would create, replay or conflict."`
-	ProjectID   string   `json:"project_id" jsonschema:"The project to file the ticket in, e.g. support (see list_projects)."`
-	Title       string   `json:"title" jsonschema:"One-line summary, 1-200 characters after trimming."`
-	Description string   `json:"description,omitempty" jsonschema:"Details; at most 20000 characters."`
-	Priority    string   `json:"priority,omitempty" jsonschema:"low, normal (the default), high or urgent."`
-	Labels      []string `json:"labels,omitempty" jsonschema:"Up to 20 labels of 1-50 characters each."`
+	OperationID string `json:"operation_id,omitempty" jsonschema:"Optional: the operation_id you intend to pass to create_ticket, to learn whether it would create, replay or conflict."`
+	wire.TicketFields
 }
 
 // GetOperationStatusIn is the input of get_operation_status.
@@ -206,17 +198,14 @@ func registerTools(s *mcp.Server, t *toolset) {
 }
 
 func (t *toolset) createTicket(ctx context.Context, req *mcp.CallToolRequest, in CreateTicketIn) (*mcp.CallToolResult, outcome[CreateTicketOut], error) {
-	p, err := authorize(ctx, req, authn.ScopeWrite)
-	if err != nil {
-		return failure[CreateTicketOut](err, canonicalOperationID(in.OperationID))
-	}
-	res, err := t.svc.CreateTicket(ctx, p.Tenant, p.Subject, in.OperationID, tickets.NewTicket{
-		ProjectID: in.ProjectID, Title: in.Title, Description: in.Description,
-		Priority: tickets.Priority(in.Priority), Labels: in.Labels,
-	})
 	// Every answer names the operation in its stored (lower-case) form,
 	// errors from inside the service included.
 	opID := canonicalOperationID(in.OperationID)
+	p, err := authorize(ctx, req, authn.ScopeWrite)
+	if err != nil {
+		return failure[CreateTicketOut](err, opID)
+	}
+	res, err := t.svc.CreateTicket(ctx, p.Tenant, p.Subject, in.OperationID, in.NewTicket())
 	if err != nil {
 		return failure[CreateTicketOut](err, opID)
 	}
@@ -227,16 +216,14 @@ func (t *toolset) createTicket(ctx context.Context, req *mcp.CallToolRequest, in
 }
 
 func (t *toolset) previewTicket(ctx context.Context, req *mcp.CallToolRequest, in PreviewTicketIn) (*mcp.CallToolResult, outcome[PreviewTicketOut], error) {
+	opID := canonicalOperationID(in.OperationID)
 	p, err := authorize(ctx, req, authn.ScopeRead)
 	if err != nil {
-		return failure[PreviewTicketOut](err, canonicalOperationID(in.OperationID))
+		return failure[PreviewTicketOut](err, opID)
 	}
-	pv, err := t.svc.PreviewTicket(ctx, p.Tenant, in.OperationID, tickets.NewTicket{
-		ProjectID: in.ProjectID, Title: in.Title, Description: in.Description,
-		Priority: tickets.Priority(in.Priority), Labels: in.Labels,
-	})
+	pv, err := t.svc.PreviewTicket(ctx, p.Tenant, in.OperationID, in.NewTicket())
 	if err != nil {
-		return failure[PreviewTicketOut](err, canonicalOperationID(in.OperationID))
+		return failure[PreviewTicketOut](err, opID)
 	}
 	out := PreviewTicketOut{
 		Ticket: PreviewTicket{

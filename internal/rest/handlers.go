@@ -13,16 +13,6 @@ import (
 // Handlers decode, call the service with the principal's tenant, and map the
 // result; authentication and scopes are checked by middleware in routes.go.
 
-// newTicketBody is POST /api/v1/tickets: create_ticket's arguments without
-// operation_id, which travels in Idempotency-Key.
-type newTicketBody struct {
-	ProjectID   string   `json:"project_id"`
-	Title       string   `json:"title"`
-	Description string   `json:"description"`
-	Priority    string   `json:"priority"`
-	Labels      []string `json:"labels"`
-}
-
 // newProjectBody is POST /api/v1/projects.
 type newProjectBody struct {
 	ID   string `json:"id"`
@@ -53,16 +43,15 @@ func (a *api) createTicket(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, "")
 		return
 	}
-	var body newTicketBody
+	// The body is create_ticket's arguments without operation_id, which
+	// travels in Idempotency-Key.
+	var body wire.TicketFields
 	if err := decodeJSON(w, r, &body); err != nil {
 		fail(w, r, err, key)
 		return
 	}
 	p := principal(r)
-	res, err := a.svc.CreateTicket(r.Context(), p.Tenant, p.Subject, key, tickets.NewTicket{
-		ProjectID: body.ProjectID, Title: body.Title, Description: body.Description,
-		Priority: tickets.Priority(body.Priority), Labels: body.Labels,
-	})
+	res, err := a.svc.CreateTicket(r.Context(), p.Tenant, p.Subject, key, body.NewTicket())
 	if err != nil {
 		fail(w, r, err, key)
 		return

@@ -14,7 +14,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/ticketd/ticketd/internal/dbtest"
-	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/rest"
 	"github.com/ticketd/ticketd/internal/wire"
 )
@@ -235,22 +234,4 @@ func jsonFields(t reflect.Type) []string {
 	}
 	slices.Sort(names)
 	return names
-}
-
-// TestOpenAPICodesMatchErrorTable keeps the problem code enum equal to the
-// error table, so a new code cannot be served undocumented.
-func TestOpenAPICodesMatchErrorTable(t *testing.T) {
-	t.Parallel()
-	doc := loadOpenAPI(t)
-	code, err := resolvePointer(doc, "#/components/schemas/Problem/properties/code")
-	if err != "" {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, v := range code.(map[string]any)["enum"].([]any) {
-		got = append(got, v.(string))
-	}
-	if want := errcode.Codes(); !slices.Equal(got, want) {
-		t.Errorf("Problem.code enum = %v, want errcode.Codes() = %v", got, want)
-	}
 }
