@@ -249,3 +249,15 @@ func PostgresViaProxy(tb testing.TB) (*db.DB, *faultproxy.Proxy) {
 	u.Host = proxy.Addr()
 	return open(tb, u.String()), proxy
 }
+
+// CountRows returns how many rows of table belong to tenant, read straight
+// from the database so a test's count does not depend on the code under
+// test.
+func CountRows(tb testing.TB, d *db.DB, table, tenant string) int64 {
+	tb.Helper()
+	var n int64
+	if err := d.Gorm.Table(table).Where("tenant_id = ?", tenant).Count(&n).Error; err != nil {
+		tb.Fatalf("count %s of %s: %v", table, tenant, err)
+	}
+	return n
+}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/logtest"
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
@@ -109,13 +111,23 @@ type resp struct {
 
 func do(tb testing.TB, e *env, r req) resp {
 	tb.Helper()
+	res, err := tryDo(e, r)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return res
+}
+
+// tryDo is do for goroutines other than the test's, which must not call
+// Fatal: it returns the failure instead.
+func tryDo(e *env, r req) (resp, error) {
 	var body io.Reader
 	if r.body != "" {
 		body = strings.NewReader(r.body)
 	}
 	hr, err := http.NewRequest(cmp.Or(r.method, http.MethodGet), e.url+r.path, body)
 	if err != nil {
-		tb.Fatal(err)
+		return resp{}, err
 	}
 	for k, vs := range r.headers {
 		hr.Header[k] = vs
@@ -134,14 +146,14 @@ func do(tb testing.TB, e *env, r req) resp {
 	}
 	res, err := http.DefaultClient.Do(hr)
 	if err != nil {
-		tb.Fatalf("%s %s: %v", hr.Method, r.path, err)
+		return resp{}, fmt.Errorf("%s %s: %w", hr.Method, r.path, err)
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
-		tb.Fatalf("read body: %v", err)
+		return resp{}, fmt.Errorf("read body: %w", err)
 	}
-	return resp{status: res.StatusCode, header: res.Header, body: b}
+	return resp{status: res.StatusCode, header: res.Header, body: b}, nil
 }
 
 // decode unmarshals the body into a T after checking the status.
@@ -252,11 +264,7 @@ func createTicket(tb testing.TB, e *env, tenant, title string) ticket {
 
 func count(tb testing.TB, d *db.DB, table, tenant string) int64 {
 	tb.Helper()
-	var n int64
-	if err := d.Gorm.Table(table).Where("tenant_id = ?", tenant).Count(&n).Error; err != nil {
-		tb.Fatal(err)
-	}
-	return n
+	return dbtest.CountRows(tb, d, table, tenant)
 }
 
 // wantNothingWritten checks that tenant has no tickets and no operations.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
@@ -126,22 +127,13 @@ func (e *Env) SeedProject(tb testing.TB, tenant string) {
 // database so it does not depend on the code under test.
 func (e *Env) CountTickets(tb testing.TB, tenant string) int64 {
 	tb.Helper()
-	return e.count(tb, "tickets", tenant)
+	return dbtest.CountRows(tb, e.DB, "tickets", tenant)
 }
 
 // CountOperations returns how many operation records tenant has.
 func (e *Env) CountOperations(tb testing.TB, tenant string) int64 {
 	tb.Helper()
-	return e.count(tb, "operations", tenant)
-}
-
-func (e *Env) count(tb testing.TB, table, tenant string) int64 {
-	tb.Helper()
-	var n int64
-	if err := e.DB.Gorm.Table(table).Where("tenant_id = ?", tenant).Count(&n).Error; err != nil {
-		tb.Fatalf("servertest: count %s: %v", table, err)
-	}
-	return n
+	return dbtest.CountRows(tb, e.DB, "operations", tenant)
 }
 
 // Connect opens an MCP client session to endpoint with a bearer token,
@@ -218,4 +210,24 @@ func Decode[T any](tb testing.TB, res *mcp.CallToolResult) T {
 		tb.Fatalf("decode structured content %s: %v", b, err)
 	}
 	return out
+}
+
+// ConnectInMemory opens a client session to s over in-memory transports, for
+// tests of the MCP server without HTTP (no token: the principal, if any,
+// comes from the server's own middleware). Both ends close when the test
+// ends.
+func ConnectInMemory(tb testing.TB, s *mcp.Server) *mcp.ClientSession {
+	tb.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(context.Background(), st, nil)
+	if err != nil {
+		tb.Fatalf("servertest: connect server in memory: %v", err)
+	}
+	tb.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "servertest", Version: "v0"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		tb.Fatalf("servertest: connect client in memory: %v", err)
+	}
+	tb.Cleanup(func() { _ = cs.Close() })
+	return cs
 }
