@@ -71,13 +71,6 @@ func failure[T any](err error, operationID string) (*mcp.CallToolResult, outcome
 	return res, outcome[T]{err: out}, nil
 }
 
-// failureMessage answers a call with a tool error of code saying msg; cause
-// is kept for the logging middleware (CallToolResult.GetError).
-func failureMessage[T any](code errcode.Code, msg, operationID string, cause error) (*mcp.CallToolResult, outcome[T], error) {
-	res, out := errorResult(code, msg, operationID, cause, "")
-	return res, outcome[T]{err: out}, nil
-}
-
 // badOperationIDNextStep replaces the invalid_input next step ("the same
 // operation_id is fine") when the operation ID itself is what is wrong.
 const badOperationIDNextStep = "Nothing was attempted; generate a fresh random UUID (version 4 or 7) as operation_id, call again, and reuse that operation_id unchanged on every retry."

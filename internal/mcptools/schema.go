@@ -1,14 +1,9 @@
 package mcptools
 
 import (
-	"encoding/json"
-	"fmt"
-	"slices"
-
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/ticketd/ticketd/internal/errcode"
-	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/wire"
 )
 
@@ -24,47 +19,6 @@ const (
 	maxTicketRef = 64   // a UUID (36) or a key such as SUP-42 (at most 30)
 	maxCursor    = 1024 // issued cursors are about 150 characters
 )
-
-func createTicketInputSchema() *jsonschema.Schema {
-	s := inferred[CreateTicketIn]()
-	s.Properties["operation_id"].Pattern = operationIDPattern
-	wire.ConstrainTicketFields(s)
-	return s
-}
-
-func previewTicketInputSchema() *jsonschema.Schema {
-	s := inferred[PreviewTicketIn]()
-	s.Properties["operation_id"].Pattern = operationIDPattern
-	wire.ConstrainTicketFields(s)
-	return s
-}
-
-func getOperationStatusInputSchema() *jsonschema.Schema {
-	s := inferred[GetOperationStatusIn]()
-	s.Properties["operation_id"].Pattern = operationIDPattern
-	return s
-}
-
-func getTicketInputSchema() *jsonschema.Schema {
-	s := inferred[GetTicketIn]()
-	s.Properties["id"].MinLength, s.Properties["id"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(maxTicketRef)
-	return s
-}
-
-func listTicketsInputSchema() *jsonschema.Schema {
-	s := inferred[ListTicketsIn]()
-	p := s.Properties
-	p["project_id"].MaxLength = jsonschema.Ptr(tickets.MaxProjectID)
-	p["status"].Enum = stringEnum(tickets.Statuses...)
-	p["limit"].Minimum, p["limit"].Maximum = jsonschema.Ptr(1.0), jsonschema.Ptr(float64(tickets.MaxLimit))
-	p["limit"].Default = json.RawMessage(fmt.Sprint(tickets.DefaultLimit))
-	p["cursor"].MaxLength = jsonschema.Ptr(maxCursor)
-	return s
-}
-
-func listProjectsInputSchema() *jsonschema.Schema {
-	return inferred[ListProjectsIn]()
-}
 
 // outputSchema describes a tool's structured content: its success shape T
 // (adjusted by refine, if given) or the error shape shared by every tool.
@@ -95,28 +49,6 @@ func errorOutputSchema() *jsonschema.Schema {
 	s.Properties["status"].Enum = statuses
 	s.Properties["error"].Properties["code"].Enum = stringEnum(errcode.Codes()...)
 	return s
-}
-
-func createTicketOutputSchema(s *jsonschema.Schema) {
-	s.Properties["status"].Enum = []any{"succeeded"}
-	ticketObject(s.Properties["ticket"])
-}
-
-func previewOutputSchema(s *jsonschema.Schema) {
-	s.Properties["would"].Enum = stringEnum(tickets.WouldCreate, tickets.WouldReplay, tickets.WouldConflict)
-	s.Properties["ticket"].Properties["priority"].Enum = stringEnum(tickets.Priorities...)
-}
-
-func operationStatusOutputSchema(s *jsonschema.Schema) {
-	wire.ConstrainOperationStatus(s, slices.Concat(wire.LedgerStatuses, []string{wire.StatusNotFound})...)
-}
-
-func getTicketOutputSchema(s *jsonschema.Schema) {
-	ticketObject(s.Properties["ticket"])
-}
-
-func listTicketsOutputSchema(s *jsonschema.Schema) {
-	ticketObject(s.Properties["tickets"].Items)
 }
 
 // inferred and stringEnum are the wire package's, named short for the many
