@@ -197,6 +197,17 @@ func queryParams(r *http.Request, allowed ...string) (url.Values, error) {
 	return q, nil
 }
 
+// pageParams checks a list's query parameters (filters, limit and cursor)
+// and parses its limit.
+func pageParams(r *http.Request, filters ...string) (url.Values, int, error) {
+	q, err := queryParams(r, append(filters, "limit", "cursor")...)
+	if err != nil {
+		return nil, 0, err
+	}
+	limit, err := pageLimit(q)
+	return q, limit, err
+}
+
 // pageLimit parses the limit parameter; 0 (absent) leaves the service's
 // default, and its range is the service's to check.
 func pageLimit(q url.Values) (int, error) {

@@ -78,12 +78,7 @@ func (a *api) getTicket(w http.ResponseWriter, r *http.Request) {
 
 // listTickets is GET /api/v1/tickets, newest first.
 func (a *api) listTickets(w http.ResponseWriter, r *http.Request) {
-	q, err := queryParams(r, "project_id", "status", "limit", "cursor")
-	if err != nil {
-		fail(w, r, err, "")
-		return
-	}
-	limit, err := pageLimit(q)
+	q, limit, err := pageParams(r, "project_id", "status")
 	if err != nil {
 		fail(w, r, err, "")
 		return
@@ -124,12 +119,7 @@ func (a *api) getOperation(w http.ResponseWriter, r *http.Request) {
 // listOperations is GET /api/v1/operations, newest first; status=unknown or
 // status=pending finds the operations that need an operator's attention.
 func (a *api) listOperations(w http.ResponseWriter, r *http.Request) {
-	q, err := queryParams(r, "status", "limit", "cursor")
-	if err != nil {
-		fail(w, r, err, "")
-		return
-	}
-	limit, err := pageLimit(q)
+	q, limit, err := pageParams(r, "status")
 	if err != nil {
 		fail(w, r, err, "")
 		return
