@@ -83,11 +83,6 @@ func newTool[In, Out any](sp spec[In, Out]) Tool {
 	return Tool{Name: sp.name, Scope: sp.scope, def: def, add: add}
 }
 
-// Tools lists every tool ticketd serves, in the order tools/list shows them.
-func Tools() []Tool {
-	return []Tool{createTicket, previewTicket, getOperationStatus, getTicket, listTickets, listProjects}
-}
-
 func registerTools(s *mcp.Server, svc *tickets.Service) {
 	for _, t := range Tools() {
 		t.add(s, t.def, svc)

@@ -149,6 +149,12 @@ type ListProjectsOut struct {
 	Projects []wire.Project `json:"projects"`
 }
 
+// Tools lists every tool ticketd serves, in the order tools/list shows them.
+// Adding a tool is one value below and its entry here.
+func Tools() []Tool {
+	return []Tool{createTicket, previewTicket, getOperationStatus, getTicket, listTickets, listProjects}
+}
+
 // The tools. Each is one value: name, description, schemas, annotations,
 // scope and handler together.
 var (
