@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/logtest"
+	"github.com/ticketd/ticketd/internal/server/servertest"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -129,34 +129,10 @@ func mintToken(tb testing.TB, env map[string]string, args ...string) string {
 	return tok
 }
 
-// bearer adds a token to every request.
-type bearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
 // connect opens an MCP client session to mcpURL authenticated with token.
 func connect(tb testing.TB, mcpURL, token string) *mcp.ClientSession {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v"}, nil)
-	session, err := client.Connect(ctx, &mcp.StreamableClientTransport{
-		Endpoint:   mcpURL,
-		HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}},
-		MaxRetries: -1,
-	}, nil)
-	if err != nil {
-		tb.Fatalf("connect to %s: %v", mcpURL, err)
-	}
-	tb.Cleanup(func() { _ = session.Close() })
-	return session
+	return servertest.Connect(tb, mcpURL, token)
 }
 
 // createdTicket is the part of create_ticket's result the tests check.

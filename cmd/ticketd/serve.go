@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/internal/db"
-	"github.com/ticketd/ticketd/internal/rest"
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/migrations"
@@ -83,12 +82,6 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		Issuer:    cfg.Issuer,
 		Logger:    logger,
 		Ready:     sqlDB.PingContext,
-		API: rest.NewRouter(rest.Config{
-			Service:             svc,
-			Verifier:            verifier,
-			ResourceMetadataURL: cfg.PublicURL + server.MCPResourceMetadataPath,
-			Logger:              logger,
-		}),
 	})
 	if err != nil {
 		return fmt.Errorf("build HTTP handler: %w", err)

@@ -2,7 +2,7 @@
 // scopes every ticketd call is authorised against.
 //
 // It knows nothing about HTTP routing or MCP sessions. The streamable HTTP
-// transport plugs Verifier.TokenVerifier into auth.RequireBearerToken; the
+// transport adapts Verifier.Verify to the SDK (mcptools.TokenVerifier); the
 // stdio transport, which has no request to carry a token, verifies one at
 // start-up and puts the result in the context with ContextWithPrincipal.
 package authn
@@ -11,8 +11,6 @@ import (
 	"context"
 	"slices"
 	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
 // The scopes ticketd understands. A token may carry others; they are kept in
@@ -44,22 +42,6 @@ func (p Principal) HasScope(scope string) bool {
 		return true
 	}
 	return (scope == ScopeRead || scope == ScopeWrite) && slices.Contains(p.Scopes, ScopeAdmin)
-}
-
-// tokenInfoPrincipal is the auth.TokenInfo.Extra key under which
-// Verifier.TokenVerifier stores the Principal.
-const tokenInfoPrincipal = "principal"
-
-// PrincipalFrom returns the Principal that Verifier.TokenVerifier stored in
-// info. It is nil-safe because MCP handlers see a nil TokenInfo on the stdio
-// and in-memory transports; ok is false then, and for a TokenInfo built by
-// anything else.
-func PrincipalFrom(info *auth.TokenInfo) (p Principal, ok bool) {
-	if info == nil {
-		return Principal{}, false
-	}
-	p, ok = info.Extra[tokenInfoPrincipal].(Principal)
-	return p, ok
 }
 
 type principalKey struct{}

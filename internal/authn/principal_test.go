@@ -3,9 +3,6 @@ package authn_test
 import (
 	"context"
 	"testing"
-	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/ticketd/ticketd/internal/authn"
 )
@@ -32,30 +29,6 @@ func TestPrincipalHasScope(t *testing.T) {
 				if got := p.HasScope(scope); got != want {
 					t.Errorf("HasScope(%q) with %v = %v, want %v", scope, tt.scopes, got, want)
 				}
-			}
-		})
-	}
-}
-
-func TestPrincipalFrom(t *testing.T) {
-	t.Parallel()
-	p := authn.Principal{Tenant: "acme", Subject: "alice", Scopes: []string{authn.ScopeRead}, Expires: time.Unix(1e9, 0)}
-	tests := []struct {
-		name   string
-		info   *auth.TokenInfo
-		wantOK bool
-	}{
-		{name: "Nil", info: nil},
-		{name: "NoExtra", info: &auth.TokenInfo{UserID: "alice"}},
-		{name: "ForeignExtra", info: &auth.TokenInfo{Extra: map[string]any{"principal": "alice"}}},
-		{name: "Stored", info: &auth.TokenInfo{Extra: map[string]any{"principal": p}}, wantOK: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			got, ok := authn.PrincipalFrom(tt.info)
-			if ok != tt.wantOK || (ok && (got.Tenant != p.Tenant || got.Subject != p.Subject)) {
-				t.Errorf("PrincipalFrom = %+v, %v; want ok %v", got, ok, tt.wantOK)
 			}
 		})
 	}

@@ -11,7 +11,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -19,15 +18,21 @@ import (
 
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
-// ErrInvalidToken is wrapped by every error Verify returns. It is the SDK's
-// own sentinel rather than a new one because auth.RequireBearerToken answers
-// 401 only for errors wrapping auth.ErrInvalidToken and 500 for anything
-// else; being the same value, errors.Is matches either name.
-var ErrInvalidToken = auth.ErrInvalidToken
+// ErrInvalidToken is wrapped by every error Verify returns. The MCP adapter
+// (mcptools.TokenVerifier) makes it match the SDK's own sentinel too, so the
+// SDK answers 401 rather than 500.
+var ErrInvalidToken = errors.New("invalid token")
+
+// Errors that transports raise themselves, before the service runs. They are
+// authorisation outcomes, so they live beside the Principal they judge.
+var (
+	// ErrForbidden: the caller's token lacks the scope the action needs.
+	ErrForbidden = errors.New("forbidden")
+	// ErrUnauthenticated: no valid token came with the call.
+	ErrUnauthenticated = errors.New("unauthenticated")
+)
 
 const (
 	defaultTenantClaim = "tenant_id"
@@ -68,7 +73,7 @@ type Config struct {
 	Issuer string
 	// Audience is this server's MCP resource URL (RFC 8707). One of the
 	// token's aud values must match it, ignoring one trailing slash as
-	// oauthex.MatchesResource does, because identity providers differ in
+	// matchesResource does, because identity providers differ in
 	// whether they keep it. Required.
 	Audience string
 	// TenantClaim names the claim carrying the tenant; "tenant_id" if empty.
@@ -190,24 +195,6 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (Principal, error) {
 	return v.principal(claims)
 }
 
-// TokenVerifier adapts Verify for auth.RequireBearerToken. The TokenInfo's
-// UserID is the subject, which the SDK uses to bind sessions to one user;
-// the full Principal is in Extra for PrincipalFrom.
-func (v *Verifier) TokenVerifier() auth.TokenVerifier {
-	return func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		p, err := v.Verify(ctx, token)
-		if err != nil {
-			return nil, err
-		}
-		return &auth.TokenInfo{
-			UserID:     p.Subject,
-			Scopes:     p.Scopes,
-			Expiration: p.Expires,
-			Extra:      map[string]any{tokenInfoPrincipal: p},
-		}, nil
-	}
-}
-
 // reason names why the parser rejected a token, using its sentinels rather
 // than its text where the text would quote parts of the token.
 func (v *Verifier) reason(token *jwt.Token, err error) string {
@@ -241,7 +228,7 @@ func (v *Verifier) principal(claims jwt.MapClaims) (Principal, error) {
 	switch {
 	case err != nil || len(aud) == 0:
 		return Principal{}, fmt.Errorf("%w: aud claim missing or malformed", ErrInvalidToken)
-	case !oauthex.MatchesResource(aud, v.audience):
+	case !matchesResource(aud, v.audience):
 		return Principal{}, fmt.Errorf("%w: aud claim does not name this resource", ErrInvalidToken)
 	}
 	sub, err := claims.GetSubject()
@@ -412,4 +399,12 @@ func usableKeys(alg string, key any) (jwt.VerificationKeySet, error) {
 		return usable, errNoKey
 	}
 	return usable, nil
+}
+
+// matchesResource reports whether one of the aud values names resource,
+// ignoring one trailing slash on either side (RFC 8707 resources are URLs, and
+// identity providers differ in whether they keep it).
+func matchesResource(aud []string, resource string) bool {
+	want := strings.TrimSuffix(resource, "/")
+	return slices.ContainsFunc(aud, func(a string) bool { return strings.TrimSuffix(a, "/") == want })
 }

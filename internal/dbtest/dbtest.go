@@ -1,5 +1,6 @@
-// Package dbtest gives each test a database of its own, migrated and dropped
-// on cleanup, so tests run in parallel and in any order against real engines.
+// Package dbtest gives each test a database of its own (on PostgreSQL a
+// schema of its own), migrated and dropped on cleanup, so tests run in
+// parallel and in any order against real engines.
 //
 // PostgreSQL tests run when TICKETD_TEST_DATABASE_URL names a server (any
 // database on it; the tests create their own). Without the variable they skip,
@@ -15,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,9 +35,16 @@ const EnvPostgresURL = "TICKETD_TEST_DATABASE_URL"
 // PostgreSQL from a skip into a failure.
 const EnvRequirePostgres = "TICKETD_REQUIRE_POSTGRES"
 
-// PostgresURL creates a fresh, migrated PostgreSQL database and returns its
-// URL (sslmode=disable, so a test may route it through a TCP proxy).
-// The database is dropped when the test ends.
+// PostgresURL creates a fresh, migrated PostgreSQL schema of its own for
+// this test and returns a URL whose connections use it (search_path; also
+// application_name, so a test can tell its own sessions in
+// pg_stat_activity), with sslmode=disable so a test may route it through a
+// TCP proxy. The schema is dropped when the test ends.
+//
+// Schemas live in one database per test process, created on first use and
+// dropped when its last schema is: a schema costs a fraction of a database
+// to create and drop, and migrations of one process never contend for
+// goose's lock with another's.
 func PostgresURL(tb testing.TB) string {
 	tb.Helper()
 	base := os.Getenv(EnvPostgresURL)
@@ -55,37 +64,105 @@ func PostgresURL(tb testing.TB) string {
 	}
 	u.RawQuery = q.Encode()
 
-	adminURL := u.String()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	admin, err := sql.Open("pgx", adminURL)
+	schema := "t_" + strings.ReplaceAll(uuid.NewString(), "-", "")
+	dbURL, err := shared.acquire(ctx, u, schema)
 	if err != nil {
-		tb.Fatalf("open admin connection: %v", err)
+		tb.Fatalf("create test schema (is PostgreSQL at %s running?): %v", u.Redacted(), err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		if err := shared.release(ctx, schema); err != nil {
+			tb.Errorf("drop test schema %s: %v", schema, err)
+		}
+	})
+	q = dbURL.Query()
+	q.Set("search_path", schema)
+	q.Set("application_name", schema)
+	dbURL.RawQuery = q.Encode()
+	return dbURL.String()
+}
+
+// processDB is this process's test database and the schemas alive in it.
+type processDB struct {
+	mu       sync.Mutex
+	adminURL string  // the server's URL as given, for CREATE and DROP DATABASE
+	name     string  // "" while there is none
+	conn     *sql.DB // to name, for CREATE and DROP SCHEMA
+	live     int
+}
+
+var shared processDB
+
+// acquire creates schema, migrated, in the process database (creating that
+// first if need be) and returns the database's URL. Migrations run one at a
+// time, so goose's session lock is never contended (it polls every 5s).
+func (p *processDB) acquire(ctx context.Context, server *url.URL, schema string) (*url.URL, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.name == "" {
+		if err := p.create(ctx, server); err != nil {
+			return nil, err
+		}
+	}
+	u := *server
+	u.Path = "/" + p.name
+	if _, err := p.conn.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
+		return nil, err
+	}
+	p.live++
+	q := u.Query()
+	q.Set("search_path", schema)
+	mu := u
+	mu.RawQuery = q.Encode()
+	if err := migrate(ctx, "pgx", mu.String(), "postgres"); err != nil {
+		return nil, fmt.Errorf("migrate schema %s: %w", schema, err)
+	}
+	return &u, nil
+}
+
+func (p *processDB) create(ctx context.Context, server *url.URL) error {
+	admin, err := sql.Open("pgx", server.String())
+	if err != nil {
+		return err
 	}
 	defer admin.Close()
 	name := "ticketd_test_" + strings.ReplaceAll(uuid.NewString(), "-", "")
 	if _, err := admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
-		tb.Fatalf("create test database (is PostgreSQL at %s running?): %v", u.Redacted(), err)
+		return err
 	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		admin, err := sql.Open("pgx", adminURL)
-		if err != nil {
-			tb.Errorf("open admin connection: %v", err)
-			return
-		}
-		defer admin.Close()
-		if _, err := admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			tb.Errorf("drop test database %s: %v", name, err)
-		}
-	})
-
+	u := *server
 	u.Path = "/" + name
-	if err := migrate(ctx, "pgx", u.String(), "postgres"); err != nil {
-		tb.Fatalf("migrate %s: %v", name, err)
+	conn, err := sql.Open("pgx", u.String())
+	if err != nil {
+		return err
 	}
-	return u.String()
+	p.adminURL, p.name, p.conn = server.String(), name, conn
+	return nil
+}
+
+// release drops schema, and the process database with its last schema.
+func (p *processDB) release(ctx context.Context, schema string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, err := p.conn.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+schema+" CASCADE"); err != nil {
+		return err
+	}
+	if p.live--; p.live > 0 {
+		return nil
+	}
+	_ = p.conn.Close()
+	name := p.name
+	p.name, p.conn = "", nil
+	admin, err := sql.Open("pgx", p.adminURL)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	_, err = admin.ExecContext(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+	return err
 }
 
 // Postgres opens a fresh, migrated PostgreSQL database for this test.
@@ -171,4 +248,16 @@ func PostgresViaProxy(tb testing.TB) (*db.DB, *faultproxy.Proxy) {
 	proxy := faultproxy.Start(tb, u.Host)
 	u.Host = proxy.Addr()
 	return open(tb, u.String()), proxy
+}
+
+// CountRows returns how many rows of table belong to tenant, read straight
+// from the database so a test's count does not depend on the code under
+// test.
+func CountRows(tb testing.TB, d *db.DB, table, tenant string) int64 {
+	tb.Helper()
+	var n int64
+	if err := d.Gorm.Table(table).Where("tenant_id = ?", tenant).Count(&n).Error; err != nil {
+		tb.Fatalf("count %s of %s: %v", table, tenant, err)
+	}
+	return n
 }

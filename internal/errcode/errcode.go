@@ -1,12 +1,15 @@
-// Package errcode is the one classifier from ticketd's errors to the stable,
-// machine-readable codes of the public contract (DESIGN §3). Each transport
-// keeps one short table from Code to its own form (an MCP tool error, an HTTP
-// status); none inspects errors itself.
+// Package errcode is ticketd's one error table (DESIGN §3): the stable,
+// machine-readable codes of the public contract, one Row per code saying
+// everything either transport, the log, the schemas and the README need
+// about it, and Of, the one classifier from an error to its code. Adding a
+// code is adding a row (and its case in Of, and a test).
 package errcode
 
 import (
 	"context"
 	"errors"
+	"net/http"
+	"time"
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/operations"
@@ -28,17 +31,181 @@ const (
 	VersionConflict     Code = "version_conflict"
 	Forbidden           Code = "forbidden"
 	Unauthenticated     Code = "unauthenticated"
+	RateLimited         Code = "rate_limited"
 	Unavailable         Code = "unavailable"
 	Internal            Code = "internal"
 )
 
-// Errors that transports raise themselves, before the service runs.
-var (
-	// ErrForbidden: the caller's token lacks the scope the action needs.
-	ErrForbidden = errors.New("forbidden")
-	// ErrUnauthenticated: no valid token.
-	ErrUnauthenticated = errors.New("unauthenticated")
+// How a code reaches an MCP client.
+const (
+	// MCPToolError: a tool result with isError and the structured error.
+	MCPToolError = "isError"
+	// MCPHTTP401: refused by the HTTP layer before any tool runs.
+	MCPHTTP401 = "HTTP 401"
+	// MCPNone: no tool can meet it.
+	MCPNone = "—"
 )
+
+// Row is everything the contract says about one code.
+type Row struct {
+	Code Code
+	// Meaning and Retry are the README's words for it.
+	Meaning, Retry string
+	// Retryable: repeating the same call (same operation ID, same input)
+	// can succeed without the caller changing anything.
+	Retryable bool
+	// MCP is how the code reaches an MCP client (MCPToolError, …).
+	MCP string
+	// OperationStatus is the status an MCP tool error reports alongside the
+	// code, when the operation has one.
+	OperationStatus operations.Status
+	// Status is the HTTP status; StatusNote qualifies it ("412 with
+	// If-Match") when a request can make it another.
+	Status     int
+	StatusNote string
+	// Title is the problem document's title.
+	Title string
+	// ShowCause is the one policy, for both transports, on what a caller
+	// may see: the error's own text when true (it names the caller's
+	// mistake and carries no internals), else only Public. Server-side
+	// failures (Status 5xx) never show it; both transports log those at
+	// error level with the cause (ServerFault).
+	ShowCause bool
+	// Public is the safe message shown when the cause is not, in words
+	// that suit both transports.
+	Public string
+	// RetryAfter is the REST Retry-After; 0 sends none.
+	RetryAfter time.Duration
+	// AgentStep tells an agent (MCP) what to do next, in tool terms.
+	AgentStep string
+	// OperatorStep tells an operator (REST) what to do next, in HTTP terms.
+	OperatorStep string
+}
+
+// Table is every code, in the order the README and the schemas list them.
+var Table = []Row{
+	{
+		Code: InvalidInput, Meaning: "validation failed; nothing attempted", Retry: "after fixing the input; the same ID is fine",
+		MCP: MCPToolError, Status: http.StatusBadRequest, Title: "Invalid input", ShowCause: true,
+		Public:       "the input is invalid",
+		AgentStep:    "Nothing was attempted; fix the input the message names and call again (for a write, the same operation_id is fine).",
+		OperatorStep: "The request is invalid; nothing was attempted. Fix it and send it again (the same Idempotency-Key is fine).",
+	},
+	{
+		Code: IdempotencyConflict, Meaning: "ID already used with different input", Retry: "no; a new ID only for a genuinely new ticket",
+		MCP: MCPToolError, Status: http.StatusUnprocessableEntity, Title: "Idempotency key reused",
+		Public:       "this operation ID was already used with different input",
+		AgentStep:    "This operation_id was already used for a different ticket; nothing was written. Do not change the input to force it through: if this is genuinely a new ticket, generate a new operation_id.",
+		OperatorStep: "This Idempotency-Key was already used with a different request; nothing was written. Use a new key only for a genuinely new ticket.",
+	},
+	{
+		Code: OperationInProgress, Meaning: "the same ID is running concurrently", Retry: "yes, same ID, after a short wait", Retryable: true,
+		MCP: MCPToolError, OperationStatus: operations.StatusPending, Status: http.StatusConflict, Title: "Request in progress",
+		Public:       "another call with this operation ID is still running",
+		RetryAfter:   time.Second,
+		AgentStep:    "Another call with this operation_id is still running; wait a moment and retry with the same operation_id and input.",
+		OperatorStep: "A request with this Idempotency-Key is still running; retry the same request after Retry-After seconds.",
+	},
+	{
+		Code: OutcomeUnknown, Meaning: "may or may not have committed", Retry: "check status, or retry with the same ID", Retryable: true,
+		MCP: MCPToolError, OperationStatus: operations.StatusUnknown, Status: http.StatusServiceUnavailable, Title: "Outcome unknown",
+		Public:       "the database connection was lost while the ticket was being committed, so it may or may not exist",
+		RetryAfter:   2 * time.Second,
+		AgentStep:    "The ticket may or may not have been created; call get_operation_status with this operation_id, or retry with the same operation_id and input (never a new one).",
+		OperatorStep: "The ticket may or may not have been created. Check GET /api/v1/operations/{operation_id}, or retry the same request with the same Idempotency-Key (never a new one).",
+	},
+	{
+		Code: OperationFailed, Meaning: "the ID's operation was recorded as failed", Retry: "no; fix the cause, new ID",
+		MCP: MCPToolError, Status: http.StatusUnprocessableEntity, Title: "Operation failed", ShowCause: true,
+		Public:       "the operation with this ID failed earlier",
+		AgentStep:    "This operation_id was used before and that operation failed for the reason given; nothing was created. Repeating it fails the same way: fix the cause and use a new operation_id.",
+		OperatorStep: "This Idempotency-Key was used before and that request failed; nothing was created. Repeating it fails the same way: fix the cause and use a new key.",
+	},
+	{
+		Code: NotFound, Meaning: "no such ticket, project or operation (or another tenant's)", Retry: "no",
+		MCP: MCPToolError, Status: http.StatusNotFound, Title: "Not found", ShowCause: true,
+		Public:       "nothing with that identifier exists for your tenant",
+		AgentStep:    "Nothing with that identifier exists for your tenant; check the identifier (list_tickets or list_projects can help).",
+		OperatorStep: "Nothing with that identifier exists for your tenant; check it (GET /api/v1/tickets or /api/v1/projects can help).",
+	},
+	{
+		Code: AlreadyExists, Meaning: "a project with that ID or key exists", Retry: "no",
+		MCP: MCPNone, Status: http.StatusConflict, Title: "Already exists", ShowCause: true,
+		Public:       "something with that identifier already exists",
+		AgentStep:    "Something with that identifier already exists; use it, or pick another identifier.",
+		OperatorStep: "Something with that identifier already exists; use it, or pick another identifier.",
+	},
+	{
+		Code: VersionConflict, Meaning: "the ticket changed since the version the caller read", Retry: "no; re-read the ticket and decide again",
+		MCP: MCPToolError, Status: http.StatusConflict, StatusNote: "(412 with `If-Match`)", Title: "Version conflict", ShowCause: true,
+		Public:       "the ticket was changed by someone else since the version given",
+		AgentStep:    "The ticket changed since you read it; nothing was written. Call get_ticket, decide again on the current version, and pass that version.",
+		OperatorStep: "The ticket changed since the version you sent; nothing was written. GET it again, decide on the current version, and send that version.",
+	},
+	{
+		Code: Forbidden, Meaning: "the token lacks the scope", Retry: "no",
+		MCP: MCPToolError, Status: http.StatusForbidden, Title: "Forbidden", ShowCause: true,
+		Public:       "your token lacks the scope this action needs",
+		AgentStep:    "Your token lacks the scope for this action; ask for a token with the scope named in the message.",
+		OperatorStep: "Your token lacks the scope this request needs; use a token that grants the scope named here.",
+	},
+	{
+		Code: Unauthenticated, Meaning: "missing or invalid token", Retry: "no",
+		MCP: MCPHTTP401, Status: http.StatusUnauthorized, StatusNote: "+ `WWW-Authenticate`", Title: "Unauthenticated", ShowCause: true,
+		Public:       "a valid bearer token is required",
+		AgentStep:    "Provide a valid bearer token.",
+		OperatorStep: "Send a valid bearer token: Authorization: Bearer <token>.",
+	},
+	{
+		Code: RateLimited, Meaning: "the tenant is over its share of the server", Retry: "yes, same ID, after the wait it names", Retryable: true,
+		MCP: MCPToolError, Status: http.StatusTooManyRequests, Title: "Too many requests",
+		Public:       "your tenant has too many requests in flight",
+		RetryAfter:   time.Second,
+		AgentStep:    "Your tenant has too many calls in flight; nothing was attempted. Wait the time given, then retry with the same operation_id and input.",
+		OperatorStep: "Your tenant has too many requests in flight; nothing was attempted. Retry the same request after Retry-After seconds.",
+	},
+	{
+		Code: Unavailable, Meaning: "the store failed before anything committed", Retry: "yes, same ID", Retryable: true,
+		MCP: MCPToolError, Status: http.StatusServiceUnavailable, Title: "Service unavailable",
+		Public:       "the ticket store could not be reached; nothing was written",
+		RetryAfter:   5 * time.Second,
+		AgentStep:    "The ticket store is unavailable and nothing was written; retry shortly with the same operation_id and input.",
+		OperatorStep: "The ticket store is unavailable and nothing was written; retry the same request shortly.",
+	},
+	{
+		Code: Internal, Meaning: "a bug; logged with a request ID", Retry: "maybe", Retryable: true,
+		MCP: MCPToolError, Status: http.StatusInternalServerError, Title: "Internal error",
+		Public:       "internal error",
+		AgentStep:    "An internal error occurred; retry with the same operation_id and input, and report it if it persists.",
+		OperatorStep: "An internal error occurred; retry the same request, and report the request_id if it persists.",
+	},
+}
+
+var byCode = func() map[Code]*Row {
+	m := make(map[Code]*Row, len(Table))
+	for i := range Table {
+		m[Table[i].Code] = &Table[i]
+	}
+	return m
+}()
+
+// Lookup returns c's row; an unknown code gets Internal's, because a code
+// with no row is a bug, never a reason to guess.
+func Lookup(c Code) *Row {
+	if r, ok := byCode[c]; ok {
+		return r
+	}
+	return byCode[Internal]
+}
+
+// Codes lists every code in table order, for schema enums.
+func Codes() []string {
+	out := make([]string, len(Table))
+	for i, r := range Table {
+		out[i] = string(r.Code)
+	}
+	return out
+}
 
 // Of classifies err. Anything unrecognised is Internal: a bug, never a
 // reason to guess. A lost COMMIT reply is checked first: it must never be
@@ -63,9 +230,9 @@ func Of(err error) Code {
 		return AlreadyExists
 	case errors.Is(err, tickets.ErrVersionConflict):
 		return VersionConflict
-	case errors.Is(err, ErrForbidden):
+	case errors.Is(err, authn.ErrForbidden):
 		return Forbidden
-	case errors.Is(err, ErrUnauthenticated), errors.Is(err, authn.ErrInvalidToken):
+	case errors.Is(err, authn.ErrUnauthenticated), errors.Is(err, authn.ErrInvalidToken):
 		return Unauthenticated
 	case errors.Is(err, operations.ErrUnavailable), errors.Is(err, tickets.ErrUnavailable),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
@@ -76,41 +243,29 @@ func Of(err error) Code {
 
 // Retryable reports whether repeating the same call (same operation ID,
 // same input) can succeed without the caller changing anything.
-func (c Code) Retryable() bool {
-	switch c {
-	case OperationInProgress, OutcomeUnknown, Unavailable, Internal:
-		return true
-	}
-	return false
-}
+func (c Code) Retryable() bool { return Lookup(c).Retryable }
 
 // NextStep is one sentence telling an agent what to do about an error with
-// this code. Transports append it to the error's message.
-func (c Code) NextStep() string {
-	switch c {
-	case InvalidInput:
-		return "Nothing was attempted; fix the input the message names and call again (for a write, the same operation_id is fine)."
-	case IdempotencyConflict:
-		return "This operation_id was already used for a different ticket; nothing was written. Do not change the input to force it through: if this is genuinely a new ticket, generate a new operation_id."
-	case OperationInProgress:
-		return "Another call with this operation_id is still running; wait a moment and retry with the same operation_id and input."
-	case OperationFailed:
-		return "This operation_id was used before and that operation failed for the reason given; nothing was created. Repeating it fails the same way: fix the cause and use a new operation_id."
-	case OutcomeUnknown:
-		return "The ticket may or may not have been created; call get_operation_status with this operation_id, or retry with the same operation_id and input (never a new one)."
-	case NotFound:
-		return "Nothing with that identifier exists for your tenant; check the identifier (list_tickets or list_projects can help)."
-	case AlreadyExists:
-		return "Something with that identifier already exists; use it, or pick another identifier."
-	case VersionConflict:
-		return "The ticket changed since you read it and nothing was written; re-read it (the current version and ticket are in the error), decide again, and send the update with the new version (the same operation_id is fine)."
-	case Forbidden:
-		return "Your token lacks the scope for this action; ask for a token with the scope named in the message."
-	case Unauthenticated:
-		return "Provide a valid bearer token."
-	case Unavailable:
-		return "The ticket store is unavailable and nothing was written; retry shortly with the same operation_id and input."
-	default:
-		return "An internal error occurred; retry with the same operation_id and input, and report it if it persists."
+// this code. MCP appends it to the error's message.
+func (c Code) NextStep() string { return Lookup(c).AgentStep }
+
+// ServerFault reports whether c is the server's failure rather than the
+// caller's: such errors are logged at error level with their cause, which
+// the caller never sees.
+func (c Code) ServerFault() bool { return Lookup(c).Status >= http.StatusInternalServerError }
+
+// Message is what a caller may read about err, classified as c: err's own
+// text (for a validation error, only its field list, without the wrapping
+// that says where it was detected) when c's row shows causes, else the row's
+// safe public message.
+func (c Code) Message(err error) string {
+	row := Lookup(c)
+	if !row.ShowCause || err == nil {
+		return row.Public
 	}
+	var invalid *tickets.ValidationError
+	if errors.As(err, &invalid) {
+		return invalid.Error()
+	}
+	return err.Error()
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/ticketd/ticketd/internal/authn"
@@ -32,7 +35,7 @@ func TestOf(t *testing.T) {
 		{wrap(tickets.ErrExists), errcode.AlreadyExists},
 		{wrap(&tickets.VersionConflictError{Expected: 1}), errcode.VersionConflict},
 		{wrap(tickets.ErrUnavailable), errcode.Unavailable},
-		{wrap(errcode.ErrForbidden), errcode.Forbidden},
+		{wrap(authn.ErrForbidden), errcode.Forbidden},
 		{wrap(authn.ErrInvalidToken), errcode.Unauthenticated},
 		{wrap(operations.ErrUnavailable), errcode.Unavailable},
 		{wrap(context.DeadlineExceeded), errcode.Unavailable},
@@ -62,5 +65,72 @@ func TestRetryableAndNextStep(t *testing.T) {
 			t.Errorf("%s and %s share the next step %q", code, other, step)
 		}
 		steps[step] = code
+	}
+}
+
+// TestTableIsComplete checks that every row says everything a transport
+// needs, and that codes and next steps are distinct.
+func TestTableIsComplete(t *testing.T) {
+	t.Parallel()
+	seen := map[errcode.Code]bool{}
+	for _, r := range errcode.Table {
+		if seen[r.Code] {
+			t.Errorf("%s has two rows", r.Code)
+		}
+		seen[r.Code] = true
+		if r.Meaning == "" || r.Retry == "" || r.MCP == "" || r.Status < 400 || r.Title == "" || r.Public == "" ||
+			r.AgentStep == "" || r.OperatorStep == "" {
+			t.Errorf("row %s is incomplete: %+v", r.Code, r)
+		}
+		if r.Retryable != (r.RetryAfter > 0) && r.Code != errcode.OutcomeUnknown && r.Code != errcode.Internal {
+			t.Errorf("%s: retryable %v but Retry-After %v", r.Code, r.Retryable, r.RetryAfter)
+		}
+		if r.Status >= 500 && r.ShowCause {
+			t.Errorf("%s: a %d answer is the server's failure and must not show its cause", r.Code, r.Status)
+		}
+	}
+	if errcode.Lookup("no_such_code").Code != errcode.Internal {
+		t.Error("an unknown code must read as internal")
+	}
+}
+
+// TestMessagePolicy checks the one rule on what error text a caller sees.
+func TestMessagePolicy(t *testing.T) {
+	t.Parallel()
+	secret := fmt.Errorf("%w: dial tcp 10.0.0.7:5432: connection refused", operations.ErrUnavailable)
+	if got := errcode.Of(secret).Message(secret); strings.Contains(got, "10.0.0.7") {
+		t.Errorf("unavailable shows its cause: %q", got)
+	}
+	invalid := fmt.Errorf("create ticket: %w", &tickets.ValidationError{Fields: []tickets.FieldError{{Field: "title", Message: "is required"}}})
+	if got := errcode.Of(invalid).Message(invalid); !strings.HasSuffix(got, "title: is required") || strings.Contains(got, "create ticket") {
+		t.Errorf("invalid_input message = %q, want the field list alone", got)
+	}
+}
+
+// TestREADMETable keeps the README's error table what the table says.
+func TestREADMETable(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("| code | meaning | retry? | MCP | REST |\n|---|---|---|---|---|\n")
+	for _, r := range errcode.Table {
+		mcp := r.MCP
+		if mcp == errcode.MCPToolError {
+			mcp = "`isError`"
+		}
+		rest := strconv.Itoa(r.Status)
+		if r.RetryAfter > 0 {
+			rest += " + `Retry-After`"
+		}
+		if r.StatusNote != "" {
+			rest += " " + r.StatusNote
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", r.Code, r.Meaning, r.Retry, mcp, rest)
+	}
+	if !strings.Contains(string(raw), b.String()) {
+		t.Errorf("README.md's error table differs from errcode.Table; it should read:\n%s", b.String())
 	}
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/errcode"
-	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -57,9 +56,8 @@ func success[T any](v T) (*mcp.CallToolResult, outcome[T], error) {
 }
 
 // failure answers a call with the tool error for err, classified by the one
-// contract classifier. Messages of the codes whose errors carry no internals
-// (invalid input, not found, scope, token) are shown as they are; the others
-// get a fixed message, and their cause goes only to the server's log.
+// contract classifier; what the caller reads follows the error table's one
+// policy (errcode.Code.Message), and a hidden cause goes only to the log.
 func failure[T any](err error, operationID string) (*mcp.CallToolResult, outcome[T], error) {
 	code := errcode.Of(err)
 	next := ""
@@ -69,14 +67,7 @@ func failure[T any](err error, operationID string) (*mcp.CallToolResult, outcome
 	}) {
 		next = badOperationIDNextStep
 	}
-	res, out := errorResult(code, publicMessage(code, err), operationID, err, next)
-	return res, outcome[T]{err: out}, nil
-}
-
-// failureMessage answers a call with a tool error of code saying msg; cause
-// is kept for the logging middleware (CallToolResult.GetError).
-func failureMessage[T any](code errcode.Code, msg, operationID string, cause error) (*mcp.CallToolResult, outcome[T], error) {
-	res, out := errorResult(code, msg, operationID, cause, "")
+	res, out := errorResult(code, code.Message(err), operationID, err, next)
 	return res, outcome[T]{err: out}, nil
 }
 
@@ -93,12 +84,7 @@ func errorResult(code errcode.Code, msg, operationID string, cause error, next s
 		Error:       ErrorDetail{Code: string(code), Message: msg, Retryable: code.Retryable()},
 		OperationID: operationID,
 	}
-	switch code {
-	case errcode.OutcomeUnknown:
-		out.Status = string(operations.StatusUnknown)
-	case errcode.OperationInProgress:
-		out.Status = string(operations.StatusPending)
-	}
+	out.Status = string(errcode.Lookup(code).OperationStatus)
 	if next == "" {
 		next = code.NextStep()
 	}
@@ -109,49 +95,24 @@ func errorResult(code errcode.Code, msg, operationID string, cause error, next s
 	return res, out
 }
 
-func publicMessage(code errcode.Code, err error) string {
-	switch code {
-	case errcode.InvalidInput:
-		// The validation error alone, without the wrapping that says where
-		// it was detected.
-		var invalid *tickets.ValidationError
-		if errors.As(err, &invalid) {
-			return invalid.Error()
-		}
-		return err.Error()
-	case errcode.NotFound, errcode.Forbidden, errcode.Unauthenticated, errcode.OperationFailed:
-		return err.Error()
-	case errcode.IdempotencyConflict:
-		return "this operation_id was already used with different arguments"
-	case errcode.OperationInProgress:
-		return "another call with this operation_id is still running"
-	case errcode.OutcomeUnknown:
-		return "the database connection was lost while the ticket was being committed, so it may or may not exist"
-	case errcode.Unavailable:
-		return "the ticket store could not be reached; nothing was written"
-	default:
-		return "internal error"
-	}
-}
-
 // authorize returns the caller's principal if it may use a tool needing
 // scope. It runs on every call, replays included, so a token that lost a
 // scope or expired stops working at once.
 //
-// Errors wrap errcode.ErrUnauthenticated (no principal, or it expired) or
-// errcode.ErrForbidden (the scope is missing).
+// Errors wrap authn.ErrUnauthenticated (no principal, or it expired) or
+// authn.ErrForbidden (the scope is missing).
 func authorize(ctx context.Context, req *mcp.CallToolRequest, scope string) (authn.Principal, error) {
 	p, ok := principalOf(ctx, req.Extra)
 	if !ok {
-		return authn.Principal{}, fmt.Errorf("%w: no verified token came with this call", errcode.ErrUnauthenticated)
+		return authn.Principal{}, fmt.Errorf("%w: no verified token came with this call", authn.ErrUnauthenticated)
 	}
 	if !p.Expires.IsZero() && !time.Now().Before(p.Expires) {
-		return authn.Principal{}, fmt.Errorf("%w: the token expired at %s", errcode.ErrUnauthenticated,
+		return authn.Principal{}, fmt.Errorf("%w: the token expired at %s", authn.ErrUnauthenticated,
 			p.Expires.UTC().Format(time.RFC3339))
 	}
 	if !p.HasScope(scope) {
 		return authn.Principal{}, fmt.Errorf("%w: this token lacks the %s scope that %s needs",
-			errcode.ErrForbidden, scope, req.Params.Name)
+			authn.ErrForbidden, scope, req.Params.Name)
 	}
 	return p, nil
 }
@@ -161,7 +122,7 @@ func authorize(ctx context.Context, req *mcp.CallToolRequest, scope string) (aut
 // context. Arguments are never consulted.
 func principalOf(ctx context.Context, extra *mcp.RequestExtra) (authn.Principal, bool) {
 	if extra != nil {
-		if p, ok := authn.PrincipalFrom(extra.TokenInfo); ok {
+		if p, ok := PrincipalFrom(extra.TokenInfo); ok {
 			return p, true
 		}
 	}

@@ -14,17 +14,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/reqinfo"
 )
-
-// RequestIDHeader is the HTTP header carrying the request ID that the HTTP
-// server assigns to every request; tool-call log lines repeat it so they
-// join up with the access log.
-const RequestIDHeader = "X-Request-ID"
 
 // logCalls logs one line per tool call: tool, tenant, subject, operation ID,
 // outcome (ok or the error code), whether it was a replay, and duration.
-// Failures that hide a cause from the caller (internal, unavailable,
-// outcome_unknown) are logged with it. It never logs tokens or arguments
+// Server faults (errcode.Code.ServerFault), whose cause the caller never
+// sees, are logged with it. It never logs tokens or arguments
 // other than the operation ID.
 func logCalls(logger *slog.Logger) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -48,7 +44,8 @@ func logToolCall(ctx context.Context, logger *slog.Logger, call *mcp.CallToolReq
 		attrs = append(attrs, slog.String("tenant", p.Tenant), slog.String("subject", p.Subject))
 	}
 	if call.Extra != nil && call.Extra.Header != nil {
-		if id := call.Extra.Header.Get(RequestIDHeader); id != "" {
+		// The edge's request ID, so the line joins up with the access log.
+		if id := call.Extra.Header.Get(reqinfo.Header); id != "" {
 			attrs = append(attrs, slog.String("request_id", id))
 		}
 	}
@@ -72,11 +69,10 @@ func logToolCall(ctx context.Context, logger *slog.Logger, call *mcp.CallToolReq
 			if summary.Error != nil {
 				outcome = summary.Error.Code
 			}
-			switch errcode.Code(outcome) {
-			case errcode.InvalidInput, errcode.IdempotencyConflict, errcode.OperationInProgress,
-				errcode.NotFound, errcode.Forbidden, errcode.Unauthenticated, errcode.OperationFailed:
-				// The caller's problem, fully described in the answer.
-			default:
+			// The caller's problems are fully described in the answer; a
+			// server fault (or an unclassified result) is logged with its
+			// hidden cause.
+			if summary.Error == nil || errcode.Code(outcome).ServerFault() {
 				level = slog.LevelError
 				attrs = append(attrs, slog.Any("error", r.GetError()))
 			}

@@ -1,4 +1,4 @@
-package mcptools
+package mcptools_test
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ticketd/ticketd/internal/mcptools"
+	"github.com/ticketd/ticketd/internal/server/servertest"
 )
 
 // TestPanicsBecomeErrors: a panicking tool answers an internal tool error, a
@@ -30,8 +33,8 @@ func TestPanicsBecomeErrors(t *testing.T) {
 			return next(ctx, method, req)
 		}
 	}
-	s.AddReceivingMiddleware(recoverPanics(slog.New(slog.DiscardHandler)), panicOnList)
-	cs := connectInMemory(t, s)
+	s.AddReceivingMiddleware(mcptools.RecoverPanics(slog.New(slog.DiscardHandler)), panicOnList)
+	cs := servertest.ConnectInMemory(t, s)
 	ctx := context.Background()
 
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "explode"})
@@ -55,20 +58,4 @@ func TestPanicsBecomeErrors(t *testing.T) {
 	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fine"}); err != nil || res.IsError {
 		t.Errorf("server did not survive the panics: %v %v", res, err)
 	}
-}
-
-func connectInMemory(t *testing.T, s *mcp.Server) *mcp.ClientSession {
-	t.Helper()
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := s.Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(context.Background(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
 }

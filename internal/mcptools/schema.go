@@ -1,13 +1,9 @@
 package mcptools
 
 import (
-	"encoding/json"
-	"fmt"
-	"slices"
-
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/wire"
 )
 
@@ -23,102 +19,6 @@ const (
 	maxTicketRef = 64   // a UUID (36) or a key such as SUP-42 (at most 30)
 	maxCursor    = 1024 // issued cursors are about 150 characters
 )
-
-// inferred returns the schema inferred for T with every nullable union
-// replaced by its non-null type: ticketd never sends null, and some model
-// providers reject type unions in tool schemas.
-func inferred[T any]() *jsonschema.Schema {
-	s, err := jsonschema.For[T](nil)
-	if err != nil {
-		panic(fmt.Sprintf("infer schema for %T: %v", *new(T), err)) // a programming error, caught by every test
-	}
-	dropNull(s)
-	return s
-}
-
-func dropNull(s *jsonschema.Schema) {
-	if s == nil {
-		return
-	}
-	if len(s.Types) > 0 {
-		types := slices.DeleteFunc(slices.Clone(s.Types), func(t string) bool { return t == "null" })
-		if len(types) == 1 {
-			s.Type, s.Types = types[0], nil
-		} else {
-			s.Types = types
-		}
-	}
-	dropNull(s.Items)
-	for _, p := range s.Properties {
-		dropNull(p)
-	}
-	for _, sub := range s.AnyOf {
-		dropNull(sub)
-	}
-}
-
-func stringEnum[S ~string](values ...S) []any {
-	out := make([]any, len(values))
-	for i, v := range values {
-		out[i] = string(v)
-	}
-	return out
-}
-
-// ticketFields constrains the fields create_ticket and preview_ticket share,
-// mirroring tickets.Normalize (which checks them again after trimming).
-func ticketFields(s *jsonschema.Schema) {
-	p := s.Properties
-	p["project_id"].MinLength, p["project_id"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(tickets.MaxProjectID)
-	p["title"].MinLength, p["title"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(tickets.MaxTitle)
-	p["description"].MaxLength = jsonschema.Ptr(tickets.MaxDescription)
-	p["priority"].Enum = stringEnum(tickets.Priorities...)
-	p["priority"].Default = json.RawMessage(`"` + tickets.PriorityNormal + `"`)
-	labels := p["labels"]
-	labels.MaxItems = jsonschema.Ptr(tickets.MaxLabels)
-	labels.Items.MinLength, labels.Items.MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(tickets.MaxLabel)
-}
-
-func createTicketInputSchema() *jsonschema.Schema {
-	s := inferred[CreateTicketIn]()
-	s.Properties["operation_id"].Pattern = operationIDPattern
-	ticketFields(s)
-	return s
-}
-
-func previewTicketInputSchema() *jsonschema.Schema {
-	s := inferred[PreviewTicketIn]()
-	s.Properties["operation_id"].Pattern = operationIDPattern
-	ticketFields(s)
-	return s
-}
-
-func getOperationStatusInputSchema() *jsonschema.Schema {
-	s := inferred[GetOperationStatusIn]()
-	s.Properties["operation_id"].Pattern = operationIDPattern
-	return s
-}
-
-func getTicketInputSchema() *jsonschema.Schema {
-	s := inferred[GetTicketIn]()
-	s.Properties["id"].MinLength, s.Properties["id"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(maxTicketRef)
-	return s
-}
-
-func listTicketsInputSchema() *jsonschema.Schema {
-	s := inferred[ListTicketsIn]()
-	p := s.Properties
-	p["project_id"].MaxLength = jsonschema.Ptr(tickets.MaxProjectID)
-	p["status"].Enum = stringEnum(tickets.Statuses...)
-	p["limit"].Minimum, p["limit"].Maximum = jsonschema.Ptr(1.0), jsonschema.Ptr(float64(tickets.MaxLimit))
-	p["limit"].Default = json.RawMessage(fmt.Sprint(tickets.DefaultLimit))
-	p["cursor"].MaxLength = jsonschema.Ptr(maxCursor)
-	return s
-}
-
-func listProjectsInputSchema() *jsonschema.Schema {
-	return inferred[ListProjectsIn]()
-}
 
 // outputSchema describes a tool's structured content: its success shape T
 // (adjusted by refine, if given) or the error shape shared by every tool.
@@ -138,40 +38,23 @@ func outputSchema[T any](refine func(*jsonschema.Schema)) *jsonschema.Schema {
 
 func errorOutputSchema() *jsonschema.Schema {
 	s := inferred[ErrorOut]()
-	s.Properties["status"].Enum = []any{"unknown", "pending"}
-	s.Properties["error"].Properties["code"].Description = "Stable, machine-readable error code: invalid_input, " +
-		"idempotency_conflict, operation_in_progress, outcome_unknown, operation_failed, not_found, forbidden, unauthenticated, unavailable or internal."
+	// Every code, not only those the tools raise today: a stdio call with an
+	// expired token is unauthenticated, and the SDK validates every answer.
+	var statuses []any
+	for _, r := range errcode.Table {
+		if r.OperationStatus != "" {
+			statuses = append(statuses, string(r.OperationStatus))
+		}
+	}
+	s.Properties["status"].Enum = statuses
+	s.Properties["error"].Properties["code"].Enum = stringEnum(errcode.Codes()...)
 	return s
 }
 
-func createTicketOutputSchema(s *jsonschema.Schema) {
-	s.Properties["status"].Enum = []any{"succeeded"}
-	ticketObject(s.Properties["ticket"])
-}
+// inferred and stringEnum are the wire package's, named short for the many
+// uses here.
+func inferred[T any]() *jsonschema.Schema { return wire.Infer[T]() }
 
-func previewOutputSchema(s *jsonschema.Schema) {
-	s.Properties["would"].Enum = stringEnum(tickets.WouldCreate, tickets.WouldReplay, tickets.WouldConflict)
-	s.Properties["ticket"].Properties["priority"].Enum = stringEnum(tickets.Priorities...)
-}
+func stringEnum[S ~string](values ...S) []any { return wire.StringEnum(values...) }
 
-func operationStatusOutputSchema(s *jsonschema.Schema) {
-	s.Properties["status"].Enum = []any{"succeeded", "failed", "pending", "unknown", wire.StatusNotFound}
-	ticketObject(s.Properties["ticket"])
-}
-
-func getTicketOutputSchema(s *jsonschema.Schema) {
-	ticketObject(s.Properties["ticket"])
-}
-
-func listTicketsOutputSchema(s *jsonschema.Schema) {
-	ticketObject(s.Properties["tickets"].Items)
-}
-
-// ticketObject states the ticket object's closed vocabularies and marks its
-// timestamps as RFC 3339.
-func ticketObject(s *jsonschema.Schema) {
-	s.Properties["priority"].Enum = stringEnum(tickets.Priorities...)
-	s.Properties["status"].Enum = stringEnum(tickets.Statuses...)
-	s.Properties["created_at"].Format = "date-time"
-	s.Properties["updated_at"].Format = "date-time"
-}
+var ticketObject = wire.ConstrainTicket

@@ -50,7 +50,7 @@ func NewServer(svc *tickets.Service, logger *slog.Logger) *mcp.Server {
 		// resources, and the SDK would otherwise advertise logging.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 	})
-	registerTools(s, &toolset{svc: svc})
+	registerTools(s, svc)
 	// The first middleware is the outermost: the log line sees the result
 	// after a panic was turned into an internal error and after the SDK's
 	// argument rejections were given the contract's error shape.

@@ -115,17 +115,7 @@ func TestMissingPrincipalIsAnErrorNotAPanic(t *testing.T) {
 	mcp.AddTool(s, &mcp.Tool{Name: "explode"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		panic("boom")
 	})
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := s.Connect(context.Background(), st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(context.Background(), ct, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
+	cs := servertest.ConnectInMemory(t, s)
 
 	for _, tool := range []string{mcptools.ToolListProjects, mcptools.ToolCreateTicket} {
 		args := map[string]any{}

@@ -2,11 +2,13 @@ package mcptools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/errcode"
@@ -72,23 +74,15 @@ next_step repeats what to do in one sentence. not_found is a normal answer, not 
 // CreateTicketIn is the input of create_ticket. It has no tenant: the tenant
 // comes from the caller's token.
 type CreateTicketIn struct {
-	OperationID string   `json:"operation_id" jsonschema:"A fresh random UUID (version 4 or 7) that you generate once for this intended ticket and reuse unchanged on every retry of it. Never change it to make a retry go through."`
-	ProjectID   string   `json:"project_id" jsonschema:"The project to file the ticket in, e.g. support (see list_projects)."`
-	Title       string   `json:"title" jsonschema:"One-line summary, 1-200 characters after trimming."`
-	Description string   `json:"description,omitempty" jsonschema:"Details: what happened, what was expected, how to reproduce; at most 20000 characters."`
-	Priority    string   `json:"priority,omitempty" jsonschema:"How urgent the ticket is: low, normal (the default), high or urgent."`
-	Labels      []string `json:"labels,omitempty" jsonschema:"Up to 20 labels of 1-50 characters each; they are trimmed, lower-cased, de-duplicated and sorted."`
+	OperationID string `json:"operation_id" jsonschema:"A fresh random UUID (version 4 or 7) that you generate once for this intended ticket and reuse unchanged on every retry of it. Never change it to make a retry go through."`
+	wire.TicketFields
 }
 
 // PreviewTicketIn is the input of preview_ticket: create_ticket's, with the
 // operation ID optional.
 type PreviewTicketIn struct {
-	OperationID string   `json:"operation_id,omitempty" jsonschema:"Optional: the operation_id you intend to pass to create_ticket, to learn whether it would create, replay or conflict."`
-	ProjectID   string   `json:"project_id" jsonschema:"The project to file the ticket in, e.g. support (see list_projects)."`
-	Title       string   `json:"title" jsonschema:"One-line summary, 1-200 characters after trimming."`
-	Description string   `json:"description,omitempty" jsonschema:"Details; at most 20000 characters."`
-	Priority    string   `json:"priority,omitempty" jsonschema:"low, normal (the default), high or urgent."`
-	Labels      []string `json:"labels,omitempty" jsonschema:"Up to 20 labels of 1-50 characters each."`
+	OperationID string `json:"operation_id,omitempty" jsonschema:"Optional: the operation_id you intend to pass to create_ticket, to learn whether it would create, replay or conflict."`
+	wire.TicketFields
 }
 
 // GetOperationStatusIn is the input of get_operation_status.
@@ -155,168 +149,150 @@ type ListProjectsOut struct {
 	Projects []wire.Project `json:"projects"`
 }
 
-// toolset holds the handlers' one dependency.
-type toolset struct {
-	svc *tickets.Service
+// Tools lists every tool ticketd serves, in the order tools/list shows them.
+// Adding a tool is one value below and its entry here.
+func Tools() []Tool {
+	return []Tool{createTicket, previewTicket, getOperationStatus, getTicket, listTickets, listProjects}
 }
 
-func registerTools(s *mcp.Server, t *toolset) {
-	readOnly := &mcp.ToolAnnotations{
-		ReadOnlyHint: true, IdempotentHint: true,
-		DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false),
-	}
-	annotated := func(title string, a *mcp.ToolAnnotations) *mcp.ToolAnnotations {
-		c := *a
-		c.Title = title
-		return &c
-	}
-	mcp.AddTool(s, &mcp.Tool{
-		Name: ToolCreateTicket, Title: "Create ticket", Description: descCreateTicket,
-		InputSchema: createTicketInputSchema(), OutputSchema: outputSchema[CreateTicketOut](createTicketOutputSchema),
-		Annotations: &mcp.ToolAnnotations{
-			Title: "Create ticket", ReadOnlyHint: false, IdempotentHint: true,
-			DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false),
+// The tools. Each is one value: name, description, schemas, annotations,
+// scope and handler together.
+var (
+	createTicket = newTool(spec[CreateTicketIn, CreateTicketOut]{
+		name: ToolCreateTicket, title: "Create ticket", description: descCreateTicket, scope: authn.ScopeWrite,
+		input: func(s *jsonschema.Schema) {
+			s.Properties["operation_id"].Pattern = operationIDPattern
+			wire.ConstrainTicketFields(s)
 		},
-	}, t.createTicket)
-	mcp.AddTool(s, &mcp.Tool{
-		Name: ToolPreviewTicket, Title: "Preview ticket (dry run)", Description: descPreviewTicket,
-		InputSchema: previewTicketInputSchema(), OutputSchema: outputSchema[PreviewTicketOut](previewOutputSchema),
-		Annotations: annotated("Preview ticket (dry run)", readOnly),
-	}, t.previewTicket)
-	mcp.AddTool(s, &mcp.Tool{
-		Name: ToolGetOperationStatus, Title: "Get operation status", Description: descGetOperationStatus,
-		InputSchema: getOperationStatusInputSchema(), OutputSchema: outputSchema[wire.OperationStatus](operationStatusOutputSchema),
-		Annotations: annotated("Get operation status", readOnly),
-	}, t.getOperationStatus)
-	mcp.AddTool(s, &mcp.Tool{
-		Name: ToolGetTicket, Title: "Get ticket", Description: descGetTicket,
-		InputSchema: getTicketInputSchema(), OutputSchema: outputSchema[GetTicketOut](getTicketOutputSchema),
-		Annotations: annotated("Get ticket", readOnly),
-	}, t.getTicket)
-	mcp.AddTool(s, &mcp.Tool{
-		Name: ToolListTickets, Title: "List tickets", Description: descListTickets,
-		InputSchema: listTicketsInputSchema(), OutputSchema: outputSchema[ListTicketsOut](listTicketsOutputSchema),
-		Annotations: annotated("List tickets", readOnly),
-	}, t.listTickets)
-	mcp.AddTool(s, &mcp.Tool{
-		Name: ToolListProjects, Title: "List projects", Description: descListProjects,
-		InputSchema: listProjectsInputSchema(), OutputSchema: outputSchema[ListProjectsOut](nil),
-		Annotations: annotated("List projects", readOnly),
-	}, t.listProjects)
-}
-
-func (t *toolset) createTicket(ctx context.Context, req *mcp.CallToolRequest, in CreateTicketIn) (*mcp.CallToolResult, outcome[CreateTicketOut], error) {
-	p, err := authorize(ctx, req, authn.ScopeWrite)
-	if err != nil {
-		return failure[CreateTicketOut](err, canonicalOperationID(in.OperationID))
-	}
-	res, err := t.svc.CreateTicket(ctx, p.Tenant, p.Subject, in.OperationID, tickets.NewTicket{
-		ProjectID: in.ProjectID, Title: in.Title, Description: in.Description,
-		Priority: tickets.Priority(in.Priority), Labels: in.Labels,
-	})
-	// Every answer names the operation in its stored (lower-case) form,
-	// errors from inside the service included.
-	opID := canonicalOperationID(in.OperationID)
-	if err != nil {
-		return failure[CreateTicketOut](err, opID)
-	}
-	return success(CreateTicketOut{
-		OperationID: opID, Status: string(operations.StatusSucceeded), Replayed: res.Replayed,
-		TicketID: res.Ticket.ID.String(), Ticket: wire.FromTicket(res.Ticket),
-	})
-}
-
-func (t *toolset) previewTicket(ctx context.Context, req *mcp.CallToolRequest, in PreviewTicketIn) (*mcp.CallToolResult, outcome[PreviewTicketOut], error) {
-	p, err := authorize(ctx, req, authn.ScopeRead)
-	if err != nil {
-		return failure[PreviewTicketOut](err, canonicalOperationID(in.OperationID))
-	}
-	pv, err := t.svc.PreviewTicket(ctx, p.Tenant, in.OperationID, tickets.NewTicket{
-		ProjectID: in.ProjectID, Title: in.Title, Description: in.Description,
-		Priority: tickets.Priority(in.Priority), Labels: in.Labels,
-	})
-	if err != nil {
-		return failure[PreviewTicketOut](err, canonicalOperationID(in.OperationID))
-	}
-	out := PreviewTicketOut{
-		Ticket: PreviewTicket{
-			ProjectID: pv.Ticket.ProjectID, Title: pv.Ticket.Title, Description: pv.Ticket.Description,
-			Priority: string(pv.Ticket.Priority), Labels: nonNil(pv.Ticket.Labels),
+		output: func(s *jsonschema.Schema) {
+			s.Properties["status"].Enum = []any{"succeeded"}
+			ticketObject(s.Properties["ticket"])
 		},
-		Fingerprint: pv.Fingerprint, Would: string(pv.Would), ExistingTicketID: pv.ExistingTicketID,
-	}
-	if pv.OperationID != nil {
-		out.OperationID = pv.OperationID.String()
-	}
-	return success(out)
-}
-
-func (t *toolset) getOperationStatus(ctx context.Context, req *mcp.CallToolRequest, in GetOperationStatusIn) (*mcp.CallToolResult, outcome[wire.OperationStatus], error) {
-	opID := canonicalOperationID(in.OperationID)
-	p, err := authorize(ctx, req, authn.ScopeRead)
-	if err != nil {
-		return failure[wire.OperationStatus](err, opID)
-	}
-	st, err := t.svc.GetOperation(ctx, p.Tenant, in.OperationID)
-	switch {
-	case errors.Is(err, operations.ErrNotFound):
-		// Proof that nothing ran under this ID for this tenant: an answer,
-		// not an error.
-		return success(wire.OperationNotFound(opID, tickets.ActionCreateTicket))
-	case err != nil:
-		return failure[wire.OperationStatus](err, opID)
-	}
-	return success(wire.FromOperation(st))
-}
-
-func (t *toolset) getTicket(ctx context.Context, req *mcp.CallToolRequest, in GetTicketIn) (*mcp.CallToolResult, outcome[GetTicketOut], error) {
-	p, err := authorize(ctx, req, authn.ScopeRead)
-	if err != nil {
-		return failure[GetTicketOut](err, "")
-	}
-	tk, err := t.svc.GetTicket(ctx, p.Tenant, in.ID)
-	if errcode.Of(err) == errcode.NotFound {
-		return failureMessage[GetTicketOut](errcode.NotFound, "no ticket "+quote(in.ID)+" exists for your tenant", "", err)
-	}
-	if err != nil {
-		return failure[GetTicketOut](err, "")
-	}
-	return success(GetTicketOut{Ticket: wire.FromTicket(tk)})
-}
-
-func (t *toolset) listTickets(ctx context.Context, req *mcp.CallToolRequest, in ListTicketsIn) (*mcp.CallToolResult, outcome[ListTicketsOut], error) {
-	p, err := authorize(ctx, req, authn.ScopeRead)
-	if err != nil {
-		return failure[ListTicketsOut](err, "")
-	}
-	page, err := t.svc.ListTickets(ctx, p.Tenant, tickets.ListTicketsParams{
-		ProjectID: in.ProjectID, Status: tickets.Status(in.Status), Limit: in.Limit, Cursor: in.Cursor,
+		handle: func(ctx context.Context, svc *tickets.Service, c call, in CreateTicketIn) (CreateTicketOut, error) {
+			res, err := svc.CreateTicket(ctx, c.principal.Tenant, c.principal.Subject, in.OperationID, in.NewTicket())
+			if err != nil {
+				return CreateTicketOut{}, err
+			}
+			// Every answer names the operation in its stored (lower-case) form.
+			return CreateTicketOut{
+				OperationID: c.operationID, Status: string(operations.StatusSucceeded), Replayed: res.Replayed,
+				TicketID: res.Ticket.ID.String(), Ticket: wire.FromTicket(res.Ticket),
+			}, nil
+		},
 	})
-	if err != nil {
-		return failure[ListTicketsOut](err, "")
-	}
-	out := ListTicketsOut{Tickets: make([]wire.Ticket, len(page.Tickets)), NextCursor: page.NextCursor}
-	for i, tk := range page.Tickets {
-		out.Tickets[i] = wire.FromTicket(tk)
-	}
-	return success(out)
-}
 
-func (t *toolset) listProjects(ctx context.Context, req *mcp.CallToolRequest, _ ListProjectsIn) (*mcp.CallToolResult, outcome[ListProjectsOut], error) {
-	p, err := authorize(ctx, req, authn.ScopeRead)
-	if err != nil {
-		return failure[ListProjectsOut](err, "")
-	}
-	ps, err := t.svc.ListProjects(ctx, p.Tenant)
-	if err != nil {
-		return failure[ListProjectsOut](err, "")
-	}
-	out := ListProjectsOut{Projects: make([]wire.Project, len(ps))}
-	for i, pr := range ps {
-		out.Projects[i] = wire.FromProject(pr)
-	}
-	return success(out)
-}
+	previewTicket = newTool(spec[PreviewTicketIn, PreviewTicketOut]{
+		name: ToolPreviewTicket, title: "Preview ticket (dry run)", description: descPreviewTicket, scope: authn.ScopeRead, readOnly: true,
+		input: func(s *jsonschema.Schema) {
+			s.Properties["operation_id"].Pattern = operationIDPattern
+			wire.ConstrainTicketFields(s)
+		},
+		output: func(s *jsonschema.Schema) {
+			s.Properties["would"].Enum = stringEnum(tickets.WouldCreate, tickets.WouldReplay, tickets.WouldConflict)
+			s.Properties["ticket"].Properties["priority"].Enum = stringEnum(tickets.Priorities...)
+		},
+		handle: func(ctx context.Context, svc *tickets.Service, c call, in PreviewTicketIn) (PreviewTicketOut, error) {
+			pv, err := svc.PreviewTicket(ctx, c.principal.Tenant, in.OperationID, in.NewTicket())
+			if err != nil {
+				return PreviewTicketOut{}, err
+			}
+			out := PreviewTicketOut{
+				Ticket: PreviewTicket{
+					ProjectID: pv.Ticket.ProjectID, Title: pv.Ticket.Title, Description: pv.Ticket.Description,
+					Priority: string(pv.Ticket.Priority), Labels: nonNil(pv.Ticket.Labels),
+				},
+				Fingerprint: pv.Fingerprint, Would: string(pv.Would), ExistingTicketID: pv.ExistingTicketID,
+			}
+			if pv.OperationID != nil {
+				out.OperationID = pv.OperationID.String()
+			}
+			return out, nil
+		},
+	})
+
+	getOperationStatus = newTool(spec[GetOperationStatusIn, wire.OperationStatus]{
+		name: ToolGetOperationStatus, title: "Get operation status", description: descGetOperationStatus, scope: authn.ScopeRead, readOnly: true,
+		input: func(s *jsonschema.Schema) { s.Properties["operation_id"].Pattern = operationIDPattern },
+		output: func(s *jsonschema.Schema) {
+			wire.ConstrainOperationStatus(s, slices.Concat(wire.LedgerStatuses, []string{wire.StatusNotFound})...)
+		},
+		handle: func(ctx context.Context, svc *tickets.Service, c call, in GetOperationStatusIn) (wire.OperationStatus, error) {
+			st, err := svc.GetOperation(ctx, c.principal.Tenant, in.OperationID)
+			if errors.Is(err, operations.ErrNotFound) {
+				// Proof that nothing ran under this ID for this tenant: an
+				// answer, not an error.
+				return wire.OperationNotFound(c.operationID, tickets.ActionCreateTicket), nil
+			}
+			if err != nil {
+				return wire.OperationStatus{}, err
+			}
+			return wire.FromOperation(st), nil
+		},
+	})
+
+	getTicket = newTool(spec[GetTicketIn, GetTicketOut]{
+		name: ToolGetTicket, title: "Get ticket", description: descGetTicket, scope: authn.ScopeRead, readOnly: true,
+		input: func(s *jsonschema.Schema) {
+			s.Properties["id"].MinLength, s.Properties["id"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(maxTicketRef)
+		},
+		output: func(s *jsonschema.Schema) { ticketObject(s.Properties["ticket"]) },
+		handle: func(ctx context.Context, svc *tickets.Service, c call, in GetTicketIn) (GetTicketOut, error) {
+			tk, err := svc.GetTicket(ctx, c.principal.Tenant, in.ID)
+			if errcode.Of(err) == errcode.NotFound {
+				return GetTicketOut{}, shownError{"no ticket " + quote(in.ID) + " exists for your tenant", err}
+			}
+			if err != nil {
+				return GetTicketOut{}, err
+			}
+			return GetTicketOut{Ticket: wire.FromTicket(tk)}, nil
+		},
+	})
+
+	listTickets = newTool(spec[ListTicketsIn, ListTicketsOut]{
+		name: ToolListTickets, title: "List tickets", description: descListTickets, scope: authn.ScopeRead, readOnly: true,
+		input: func(s *jsonschema.Schema) {
+			p := s.Properties
+			p["project_id"].MaxLength = jsonschema.Ptr(tickets.MaxProjectID)
+			p["status"].Enum = stringEnum(tickets.Statuses...)
+			p["limit"].Minimum, p["limit"].Maximum = jsonschema.Ptr(1.0), jsonschema.Ptr(float64(tickets.MaxLimit))
+			p["limit"].Default = json.RawMessage(fmt.Sprint(tickets.DefaultLimit))
+			p["cursor"].MaxLength = jsonschema.Ptr(maxCursor)
+		},
+		output: func(s *jsonschema.Schema) { ticketObject(s.Properties["tickets"].Items) },
+		handle: func(ctx context.Context, svc *tickets.Service, c call, in ListTicketsIn) (ListTicketsOut, error) {
+			page, err := svc.ListTickets(ctx, c.principal.Tenant, tickets.ListTicketsParams{
+				ProjectID: in.ProjectID, Status: tickets.Status(in.Status), Limit: in.Limit, Cursor: in.Cursor,
+			})
+			if err != nil {
+				return ListTicketsOut{}, err
+			}
+			out := ListTicketsOut{Tickets: make([]wire.Ticket, len(page.Tickets)), NextCursor: page.NextCursor}
+			for i, tk := range page.Tickets {
+				out.Tickets[i] = wire.FromTicket(tk)
+			}
+			return out, nil
+		},
+	})
+
+	listProjects = newTool(spec[ListProjectsIn, ListProjectsOut]{
+		name: ToolListProjects, title: "List projects", description: descListProjects, scope: authn.ScopeRead, readOnly: true,
+		handle: func(ctx context.Context, svc *tickets.Service, c call, _ ListProjectsIn) (ListProjectsOut, error) {
+			ps, err := svc.ListProjects(ctx, c.principal.Tenant)
+			if err != nil {
+				return ListProjectsOut{}, err
+			}
+			out := ListProjectsOut{Projects: make([]wire.Project, len(ps))}
+			for i, pr := range ps {
+				out.Projects[i] = wire.FromProject(pr)
+			}
+			return out, nil
+		},
+	})
+)
+
+func (in CreateTicketIn) operationID() string       { return in.OperationID }
+func (in PreviewTicketIn) operationID() string      { return in.OperationID }
+func (in GetOperationStatusIn) operationID() string { return in.OperationID }
 
 // canonicalOperationID returns the stored (lower-case) form of a valid
 // operation ID, to echo it in answers, or "" for an invalid one.

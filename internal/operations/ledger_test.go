@@ -261,7 +261,7 @@ func waitForLockWaiter(tb testing.TB, d *db.DB) {
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
 		var n int64
-		if err := d.Gorm.Raw(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n).Error; err != nil {
+		if err := d.Gorm.Raw(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = current_setting('application_name') AND wait_event_type = 'Lock'`).Scan(&n).Error; err != nil {
 			tb.Fatal(err)
 		}
 		if n > 0 {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/reqinfo"
 )
 
 // authenticate admits requests that carry a valid bearer token and puts the
@@ -25,9 +26,7 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 			a.unauthenticated(w, r, err, `error="invalid_token"`, "The bearer token was rejected: "+err.Error()+".")
 			return
 		}
-		if info := infoOf(r); info != nil {
-			info.tenant, info.subject = p.Tenant, p.Subject
-		}
+		reqinfo.From(r.Context()).SetCaller(p.Tenant, p.Subject)
 		w.Header().Set("Cache-Control", "no-store")
 		next.ServeHTTP(w, r.WithContext(authn.ContextWithPrincipal(r.Context(), p)))
 	})
@@ -51,7 +50,7 @@ func (a *api) unauthenticated(w http.ResponseWriter, r *http.Request, cause erro
 	w.Header().Set("WWW-Authenticate", a.challenge(errorParam))
 	p := newProblem(errcode.Unauthenticated, detail)
 	noteError(r, p.Code, cause)
-	a.writeProblem(w, r, p)
+	writeProblem(w, r, p)
 }
 
 // challenge builds a Bearer challenge with the resource metadata URL and any
@@ -82,7 +81,7 @@ func (a *api) require(scope string) func(http.Handler) http.Handler {
 				w.Header().Set("WWW-Authenticate", a.challenge(`error="insufficient_scope"`, `scope="`+scope+`"`))
 				p := newProblem(errcode.Forbidden, "This request needs the "+scope+" scope, which your token does not grant.")
 				noteError(r, p.Code, nil)
-				a.writeProblem(w, r, p)
+				writeProblem(w, r, p)
 				return
 			}
 			next.ServeHTTP(w, r)

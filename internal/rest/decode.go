@@ -15,6 +15,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
@@ -140,12 +142,16 @@ func knownList(known map[string]bool) string {
 	return " (known: " + strings.Join(names, ", ") + ")"
 }
 
-// jsonNames returns the JSON member names of the struct dst points to.
+// jsonNames returns the members of the JSON Schema of the struct dst points
+// to: the same schema the MCP tools and the OpenAPI document state, so the
+// body accepts exactly what they document (embedded fields included).
 func jsonNames(dst any) map[string]bool {
-	t := reflect.TypeOf(dst).Elem()
-	names := make(map[string]bool, t.NumField())
-	for f := range t.Fields() {
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	s, err := jsonschema.ForType(reflect.TypeOf(dst).Elem(), nil)
+	if err != nil {
+		panic(fmt.Sprintf("infer schema for %T: %v", dst, err)) // a programming error, caught by every test
+	}
+	names := make(map[string]bool, len(s.Properties))
+	for name := range s.Properties {
 		names[name] = true
 	}
 	return names
@@ -189,6 +195,17 @@ func queryParams(r *http.Request, allowed ...string) (url.Values, error) {
 		return nil, &tickets.ValidationError{Fields: fields}
 	}
 	return q, nil
+}
+
+// pageParams checks a list's query parameters (filters, limit and cursor)
+// and parses its limit.
+func pageParams(r *http.Request, filters ...string) (url.Values, int, error) {
+	q, err := queryParams(r, append(filters, "limit", "cursor")...)
+	if err != nil {
+		return nil, 0, err
+	}
+	limit, err := pageLimit(q)
+	return q, limit, err
 }
 
 // pageLimit parses the limit parameter; 0 (absent) leaves the service's

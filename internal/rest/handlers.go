@@ -13,16 +13,6 @@ import (
 // Handlers decode, call the service with the principal's tenant, and map the
 // result; authentication and scopes are checked by middleware in routes.go.
 
-// newTicketBody is POST /api/v1/tickets: create_ticket's arguments without
-// operation_id, which travels in Idempotency-Key.
-type newTicketBody struct {
-	ProjectID   string   `json:"project_id"`
-	Title       string   `json:"title"`
-	Description string   `json:"description"`
-	Priority    string   `json:"priority"`
-	Labels      []string `json:"labels"`
-}
-
 // newProjectBody is POST /api/v1/projects.
 type newProjectBody struct {
 	ID   string `json:"id"`
@@ -50,21 +40,20 @@ type projectList struct {
 func (a *api) createTicket(w http.ResponseWriter, r *http.Request) {
 	key, err := idempotencyKey(r.Header)
 	if err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
-	var body newTicketBody
+	// The body is create_ticket's arguments without operation_id, which
+	// travels in Idempotency-Key.
+	var body wire.TicketFields
 	if err := decodeJSON(w, r, &body); err != nil {
-		a.fail(w, r, err, key)
+		fail(w, r, err, key)
 		return
 	}
 	p := principal(r)
-	res, err := a.svc.CreateTicket(r.Context(), p.Tenant, p.Subject, key, tickets.NewTicket{
-		ProjectID: body.ProjectID, Title: body.Title, Description: body.Description,
-		Priority: tickets.Priority(body.Priority), Labels: body.Labels,
-	})
+	res, err := a.svc.CreateTicket(r.Context(), p.Tenant, p.Subject, key, body.NewTicket())
 	if err != nil {
-		a.fail(w, r, err, key)
+		fail(w, r, err, key)
 		return
 	}
 	if res.Replayed {
@@ -81,7 +70,7 @@ func (a *api) createTicket(w http.ResponseWriter, r *http.Request) {
 func (a *api) getTicket(w http.ResponseWriter, r *http.Request) {
 	t, err := a.svc.GetTicket(r.Context(), principal(r).Tenant, chi.URLParam(r, "id_or_key"))
 	if err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.FromTicket(t))
@@ -89,21 +78,16 @@ func (a *api) getTicket(w http.ResponseWriter, r *http.Request) {
 
 // listTickets is GET /api/v1/tickets, newest first.
 func (a *api) listTickets(w http.ResponseWriter, r *http.Request) {
-	q, err := queryParams(r, "project_id", "status", "limit", "cursor")
+	q, limit, err := pageParams(r, "project_id", "status")
 	if err != nil {
-		a.fail(w, r, err, "")
-		return
-	}
-	limit, err := pageLimit(q)
-	if err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	page, err := a.svc.ListTickets(r.Context(), principal(r).Tenant, tickets.ListTicketsParams{
 		ProjectID: q.Get("project_id"), Status: tickets.Status(q.Get("status")), Limit: limit, Cursor: q.Get("cursor"),
 	})
 	if err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	out := ticketList{Tickets: make([]wire.Ticket, len(page.Tickets)), NextCursor: page.NextCursor}
@@ -126,7 +110,7 @@ func (a *api) getOperation(w http.ResponseWriter, r *http.Request) {
 		if id, perr := operations.ParseID(raw); perr == nil {
 			echo = id.String()
 		}
-		a.fail(w, r, err, echo)
+		fail(w, r, err, echo)
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.FromOperation(st))
@@ -135,21 +119,16 @@ func (a *api) getOperation(w http.ResponseWriter, r *http.Request) {
 // listOperations is GET /api/v1/operations, newest first; status=unknown or
 // status=pending finds the operations that need an operator's attention.
 func (a *api) listOperations(w http.ResponseWriter, r *http.Request) {
-	q, err := queryParams(r, "status", "limit", "cursor")
+	q, limit, err := pageParams(r, "status")
 	if err != nil {
-		a.fail(w, r, err, "")
-		return
-	}
-	limit, err := pageLimit(q)
-	if err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	page, err := a.svc.ListOperations(r.Context(), principal(r).Tenant, tickets.ListOperationsParams{
 		Status: operations.Status(q.Get("status")), Limit: limit, Cursor: q.Get("cursor"),
 	})
 	if err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	out := operationList{Operations: make([]wire.OperationStatus, len(page.Operations)), NextCursor: page.NextCursor}
@@ -162,12 +141,12 @@ func (a *api) listOperations(w http.ResponseWriter, r *http.Request) {
 // listProjects is GET /api/v1/projects.
 func (a *api) listProjects(w http.ResponseWriter, r *http.Request) {
 	if _, err := queryParams(r); err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	ps, err := a.svc.ListProjects(r.Context(), principal(r).Tenant)
 	if err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	out := projectList{Projects: make([]wire.Project, len(ps))}
@@ -181,12 +160,12 @@ func (a *api) listProjects(w http.ResponseWriter, r *http.Request) {
 func (a *api) createProject(w http.ResponseWriter, r *http.Request) {
 	var body newProjectBody
 	if err := decodeJSON(w, r, &body); err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	p, err := a.svc.CreateProject(r.Context(), principal(r).Tenant, tickets.Project{ID: body.ID, Key: body.Key, Name: body.Name})
 	if err != nil {
-		a.fail(w, r, err, "")
+		fail(w, r, err, "")
 		return
 	}
 	writeJSON(w, http.StatusCreated, wire.FromProject(p))

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,8 +17,9 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/logtest"
-	"github.com/ticketd/ticketd/internal/rest"
+	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -25,8 +27,9 @@ const (
 	tenantA          = "acme"
 	tenantB          = "globex"
 	issuer           = "https://issuer.test"
-	audience         = "http://ticketd.test/mcp"
-	resourceMetadata = "http://ticketd.test/.well-known/oauth-protected-resource/mcp"
+	publicURL        = "http://ticketd.test"
+	audience         = publicURL + "/mcp"
+	resourceMetadata = publicURL + "/.well-known/oauth-protected-resource/mcp"
 )
 
 var secret = []byte("rest-test-secret-0123456789abcdef")
@@ -51,10 +54,16 @@ func newEnv(tb testing.TB, d *db.DB) *env {
 		}
 	}
 	logs := &logtest.Buffer{}
-	srv := httptest.NewServer(rest.NewRouter(rest.Config{
-		Service: svc, Verifier: verifier(tb), ResourceMetadataURL: resourceMetadata,
+	// The router behind the real edge, as the binary serves it: the edge
+	// assigns request IDs and writes the log line.
+	h, err := server.New(server.Config{
+		Service: svc, Verifier: verifier(tb), PublicURL: publicURL, Issuer: issuer,
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
-	}))
+	})
+	if err != nil {
+		tb.Fatalf("server.New: %v", err)
+	}
+	srv := httptest.NewServer(h)
 	tb.Cleanup(srv.Close)
 	return &env{d: d, svc: svc, url: srv.URL, logs: logs}
 }
@@ -102,13 +111,23 @@ type resp struct {
 
 func do(tb testing.TB, e *env, r req) resp {
 	tb.Helper()
+	res, err := tryDo(e, r)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return res
+}
+
+// tryDo is do for goroutines other than the test's, which must not call
+// Fatal: it returns the failure instead.
+func tryDo(e *env, r req) (resp, error) {
 	var body io.Reader
 	if r.body != "" {
 		body = strings.NewReader(r.body)
 	}
 	hr, err := http.NewRequest(cmp.Or(r.method, http.MethodGet), e.url+r.path, body)
 	if err != nil {
-		tb.Fatal(err)
+		return resp{}, err
 	}
 	for k, vs := range r.headers {
 		hr.Header[k] = vs
@@ -127,14 +146,14 @@ func do(tb testing.TB, e *env, r req) resp {
 	}
 	res, err := http.DefaultClient.Do(hr)
 	if err != nil {
-		tb.Fatalf("%s %s: %v", hr.Method, r.path, err)
+		return resp{}, fmt.Errorf("%s %s: %w", hr.Method, r.path, err)
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
-		tb.Fatalf("read body: %v", err)
+		return resp{}, fmt.Errorf("read body: %w", err)
 	}
-	return resp{status: res.StatusCode, header: res.Header, body: b}
+	return resp{status: res.StatusCode, header: res.Header, body: b}, nil
 }
 
 // decode unmarshals the body into a T after checking the status.
@@ -245,11 +264,7 @@ func createTicket(tb testing.TB, e *env, tenant, title string) ticket {
 
 func count(tb testing.TB, d *db.DB, table, tenant string) int64 {
 	tb.Helper()
-	var n int64
-	if err := d.Gorm.Table(table).Where("tenant_id = ?", tenant).Count(&n).Error; err != nil {
-		tb.Fatal(err)
-	}
-	return n
+	return dbtest.CountRows(tb, d, table, tenant)
 }
 
 // wantNothingWritten checks that tenant has no tickets and no operations.

@@ -131,27 +131,34 @@ func TestConcurrentSameKey(t *testing.T) {
 			ids      = map[string]bool{}
 			start    = make(chan struct{})
 		)
+		// The callers only collect answers: checks that may stop the test
+		// run here, on the test's goroutine, once they are done.
+		var (
+			finals   []resp
+			retries  []resp
+			failures []error
+		)
 		for range callers {
 			wg.Go(func() {
 				<-start
 				// A 409 means another caller holds the key; the contract is to
 				// retry the same request, which must then replay.
 				for attempt := 0; ; attempt++ {
-					r := do(t, e, req{method: http.MethodPost, path: "/api/v1/tickets", token: write, key: key, body: ticketBody("Once")})
-					if r.status == http.StatusConflict && attempt < 50 {
-						wantProblem(t, r, http.StatusConflict, "operation_in_progress")
-						if r.header.Get("Retry-After") == "" {
-							t.Error("409 without Retry-After")
-						}
+					r, err := tryDo(e, req{method: http.MethodPost, path: "/api/v1/tickets", token: write, key: key, body: ticketBody("Once")})
+					mu.Lock()
+					switch {
+					case err != nil:
+						failures = append(failures, err)
+					case r.status == http.StatusConflict && attempt < 50:
+						retries = append(retries, r)
+					default:
+						finals = append(finals, r)
+					}
+					mu.Unlock()
+					if err == nil && r.status == http.StatusConflict && attempt < 50 {
 						time.Sleep(50 * time.Millisecond)
 						continue
 					}
-					mu.Lock()
-					statuses[r.status]++
-					if r.status == http.StatusOK || r.status == http.StatusCreated {
-						ids[decode[ticket](t, r, r.status).ID] = true
-					}
-					mu.Unlock()
 					return
 				}
 			})
@@ -159,6 +166,21 @@ func TestConcurrentSameKey(t *testing.T) {
 		close(start)
 		wg.Wait()
 
+		for _, err := range failures {
+			t.Fatal(err)
+		}
+		for _, r := range retries {
+			wantProblem(t, r, http.StatusConflict, "operation_in_progress")
+			if r.header.Get("Retry-After") == "" {
+				t.Error("409 without Retry-After")
+			}
+		}
+		for _, r := range finals {
+			statuses[r.status]++
+			if r.status == http.StatusOK || r.status == http.StatusCreated {
+				ids[decode[ticket](t, r, r.status).ID] = true
+			}
+		}
 		if statuses[http.StatusCreated] != 1 || statuses[http.StatusOK] != callers-1 {
 			t.Errorf("statuses = %v, want one 201 and %d 200s", statuses, callers-1)
 		}

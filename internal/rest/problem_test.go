@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -38,9 +37,8 @@ func TestFailMapsEveryCode(t *testing.T) {
 		{errors.New(secret), 500, errcode.Internal, ""},
 	} {
 		t.Run(string(c.code), func(t *testing.T) {
-			a := &api{log: slog.New(slog.DiscardHandler)}
 			w := httptest.NewRecorder()
-			a.fail(w, httptest.NewRequest(http.MethodPost, "/api/v1/tickets", nil), c.err, opID)
+			fail(w, httptest.NewRequest(http.MethodPost, "/api/v1/tickets", nil), c.err, opID)
 
 			var p problem
 			if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {

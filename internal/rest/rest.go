@@ -11,7 +11,6 @@
 package rest
 
 import (
-	"log/slog"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -30,8 +29,6 @@ type Config struct {
 	// advertised in WWW-Authenticate, so a client can find the authorisation
 	// server after a 401. Empty leaves the parameter out.
 	ResourceMetadataURL string
-	// Logger receives one line per request; nil discards them.
-	Logger *slog.Logger
 }
 
 // api is the state the handlers share.
@@ -39,12 +36,13 @@ type api struct {
 	svc                 *tickets.Service
 	verifier            *authn.Verifier
 	resourceMetadataURL string
-	log                 *slog.Logger
 	mux                 *chi.Mux // the root router, asked which methods a path allows
 }
 
 // NewRouter returns the handler for the full /api/v1/... paths, to be mounted
-// as-is (mux.Handle("/api/v1/", h)). It panics on a Config without Service or
+// as-is (mux.Handle("/api/v1/", h)) behind the HTTP edge of internal/server,
+// which assigns request IDs, logs, recovers panics and bounds bodies. It
+// panics on a Config without Service or
 // Verifier, because that is a wiring bug no request could recover from.
 func NewRouter(cfg Config) http.Handler {
 	if cfg.Service == nil || cfg.Verifier == nil {
@@ -54,10 +52,6 @@ func NewRouter(cfg Config) http.Handler {
 		svc:                 cfg.Service,
 		verifier:            cfg.Verifier,
 		resourceMetadataURL: cfg.ResourceMetadataURL,
-		log:                 cfg.Logger,
-	}
-	if a.log == nil {
-		a.log = slog.New(slog.DiscardHandler)
 	}
 	return a.routes()
 }

@@ -13,7 +13,7 @@ import (
 func (a *api) routes() http.Handler {
 	r := chi.NewRouter()
 	a.mux = r
-	r.Use(a.logRequests)
+	r.Use(noteRoute)
 	r.NotFound(a.notFound)
 	r.MethodNotAllowed(a.methodNotAllowed)
 

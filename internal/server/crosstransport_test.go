@@ -23,7 +23,7 @@ import (
 func TestOneOperationAcrossTransports(t *testing.T) {
 	t.Parallel()
 	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
-		env := servertest.Start(t, d, servertest.Options{REST: true})
+		env := servertest.Start(t, d, servertest.Options{})
 		env.SeedProject(t, "acme")
 		token := env.Token(t, "acme", authn.ScopeRead, authn.ScopeWrite)
 		key := uuid.NewString()

@@ -1,28 +1,39 @@
 package server
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"regexp"
+	"runtime/debug"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/ticketd/ticketd/internal/mcptools"
+	"github.com/ticketd/ticketd/internal/reqinfo"
+	"github.com/ticketd/ticketd/internal/rest"
 )
 
-// RequestIDHeader carries a request's ID in both directions. The MCP tools
-// read it from the request to tie their log lines to the access log, so the
-// name is theirs.
-const RequestIDHeader = mcptools.RequestIDHeader
+// RequestIDHeader carries a request's ID in both directions.
+const RequestIDHeader = reqinfo.Header
+
+// chain wraps h in mws, the first outermost.
+func chain(h http.Handler, mws ...func(http.Handler) http.Handler) http.Handler {
+	for i := len(mws) - 1; i >= 0; i-- {
+		h = mws[i](h)
+	}
+	return h
+}
 
 // saneRequestID bounds what a caller may choose as request ID, so it cannot
 // forge log structure or bloat log lines.
 var saneRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
-// withRequestID gives every request an ID: the caller's X-Request-ID if it
-// is sane, else a new UUID. The ID is set on the request (for handlers and
-// logs downstream) and on the response (for the caller's bug report).
+// withRequestID gives every request an ID and a reqinfo.Info to annotate:
+// the caller's X-Request-ID if it is sane, else a new UUID. The ID is set on
+// the request (for handlers and logs downstream) and on the response (for
+// the caller's bug report).
 func withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(RequestIDHeader)
@@ -31,32 +42,95 @@ func withRequestID(next http.Handler) http.Handler {
 		}
 		r.Header.Set(RequestIDHeader, id)
 		w.Header().Set(RequestIDHeader, id)
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(reqinfo.With(r.Context(), &reqinfo.Info{ID: id})))
 	})
 }
 
-// accessLog logs one line per request: method, path, status, size,
-// duration, request ID and peer. It logs no headers and no query string, so
-// bearer tokens and anything a client put in a URL stay out of the log.
-// Probes are logged at debug level so they do not drown real traffic.
-func accessLog(logger *slog.Logger, next http.Handler) http.Handler {
+// accessLog logs one line per request: request ID, method, path, route,
+// status, size, duration in milliseconds, peer, and what the handlers noted
+// (tenant, subject, error code and cause). It logs no headers and no query
+// string, so bearer tokens and anything a client put in a URL stay out of
+// the log. Probes are logged at debug level so they do not drown real
+// traffic; server faults at error level.
+func accessLog(logger *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			rec := &statusRecorder{ResponseWriter: w}
+			next.ServeHTTP(rec, r)
+			info := reqinfo.From(r.Context())
+			status := rec.statusOr200()
+			attrs := []slog.Attr{
+				slog.String("request_id", info.RequestID()),
+				slog.String("method", r.Method),
+				slog.String("path", r.URL.Path),
+			}
+			if info != nil && info.Route != "" {
+				attrs = append(attrs, slog.String("route", info.Route))
+			}
+			attrs = append(attrs,
+				slog.Int("status", status),
+				slog.Int64("bytes", rec.bytes),
+				slog.Float64("duration_ms", float64(time.Since(start).Microseconds())/1000),
+				slog.String("remote_addr", r.RemoteAddr),
+			)
+			if info != nil && info.Tenant != "" {
+				attrs = append(attrs, slog.String("tenant", info.Tenant), slog.String("subject", info.Subject))
+			}
+			if info != nil && info.Code != "" {
+				attrs = append(attrs, slog.String("code", info.Code))
+			}
+			if info != nil && info.Err != nil {
+				attrs = append(attrs, slog.String("error", info.Err.Error()))
+			}
+			level := slog.LevelInfo
+			switch {
+			case status >= http.StatusInternalServerError:
+				level = slog.LevelError
+			case r.URL.Path == HealthPath || r.URL.Path == ReadyPath:
+				level = slog.LevelDebug
+			}
+			logger.LogAttrs(r.Context(), level, "http request", attrs...)
+		})
+	}
+}
+
+// recoverPanics turns a panic in a handler into a 500 internal problem (when
+// nothing was sent yet) and a logged stack, so one bad request cannot end
+// the process. http.ErrAbortHandler is passed on: it is net/http's way to
+// abort a response on purpose.
+func recoverPanics(logger *slog.Logger) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rec := &statusRecorder{ResponseWriter: w}
+			defer func() {
+				v := recover()
+				if v == nil {
+					return
+				}
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				logger.ErrorContext(context.WithoutCancel(r.Context()), "panic serving request",
+					"request_id", reqinfo.From(r.Context()).RequestID(), "panic", v, "stack", string(debug.Stack()))
+				if rec.status == 0 {
+					rest.WriteError(rec, r, fmt.Errorf("panic: %v", v))
+				}
+			}()
+			next.ServeHTTP(rec, r)
+		})
+	}
+}
+
+// securityHeaders sets the headers every answer should carry: no MIME
+// sniffing of JSON, no framing, no referrer leaking request URLs.
+func securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r)
-		level := slog.LevelInfo
-		if r.URL.Path == HealthPath || r.URL.Path == ReadyPath {
-			level = slog.LevelDebug
-		}
-		logger.LogAttrs(r.Context(), level, "http request",
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.Path),
-			slog.Int("status", rec.statusOr200()),
-			slog.Int64("bytes", rec.bytes),
-			slog.Duration("duration", time.Since(start)),
-			slog.String("request_id", r.Header.Get(RequestIDHeader)),
-			slog.String("remote_addr", r.RemoteAddr),
-		)
+		h := w.Header()
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		next.ServeHTTP(w, r)
 	})
 }
 

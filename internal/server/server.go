@@ -1,7 +1,9 @@
-// Package server is ticketd's one HTTP wiring, used by the binary and by
-// every end-to-end test: the MCP endpoint behind bearer-token auth, the
-// OAuth Protected Resource Metadata that tells clients where to get a token,
-// health and readiness probes, and (when given) the operators' REST API.
+// Package server is ticketd's one HTTP edge, used by the binary and by every
+// end-to-end test: one middleware chain (request ID, access log, panic
+// recovery, security headers, body limit) in front of the MCP endpoint behind
+// bearer-token auth, the operators' REST API, the OAuth Protected Resource
+// Metadata that tells clients where to get a token, and health and readiness
+// probes.
 package server
 
 import (
@@ -22,6 +24,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/mcptools"
+	"github.com/ticketd/ticketd/internal/rest"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -35,11 +38,13 @@ const (
 	APIPrefix               = "/api/v1/"
 )
 
-// MaxBodyBytes bounds every request body. The largest legitimate request, a
-// create_ticket call with a 20000-character description, is well under
-// 200 KiB even with every character JSON-escaped; anything bigger is
+// MaxBodyBytes bounds every request body, MCP and REST alike. It is large
+// enough for every valid ticket even with each character JSON-escaped as a
+// surrogate pair (12 bytes for each of the 20000 description characters,
+// plus the JSON-RPC envelope), so the limit never refuses valid input and
+// length errors come from the service, field by field. Anything bigger is
 // refused (413) before it is buffered.
-const MaxBodyBytes = 1 << 20
+const MaxBodyBytes = 256 << 10
 
 // readyTimeout bounds a readiness check, so a hung database makes /readyz
 // answer 503 rather than hang the prober.
@@ -64,9 +69,6 @@ type Config struct {
 	// Ready reports whether the server can serve (a database ping); /readyz
 	// answers 503 while it fails. Nil means always ready.
 	Ready func(ctx context.Context) error
-	// API, if not nil, is mounted at /api/v1/ as is (the prefix is not
-	// stripped). It authenticates its own requests.
-	API http.Handler
 }
 
 // New returns the HTTP handler serving:
@@ -79,11 +81,12 @@ type Config struct {
 //     /.well-known/oauth-protected-resource: RFC 9728 metadata whose
 //     resource is PublicURL+"/mcp".
 //   - /healthz (always 200) and /readyz (200, or 503 while Ready fails).
-//   - /api/v1/: Config.API, when set.
+//   - /api/v1/: the operators' REST API (internal/rest) over the same
+//     service and verifier.
 //
 // Every response carries an X-Request-ID (the caller's, if it sent a sane
-// one); every request is access-logged without its headers, so tokens never
-// reach the log.
+// one); every request is access-logged once, without its headers, so tokens
+// never reach the log.
 func New(cfg Config) (http.Handler, error) {
 	switch {
 	case cfg.Service == nil:
@@ -122,7 +125,7 @@ func New(cfg Config) (http.Handler, error) {
 		DisableLocalhostProtection: !IsLoopbackHost(publicHost(public)),
 		MaxRequestBodyBytes:        MaxBodyBytes,
 	})
-	requireToken := auth.RequireBearerToken(cfg.Verifier.TokenVerifier(), &auth.RequireBearerTokenOptions{
+	requireToken := auth.RequireBearerToken(mcptools.TokenVerifier(cfg.Verifier), &auth.RequireBearerTokenOptions{
 		// No Scopes: a valid token is enough to reach the tools, which
 		// answer a missing scope with a forbidden tool error.
 		ResourceMetadataURL: metadataURL,
@@ -143,10 +146,19 @@ func New(cfg Config) (http.Handler, error) {
 	mux.Handle(ResourceMetadataPath, metadata)
 	mux.HandleFunc("GET "+HealthPath, health)
 	mux.Handle("GET "+ReadyPath, ready(cfg.Ready, logger))
-	if cfg.API != nil {
-		mux.Handle(APIPrefix, cfg.API)
-	}
-	return withRequestID(accessLog(logger, limitBody(mux))), nil
+	mux.Handle(APIPrefix, rest.NewRouter(rest.Config{
+		Service: cfg.Service, Verifier: cfg.Verifier, ResourceMetadataURL: metadataURL,
+	}))
+	// The edge, outermost first. Each is a plain func(http.Handler)
+	// http.Handler, so another (an Origin check, a rate limit) is one more
+	// entry here.
+	return chain(mux,
+		withRequestID,
+		accessLog(logger),
+		recoverPanics(logger),
+		securityHeaders,
+		limitBody,
+	), nil
 }
 
 // ParsePublicURL checks that raw is an http(s) origin and returns it without

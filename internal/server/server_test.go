@@ -200,19 +200,15 @@ func TestOversizedBodiesAreRefused(t *testing.T) {
 	}
 }
 
-func TestAPIIsMountedWhenGiven(t *testing.T) {
+// TestAPIIsMounted: the edge mounts the REST API itself, at its full path.
+func TestAPIIsMounted(t *testing.T) {
 	t.Parallel()
-	api := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.WriteHeader(http.StatusTeapot)
-		_, _ = io.WriteString(w, r.URL.Path)
-	})
-	with := servertest.Start(t, dbtest.SQLite(t), servertest.Options{API: api})
-	if resp, body := get(t, with.URL+"/api/v1/tickets"); resp.StatusCode != http.StatusTeapot || body != "/api/v1/tickets" {
-		t.Errorf("GET /api/v1/tickets = %d %q, want the API handler with the full path", resp.StatusCode, body)
+	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{})
+	if resp, body := get(t, env.URL+"/api/v1/openapi.json"); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"openapi"`) {
+		t.Errorf("GET /api/v1/openapi.json = %d %.80q, want the REST API's document", resp.StatusCode, body)
 	}
-	without := servertest.Start(t, dbtest.SQLite(t), servertest.Options{})
-	if resp, _ := get(t, without.URL+"/api/v1/tickets"); resp.StatusCode != http.StatusNotFound {
-		t.Errorf("GET /api/v1/tickets without an API = %d, want 404", resp.StatusCode)
+	if resp, _ := get(t, env.URL+"/api/v1/tickets"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("GET /api/v1/tickets without a token = %d, want 401", resp.StatusCode)
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/db"
-	"github.com/ticketd/ticketd/internal/rest"
+	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
@@ -44,11 +44,6 @@ type Env struct {
 type Options struct {
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
-	// API is passed to server.Config.API.
-	API http.Handler
-	// REST mounts the real operator API (internal/rest) over the Env's own
-	// service and verifier, for tests that cross transports. It wins over API.
-	REST bool
 	// Ready replaces the readiness check, a ping of the database.
 	Ready func(ctx context.Context) error
 }
@@ -80,15 +75,9 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 	if err != nil {
 		tb.Fatalf("servertest: verifier: %v", err)
 	}
-	api := opts.API
-	if opts.REST {
-		api = rest.NewRouter(rest.Config{
-			Service: e.Service, Verifier: v, ResourceMetadataURL: base + server.MCPResourceMetadataPath, Logger: opts.Logger,
-		})
-	}
 	h, err := server.New(server.Config{
 		Service: e.Service, Verifier: v, PublicURL: base, Issuer: Issuer, Logger: opts.Logger,
-		Ready: ready, API: api,
+		Ready: ready,
 	})
 	if err != nil {
 		tb.Fatalf("servertest: server.New: %v", err)
@@ -138,22 +127,13 @@ func (e *Env) SeedProject(tb testing.TB, tenant string) {
 // database so it does not depend on the code under test.
 func (e *Env) CountTickets(tb testing.TB, tenant string) int64 {
 	tb.Helper()
-	return e.count(tb, "tickets", tenant)
+	return dbtest.CountRows(tb, e.DB, "tickets", tenant)
 }
 
 // CountOperations returns how many operation records tenant has.
 func (e *Env) CountOperations(tb testing.TB, tenant string) int64 {
 	tb.Helper()
-	return e.count(tb, "operations", tenant)
-}
-
-func (e *Env) count(tb testing.TB, table, tenant string) int64 {
-	tb.Helper()
-	var n int64
-	if err := e.DB.Gorm.Table(table).Where("tenant_id = ?", tenant).Count(&n).Error; err != nil {
-		tb.Fatalf("servertest: count %s: %v", table, err)
-	}
-	return n
+	return dbtest.CountRows(tb, e.DB, "operations", tenant)
 }
 
 // Connect opens an MCP client session to endpoint with a bearer token,
@@ -230,4 +210,24 @@ func Decode[T any](tb testing.TB, res *mcp.CallToolResult) T {
 		tb.Fatalf("decode structured content %s: %v", b, err)
 	}
 	return out
+}
+
+// ConnectInMemory opens a client session to s over in-memory transports, for
+// tests of the MCP server without HTTP (no token: the principal, if any,
+// comes from the server's own middleware). Both ends close when the test
+// ends.
+func ConnectInMemory(tb testing.TB, s *mcp.Server) *mcp.ClientSession {
+	tb.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(context.Background(), st, nil)
+	if err != nil {
+		tb.Fatalf("servertest: connect server in memory: %v", err)
+	}
+	tb.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "servertest", Version: "v0"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		tb.Fatalf("servertest: connect client in memory: %v", err)
+	}
+	tb.Cleanup(func() { _ = cs.Close() })
+	return cs
 }

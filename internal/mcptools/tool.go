@@ -1,0 +1,109 @@
+package mcptools
+
+import (
+	"context"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/tickets"
+)
+
+// Tool is one MCP tool, whole: what clients see (name, title, description,
+// schemas, annotations), the scope a caller needs, and the handler. Every
+// tool is one such value in the list Tools returns, and NewServer registers
+// exactly that list.
+type Tool struct {
+	// Name is the tool's contract name, e.g. create_ticket.
+	Name string
+	// Scope is what a caller's token must grant to call it.
+	Scope string
+
+	def *mcp.Tool
+	add func(s *mcp.Server, def *mcp.Tool, svc *tickets.Service)
+}
+
+// Def returns what tools/list shows of the tool.
+func (t Tool) Def() *mcp.Tool { return t.def }
+
+// call is what a handler knows about the call beyond its arguments: who
+// makes it, and the operation ID it names (stored form), parsed once.
+type call struct {
+	principal   authn.Principal
+	operationID string
+}
+
+// handler runs one authorised call; a returned error becomes the tool error
+// of its contract code.
+type handler[In, Out any] func(ctx context.Context, svc *tickets.Service, c call, in In) (Out, error)
+
+// spec is how a tool is written down; newTool derives the rest.
+type spec[In, Out any] struct {
+	name, title, description string
+	scope                    string
+	readOnly                 bool
+	// input and output refine the schemas inferred from In and Out.
+	input, output func(*jsonschema.Schema)
+	handle        handler[In, Out]
+}
+
+// newTool turns a spec into a Tool: schemas inferred from In and Out (then
+// refined), annotations from readOnly, and a handler that authorises the
+// call against scope on every call, replays included, and answers errors
+// in the contract's shape.
+func newTool[In, Out any](sp spec[In, Out]) Tool {
+	in := inferred[In]()
+	if sp.input != nil {
+		sp.input(in)
+	}
+	def := &mcp.Tool{
+		Name: sp.name, Title: sp.title, Description: sp.description,
+		InputSchema: in, OutputSchema: outputSchema[Out](sp.output),
+		Annotations: &mcp.ToolAnnotations{
+			Title: sp.title, ReadOnlyHint: sp.readOnly, IdempotentHint: true,
+			DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false),
+		},
+	}
+	add := func(s *mcp.Server, def *mcp.Tool, svc *tickets.Service) {
+		mcp.AddTool(s, def, func(ctx context.Context, req *mcp.CallToolRequest, args In) (*mcp.CallToolResult, outcome[Out], error) {
+			c := call{operationID: operationIDOf(args)}
+			p, err := authorize(ctx, req, sp.scope)
+			if err != nil {
+				return failure[Out](err, c.operationID)
+			}
+			c.principal = p
+			out, err := sp.handle(ctx, svc, c, args)
+			if err != nil {
+				return failure[Out](err, c.operationID)
+			}
+			return success(out)
+		})
+	}
+	return Tool{Name: sp.name, Scope: sp.scope, def: def, add: add}
+}
+
+func registerTools(s *mcp.Server, svc *tickets.Service) {
+	for _, t := range Tools() {
+		t.add(s, t.def, svc)
+	}
+}
+
+// operationIDOf returns the stored form of the operation ID an input names,
+// or "" when it names none or an invalid one.
+func operationIDOf(in any) string {
+	if o, ok := in.(interface{ operationID() string }); ok {
+		return canonicalOperationID(o.operationID())
+	}
+	return ""
+}
+
+// shownError replaces the caller-visible text of err (a not_found, say,
+// that names what was looked up) while keeping its code.
+type shownError struct {
+	msg string
+	err error
+}
+
+func (e shownError) Error() string { return e.msg }
+func (e shownError) Unwrap() error { return e.err }

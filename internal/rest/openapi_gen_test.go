@@ -1,0 +1,115 @@
+package rest_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/wire"
+)
+
+var update = flag.Bool("update", false, "regenerate the generated parts of openapi.json")
+
+// TestOpenAPIIsGenerated keeps openapi.json's contract-bearing parts (the
+// request and response schemas, their limits and vocabularies, the error
+// codes) exactly what the Go types, the tickets package's limits and the
+// error table say; the prose and the paths are written by hand and checked
+// against the routes by TestOpenAPIMatchesRoutes. Run with -update after
+// changing a type, a limit or a code.
+func TestOpenAPIIsGenerated(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := generateOpenAPI(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile("openapi.json", got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if !bytes.Equal(got, raw) {
+		t.Error("openapi.json differs from what the Go types, limits and error table generate; run go test ./internal/rest -run TestOpenAPIIsGenerated -update")
+	}
+}
+
+// generateOpenAPI returns doc with its generated parts rewritten.
+func generateOpenAPI(raw []byte) ([]byte, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		return nil, fmt.Errorf("openapi.json: %w", err)
+	}
+	components := doc["components"].(map[string]any)
+	schemas := components["schemas"].(map[string]any)
+	parameters := components["parameters"].(map[string]any)
+
+	described := func(name string, s *jsonschema.Schema) error {
+		// A hand-written description of the whole object is kept.
+		if old, ok := schemas[name].(map[string]any); ok && s.Description == "" {
+			s.Description, _ = old["description"].(string)
+		}
+		v, err := asJSON(s)
+		schemas[name] = v
+		return err
+	}
+	for name, s := range map[string]*jsonschema.Schema{
+		"NewTicket":       wire.TicketFieldsSchema(),
+		"Ticket":          wire.TicketSchema(),
+		"Project":         wire.Infer[wire.Project](),
+		"OperationStatus": wire.OperationStatusSchema(wire.LedgerStatuses...),
+		"Priority":        {Type: "string", Enum: wire.StringEnum(tickets.Priorities...)},
+		"TicketStatus":    {Type: "string", Enum: wire.StringEnum(tickets.Statuses...)},
+	} {
+		if err := described(name, s); err != nil {
+			return nil, err
+		}
+	}
+	problem := schemas["Problem"].(map[string]any)["properties"].(map[string]any)
+	problem["code"].(map[string]any)["enum"] = errcode.Codes()
+
+	setSchema := func(param string, s *jsonschema.Schema) error {
+		v, err := asJSON(s)
+		parameters[param].(map[string]any)["schema"] = v
+		return err
+	}
+	limit := &jsonschema.Schema{Type: "integer", Minimum: jsonschema.Ptr(1.0), Maximum: jsonschema.Ptr(float64(tickets.MaxLimit)),
+		Default: json.RawMessage(fmt.Sprint(tickets.DefaultLimit))}
+	for param, s := range map[string]*jsonschema.Schema{
+		"Limit":                 limit,
+		"ProjectIDFilter":       {Type: "string", MaxLength: jsonschema.Ptr(tickets.MaxProjectID)},
+		"OperationStatusFilter": {Type: "string", Enum: wire.StringEnum(wire.LedgerStatuses...)},
+	} {
+		if err := setSchema(param, s); err != nil {
+			return nil, err
+		}
+	}
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(out, '\n'), nil
+}
+
+// asJSON turns a schema into the generic value the document holds.
+func asJSON(s *jsonschema.Schema) (any, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
