@@ -7,6 +7,10 @@ BIN       ?= bin/ticketd
 PKGS      ?= ./...
 BENCHTIME ?= 2s
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# The version `ticketd version` reports: the commit, -dirty with local edits.
+# Outside a git checkout it stays empty and the binary falls back to the
+# module and VCS information Go stamps into it.
+VERSION   ?= $(shell git describe --always --dirty 2>/dev/null)
 
 .PHONY: help run test test-short build lint bench load cover fuzz
 
@@ -16,17 +20,21 @@ help: ## List the targets.
 run: ## Run the server with embedded SQLite and dev auth (prints a token).
 	$(GO) run ./cmd/ticketd serve --dev
 
-test: ## Run every test with -race against real PostgreSQL (started or installed if needed) and SQLite.
+test: ## Run every test with -race against real PostgreSQL (an existing server; see README) and SQLite.
 	@url=$$(./scripts/ensure-postgres.sh) && \
+	  ./scripts/ensure-postgres_test.sh "$$url" && \
 	  TICKETD_TEST_DATABASE_URL="$$url" TICKETD_REQUIRE_POSTGRES=1 $(GO) test -race -count=1 -timeout 10m $(PKGS)
 
 test-short: ## Run the tests without PostgreSQL (its tests skip).
 	$(GO) test -count=1 $(PKGS)
 
-build: ## Build the binary into bin/.
-	$(GO) build -trimpath -o $(BIN) ./cmd/ticketd
+# No -trimpath here: it would change every package's cache key and compile
+# the whole tree (pure-Go SQLite included) again after `go run`/`go test`.
+# The Dockerfile's release build uses it.
+build: ## Build the binary into bin/, its version from git describe.
+	$(GO) build -ldflags "-X github.com/ticketd/ticketd/internal/buildinfo.version=$(VERSION)" -o $(BIN) ./cmd/ticketd
 
-lint: ## gofmt, go vet and staticcheck.
+lint: ## gofmt, go vet and staticcheck (fetched once through the module proxy).
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
@@ -35,7 +43,7 @@ bench: ## Benchmarks on PostgreSQL and SQLite (create and replay, -cpu 1,2).
 	@url=$$(./scripts/ensure-postgres.sh) && \
 	  TICKETD_TEST_DATABASE_URL="$$url" $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -cpu 1,2 ./internal/tickets/
 
-load: ## Load-test the MCP create path end to end (ARGS="-duration 10s -workers 8"; PG=1 for PostgreSQL).
+load: ## Load-test the MCP create path end to end (ARGS="-duration 10s -workers 8"; PG=1 for PostgreSQL, needs psql).
 	./scripts/load.sh $(ARGS)
 
 cover: ## Test with coverage; writes coverage.out and prints the total.
@@ -43,6 +51,7 @@ cover: ## Test with coverage; writes coverage.out and prints the total.
 	  TICKETD_TEST_DATABASE_URL="$$url" $(GO) test -count=1 -coverpkg=./... -coverprofile=coverage.out $(PKGS) >/dev/null && \
 	  $(GO) tool cover -func=coverage.out | tail -n 1
 
-fuzz: ## Fuzz the parsers of untrusted input (FUZZTIME each, default 30s).
+fuzz: ## Fuzz the parsers of untrusted input and the JWT verifier (FUZZTIME each, default 30s).
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $${FUZZTIME:-30s} ./internal/tickets/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $${FUZZTIME:-30s} ./internal/operations/
+	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $${FUZZTIME:-30s} ./internal/authn/
