@@ -19,7 +19,7 @@ func prune(ctx context.Context, args []string, getenv func(string) string, stdou
 	fs := flag.NewFlagSet("prune", flag.ContinueOnError)
 	olderThan := fs.Duration("older-than", operations.DefaultRetention,
 		"delete succeeded operation records last updated longer ago than this; retries of a pruned ID run again, so keep it at least the "+
-			operations.DefaultRetention.String()+" ticketd promises agents")
+			days(operations.DefaultRetention)+" ticketd promises agents")
 	dryRun := fs.Bool("dry-run", false, "count the records that would be deleted, delete nothing")
 	batchSize := fs.Int("batch-size", operations.DefaultPruneBatch, "records deleted per statement (each a short transaction)")
 	cfg, err := parseConfig(fs, groupDB|groupDev, args, getenv, stdout)
@@ -40,7 +40,7 @@ func prune(ctx context.Context, args []string, getenv func(string) string, stdou
 	}
 	if *olderThan < operations.DefaultRetention {
 		fmt.Fprintf(stderr, "ticketd: prune: warning: --older-than %s is shorter than the %s retention ticketd promises agents; a retry of a pruned operation ID creates a new ticket\n",
-			*olderThan, operations.DefaultRetention)
+			*olderThan, days(operations.DefaultRetention))
 	}
 	if err := ensureDevDir(cfg); err != nil {
 		return err
@@ -62,7 +62,11 @@ func prune(ctx context.Context, args []string, getenv func(string) string, stdou
 			res.Eligible, cutoff.Format(time.RFC3339))
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "deleted %d succeeded operation records last updated before %s in %d batches\n",
-		res.Deleted, cutoff.Format(time.RFC3339), res.Batches)
+	batches := "batches"
+	if res.Batches == 1 {
+		batches = "batch"
+	}
+	_, err = fmt.Fprintf(stdout, "deleted %d succeeded operation records last updated before %s in %d %s\n",
+		res.Deleted, cutoff.Format(time.RFC3339), res.Batches, batches)
 	return err
 }
