@@ -7,6 +7,10 @@ BIN       ?= bin/ticketd
 PKGS      ?= ./...
 BENCHTIME ?= 2s
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# The version `ticketd version` reports: the commit, -dirty with local edits.
+# Outside a git checkout it stays empty and the binary falls back to the
+# module and VCS information Go stamps into it.
+VERSION   ?= $(shell git describe --always --dirty 2>/dev/null)
 
 .PHONY: help run test test-short build lint bench bench-e2e load cover fuzz screenshots
 
@@ -16,18 +20,22 @@ help: ## List the targets.
 run: ## Run the server with embedded SQLite and dev auth (prints a token).
 	$(GO) run ./cmd/ticketd serve --dev
 
-test: ## Run every test with -race against real PostgreSQL (started or installed if needed), SQLite and Chromium.
+test: ## Run every test with -race against real PostgreSQL (an existing server; see README), SQLite and Chromium.
 	@url=$$(./scripts/ensure-postgres.sh) && \
+	  ./scripts/ensure-postgres_test.sh "$$url" && \
 	  TICKETD_TEST_DATABASE_URL="$$url" TICKETD_REQUIRE_POSTGRES=1 TICKETD_REQUIRE_BROWSER=1 \
 	  $(GO) test -race -count=1 -timeout 10m $(PKGS)
 
 test-short: ## Run the tests without PostgreSQL (its tests skip).
 	$(GO) test -count=1 $(PKGS)
 
-build: ## Build the binary into bin/.
-	$(GO) build -trimpath -o $(BIN) ./cmd/ticketd
+# No -trimpath here: it would change every package's cache key and compile
+# the whole tree (pure-Go SQLite included) again after `go run`/`go test`.
+# The Dockerfile's release build uses it.
+build: ## Build the binary into bin/, its version from git describe.
+	$(GO) build -ldflags "-X github.com/ticketd/ticketd/internal/buildinfo.version=$(VERSION)" -o $(BIN) ./cmd/ticketd
 
-lint: ## gofmt, go vet and staticcheck.
+lint: ## gofmt, go vet and staticcheck (fetched once through the module proxy).
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet $(PKGS)
 	$(GO) run $(STATICCHECK) $(PKGS)
@@ -39,7 +47,7 @@ bench: ## Benchmarks on PostgreSQL and SQLite (create and replay, -cpu 1,2).
 bench-e2e: ## Issue 11's table: ticketd vs the go-sdk no-op floor, interleaved (ROUNDS=3 WARMUP=2s DURATION=8s WORKERS=16 SEEDS=).
 	./scripts/bench-e2e.sh $(ARGS)
 
-load: ## Load-test the MCP create path end to end (ARGS="-duration 10s -workers 8"; PG=1 for PostgreSQL).
+load: ## Load-test the MCP create path end to end (ARGS="-duration 10s -workers 8"; PG=1 for PostgreSQL, needs psql).
 	./scripts/load.sh $(ARGS)
 
 cover: ## Test with coverage; writes coverage.out and prints the total.
@@ -50,7 +58,8 @@ cover: ## Test with coverage; writes coverage.out and prints the total.
 screenshots: ## Refresh docs/console/*.png from the console's browser test (needs Chromium).
 	TICKETD_REQUIRE_BROWSER=1 $(GO) test -count=1 -run '^TestBrowser$$' ./internal/console/ -update-screenshots
 
-fuzz: ## Fuzz the parsers of untrusted input (FUZZTIME each, default 30s).
+fuzz: ## Fuzz the parsers of untrusted input and the JWT verifier (FUZZTIME each, default 30s).
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $${FUZZTIME:-30s} ./internal/tickets/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $${FUZZTIME:-30s} ./internal/operations/
+	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $${FUZZTIME:-30s} ./internal/authn/
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckMessage$$' -fuzztime $${FUZZTIME:-30s} ./internal/edge/

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds ticketd and ticketd-load, starts a throwaway dev server on a free
 # loopback port, runs the load generator against it with this script's
-# arguments, then stops the server and removes everything it made.
+# arguments, then stops the server and removes everything it made. It needs
+# only Go; PG=1 also needs psql, to create and drop the database.
 #
 #   scripts/load.sh -duration 10s -workers 8          # embedded SQLite
 #   PG=1 scripts/load.sh -duration 10s -workers 8     # a fresh PostgreSQL database, dropped afterwards
@@ -50,28 +51,28 @@ else
   log "database: SQLite in $tmp/data"
 fi
 
-# A free port from the kernel; the tiny window before the server binds it
-# is acceptable for a local benchmark.
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-addr="127.0.0.1:$port"
-
-"$tmp/ticketd" serve --dev --data-dir "$tmp/data" --addr "$addr" --log-level warn >"$tmp/server.log" 2>&1 &
+# Port 0: the kernel picks a free port, and the server's "listening" log
+# line says which. Tokens carry the audience derived from --addr, so the
+# token below is minted for the same 127.0.0.1:0.
+addr="127.0.0.1:0"
+"$tmp/ticketd" serve --dev --data-dir "$tmp/data" --addr "$addr" --log-level info >"$tmp/server.out" 2>"$tmp/server.log" &
 server_pid=$!
 
-for _ in $(seq 1 100); do
-  curl -fsS "http://$addr/healthz" >/dev/null 2>&1 && break
+url=""
+for _ in $(seq 1 300); do
+  url=$(sed -n 's/.*msg=listening url=\([^ ]*\).*/\1/p' "$tmp/server.log")
+  [ -n "$url" ] && break
   if ! kill -0 "$server_pid" 2>/dev/null; then
     log "the server exited:"; cat "$tmp/server.log" >&2; exit 1
   fi
   sleep 0.1
 done
-curl -fsS "http://$addr/healthz" >/dev/null || { log "no answer from http://$addr/healthz"; cat "$tmp/server.log" >&2; exit 1; }
+[ -n "$url" ] || { log "the server did not start listening within 30s"; cat "$tmp/server.log" >&2; exit 1; }
 
-# The token's audience derives from --addr, so it must be the server's.
 TICKETD_TOKEN=$("$tmp/ticketd" token --dev --data-dir "$tmp/data" --addr "$addr" \
-  --tenant demo --subject load --scope "tickets:read tickets:write")
+  --tenant demo --subject load --scope "tickets:read tickets:write" 2>/dev/null)
 export TICKETD_TOKEN
 
 status=0
-"$tmp/ticketd-load" -url "http://$addr/mcp" -project support "$@" || status=$?
+"$tmp/ticketd-load" -url "$url/mcp" -project support "$@" || status=$?
 exit "$status"

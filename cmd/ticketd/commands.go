@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/golang-jwt/jwt/v5"
+
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/mcptools"
@@ -46,16 +48,17 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 }
 
 // token mints an HS256 token from the configured secret (or the dev secret
-// with --dev) and prints only the token, so `$(ticketd token …)` works.
-// Deployments verifying with a JWKS or public key get tokens from their
-// identity provider instead.
-func token(args []string, getenv func(string) string, stdout io.Writer) error {
+// with --dev) and prints only the token, so `$(ticketd token …)` works; what
+// it is for and when it expires go to stderr. Deployments verifying with a
+// JWKS or public key get tokens from their identity provider instead.
+func token(ctx context.Context, self string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("token", flag.ContinueOnError)
 	tenant := fs.String("tenant", "", "tenant the token acts for (required)")
 	subject := fs.String("subject", "", "subject: who the token identifies, recorded as the reporter (required)")
 	scope := fs.String("scope", authn.ScopeRead+" "+authn.ScopeWrite, "space-separated scopes: "+authn.ScopeRead+", "+authn.ScopeWrite+", "+authn.ScopeAdmin)
-	ttl := fs.Duration("ttl", time.Hour, "lifetime of the token")
-	cfg, err := parseConfig(fs, groupHTTP|groupAuth|groupDev, args, getenv, stdout)
+	ttl := fs.Duration("ttl", defaultTokenTTL, "lifetime of the token; the default suits an agent's configuration, which nobody updates daily "+
+		"(a token cannot be revoked before it expires except by changing the secret, so use e.g. 1h for one-off scripts)")
+	cfg, err := parseConfig(fs, groupHTTP|groupDB|groupAuth|groupDev, args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -79,6 +82,7 @@ func token(args []string, getenv func(string) string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	now := time.Now()
 	tok, err := authn.MintHS256(authCfg.HS256Secret, authn.TokenRequest{
 		Issuer:      authCfg.Issuer,
 		Audience:    authCfg.Audience,
@@ -87,12 +91,27 @@ func token(args []string, getenv func(string) string, stdout io.Writer) error {
 		Subject:     *subject,
 		Scopes:      strings.Fields(*scope),
 		TTL:         *ttl,
-	}, time.Now())
+	}, now)
 	if err != nil {
 		return fmt.Errorf("token: %w", err)
 	}
-	_, err = fmt.Fprintln(stdout, tok)
-	return err
+	if _, err := fmt.Fprintln(stdout, tok); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "token for tenant %s, subject %s, audience %s; expires %s (in %s)\n",
+		*tenant, *subject, authCfg.Audience, expiry(now, *ttl), days(*ttl))
+	// A dev user's new tenant has nothing to file tickets against yet.
+	if cfg.Dev && hasNoProject(ctx, cfg, *tenant) {
+		fmt.Fprintf(stderr, "tenant %s has no project yet, so an agent cannot create tickets with this token; %s\n",
+			*tenant, firstProjectHint(self, *tenant, cfg))
+	}
+	return nil
+}
+
+// expiry is when a token minted at now with ttl expires, as a token's exp
+// claim records it (whole seconds).
+func expiry(now time.Time, ttl time.Duration) string {
+	return now.Add(ttl).UTC().Truncate(time.Second).Format(time.RFC3339)
 }
 
 // stdio serves the MCP tools over stdin and stdout as the principal of
@@ -122,6 +141,10 @@ func stdio(ctx context.Context, args []string, getenv func(string) string, stdin
 	}
 	principal, err := verifier.Verify(ctx, cfg.Token)
 	if err != nil {
+		if exp, ok := expiredAt(cfg.Token, time.Now()); ok {
+			return fmt.Errorf("stdio: TICKETD_TOKEN expired at %s: mint a new one (ticketd token; valid %s by default) and put it in the agent's configuration: %w",
+				exp.UTC().Format(time.RFC3339), days(defaultTokenTTL), err)
+		}
 		return fmt.Errorf("stdio: TICKETD_TOKEN: %w", err)
 	}
 	store, svc, err := openStore(ctx, cfg, cursorKey, logger)
@@ -139,6 +162,35 @@ func stdio(ctx context.Context, args []string, getenv func(string) string, stdin
 		return fmt.Errorf("stdio: %w", err)
 	}
 	return nil
+}
+
+// days writes d in days when it is a whole number of them (30 days, not
+// 720h0m0s), else as Go writes durations.
+func days(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d == day:
+		return "1 day"
+	case d > 0 && d%day == 0:
+		return fmt.Sprintf("%d days", d/day)
+	default:
+		return d.String()
+	}
+}
+
+// expiredAt returns the exp claim of a token that has expired by now. It
+// reads the claim without checking the signature, so it serves only to
+// explain a rejection the verifier has already made.
+func expiredAt(raw string, now time.Time) (time.Time, bool) {
+	claims := jwt.MapClaims{}
+	if _, _, err := jwt.NewParser().ParseUnverified(raw, claims); err != nil {
+		return time.Time{}, false
+	}
+	exp, err := claims.GetExpirationTime()
+	if err != nil || exp == nil || !exp.Before(now) {
+		return time.Time{}, false
+	}
+	return exp.Time, true
 }
 
 // nopWriteCloser lets run's stdout serve as the protocol stream without the

@@ -115,7 +115,10 @@ func TestHelpListsCommandsAndSettings(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"-h"}, []string{"serve", "migrate", "token", "stdio", "version", "--dev"}},
+		{[]string{"-h"}, []string{"serve", "migrate", "projects create", "projects list", "prune", "token", "stdio", "version", "--dev"}},
+		{[]string{"prune", "-h"}, []string{"-older-than", "-dry-run", "-batch-size", "TICKETD_DATABASE_URL", "720h"}},
+		{[]string{"projects", "create", "-h"}, []string{"ticketd projects create", "-tenant", "-id", "-key", "-name", "TICKETD_DATABASE_URL", "-dev"}},
+		{[]string{"projects", "list", "-h"}, []string{"-tenant", "TICKETD_DATABASE_URL"}},
 		{[]string{"help"}, []string{"serve", "migrate", "token", "stdio", "version"}},
 		{[]string{"serve", "-h"}, []string{"-addr", "TICKETD_ADDR", "TICKETD_DATABASE_URL", "TICKETD_PUBLIC_URL", "TICKETD_JWT_ISSUER",
 			"TICKETD_JWT_AUDIENCE", "TICKETD_JWT_JWKS_URL", "TICKETD_JWT_PUBLIC_KEY_FILE", "TICKETD_JWT_HS256_SECRET",

@@ -26,8 +26,12 @@ const (
 	devSecretFile = "hs256.secret"
 	devTenant     = "demo"
 	devSubject    = "dev"
-	devTokenTTL   = 24 * time.Hour
 )
+
+// defaultTokenTTL is how long `ticketd token` and the dev banner's tokens
+// last: they end up in agents' configurations, which people set once, and a
+// token that dies within the day breaks the agent with little explanation.
+const defaultTokenTTL = 30 * 24 * time.Hour
 
 var (
 	devProject = tickets.Project{ID: "support", Key: "SUP", Name: "Support"}
@@ -116,7 +120,8 @@ func seedDev(ctx context.Context, svc *tickets.Service) error {
 	return nil
 }
 
-// mintDevToken mints the token the dev banner prints.
+// mintDevToken mints the token the dev banner prints, valid defaultTokenTTL
+// from now.
 func mintDevToken(cfg authn.Config, now time.Time) (string, error) {
 	tok, err := authn.MintHS256(cfg.HS256Secret, authn.TokenRequest{
 		Issuer:      cfg.Issuer,
@@ -125,7 +130,7 @@ func mintDevToken(cfg authn.Config, now time.Time) (string, error) {
 		Tenant:      devTenant,
 		Subject:     devSubject,
 		Scopes:      devScopes,
-		TTL:         devTokenTTL,
+		TTL:         defaultTokenTTL,
 	}, now)
 	if err != nil {
 		return "", fmt.Errorf("mint dev token: %w", err)
@@ -133,32 +138,65 @@ func mintDevToken(cfg authn.Config, now time.Time) (string, error) {
 	return tok, nil
 }
 
-// printDevBanner writes the paste-ready setup for a dev server at baseURL.
-// It goes to stdout, never to the log: this is the one place a token is
-// shown, on purpose.
-func printDevBanner(w io.Writer, baseURL, publicURL, token, dataDir string) error {
-	mcpURL := baseURL + "/mcp"
-	// A struct, not a map, keeps the keys in the order people expect.
-	type vscodeServer struct {
-		Type    string            `json:"type"`
-		URL     string            `json:"url"`
-		Headers map[string]string `json:"headers"`
-	}
-	vscode, err := json.MarshalIndent(map[string]map[string]vscodeServer{
-		"servers": {"ticketd": {Type: "http", URL: mcpURL, Headers: map[string]string{"Authorization": "Bearer " + token}}},
+// banner is what the dev banner shows.
+type banner struct {
+	Self      string    // the command that runs this binary (selfCommand)
+	BaseURL   string    // where this server answers
+	PublicURL string    // the configured public URL (the tokens' audience derives from it)
+	DataDir   string    // the dev data directory
+	Token     string    // a dev token
+	Expires   time.Time // when Token expires
+}
+
+// vscodeConfig is .vscode/mcp.json. The token is an input VS Code prompts
+// for and keeps in its secret storage, so the file (often committed) never
+// holds it. Structs, not maps, keep the keys in the order people expect.
+type vscodeConfig struct {
+	Inputs  []vscodeInput           `json:"inputs"`
+	Servers map[string]vscodeServer `json:"servers"`
+}
+
+type vscodeInput struct {
+	Type        string `json:"type"`
+	ID          string `json:"id"`
+	Description string `json:"description"`
+	Password    bool   `json:"password"`
+}
+
+type vscodeServer struct {
+	Type    string            `json:"type"`
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+}
+
+// vscodeTokenInput is the id of the VS Code input holding the token.
+const vscodeTokenInput = "ticketd-token"
+
+// printDevBanner writes the paste-ready setup for a dev server. It goes to
+// stdout, never to the log: this is the one place a token is shown, on
+// purpose, and only once; every command after it reads $TOKEN.
+func printDevBanner(w io.Writer, b banner) error {
+	mcpURL := b.BaseURL + "/mcp"
+	vscode, err := json.MarshalIndent(vscodeConfig{
+		Inputs: []vscodeInput{{Type: "promptString", ID: vscodeTokenInput, Description: "ticketd bearer token", Password: true}},
+		Servers: map[string]vscodeServer{"ticketd": {
+			Type: "http", URL: mcpURL, Headers: map[string]string{"Authorization": "Bearer ${input:" + vscodeTokenInput + "}"},
+		}},
 	}, "  ", "  ")
 	if err != nil {
 		return fmt.Errorf("dev banner: %w", err)
 	}
-	tokenCmd := "go run ./cmd/ticketd token --dev --tenant demo --subject you"
-	if filepath.Clean(dataDir) != defaultDataDir {
-		tokenCmd += " --data-dir " + shellQuote(dataDir)
+	devFlags := "--dev"
+	if filepath.Clean(b.DataDir) != defaultDataDir {
+		devFlags += " --data-dir " + shellQuote(b.DataDir)
 	}
+	tokenCmd := b.Self + " token " + devFlags + " --tenant demo --subject you"
 	// The token's audience derives from the public URL, so a server on
 	// another address needs it named or its tokens are refused.
-	if publicURL != "http://"+defaultAddr {
-		tokenCmd += " --public-url " + shellQuote(publicURL)
+	if b.PublicURL != "http://"+defaultAddr {
+		tokenCmd += " --public-url " + shellQuote(b.PublicURL)
 	}
+	projectCmd := b.Self + " projects create " + devFlags + " --tenant acme --id support --key SUP --name Support"
 	_, err = fmt.Fprintf(w, `
 ticketd is running in development mode.
 
@@ -166,23 +204,36 @@ MCP endpoint:  %[1]s
 REST API:      %[2]s/api/v1
 Tenant %[3]q has project %[4]q (key %[5]s). Data and secret: %[6]s
 
-Token (valid 24h; tenant %[3]s, subject %[7]s, scopes %[8]s):
-  %[9]s
+Token (tenant %[3]s, subject %[7]s, scopes %[8]s; expires %[9]s):
+  export TOKEN=%[10]s
 
 Claude Code:
-  claude mcp add --transport http ticketd %[1]s --header "Authorization: Bearer %[9]s"
+  claude mcp add --transport http ticketd %[1]s --header "Authorization: Bearer $TOKEN"
 
-VS Code (.vscode/mcp.json):
-  %[10]s
+VS Code (.vscode/mcp.json; VS Code asks for the token once and keeps it out of the file):
+  %[11]s
 
 REST (curl; run the POST twice: the retry answers the same ticket with Idempotent-Replayed: true):
-  curl -s -H "Authorization: Bearer %[9]s" %[2]s/api/v1/projects
-  curl -si -X POST %[2]s/api/v1/tickets -H "Authorization: Bearer %[9]s" -H "Idempotency-Key: %[12]s" -H "Content-Type: application/json" -d '{"project_id":"support","title":"Printer on fire"}'
+  curl -s -H "Authorization: Bearer $TOKEN" %[2]s/api/v1/projects
+  curl -si -X POST %[2]s/api/v1/tickets -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: %[12]s" -H "Content-Type: application/json" -d '{"project_id":"support","title":"Printer on fire"}'
 
-Another token:  %[11]s
+Another token:  %[13]s
+A new tenant needs a project before its agent can file tickets:
+  %[14]s
 
-`, mcpURL, baseURL, devTenant, devProject.ID, devProject.Key, dataDir, devSubject, strings.Join(devScopes, " "), token, vscode, tokenCmd, uuid.NewString())
+`, mcpURL, b.BaseURL, devTenant, devProject.ID, devProject.Key, b.DataDir, devSubject, strings.Join(devScopes, " "),
+		b.Expires.UTC().Truncate(time.Second).Format(time.RFC3339), b.Token, vscode, uuid.NewString(), tokenCmd, projectCmd)
 	return err
+}
+
+// selfCommand is how to run this binary again, for commands the banner and
+// hints print: the path it was started by, or `go run ./cmd/ticketd` when
+// `go run` built it into a temporary directory that is gone once it exits.
+func selfCommand(arg0 string) string {
+	if filepath.Base(filepath.Dir(arg0)) == "exe" && strings.Contains(arg0, "go-build") {
+		return "go run ./cmd/ticketd"
+	}
+	return shellQuote(arg0)
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.

@@ -33,7 +33,13 @@ Usage:
   ticketd [serve] [flags]   serve MCP (/mcp) and REST (/api/v1) over HTTP (the default)
   ticketd serve --dev       zero-setup local server: SQLite, generated secret, demo data, a ready token
   ticketd migrate [flags]   apply database migrations and print the schema version
-  ticketd token [flags]     mint an HS256 token from the configured secret
+  ticketd projects create --tenant T --id ID --key KEY --name NAME
+                            give a tenant a project (a new tenant's first step)
+  ticketd projects list --tenant T
+                            list a tenant's projects
+  ticketd prune [--older-than 720h] [--dry-run]
+                            delete succeeded operation records past the retention window
+  ticketd token [flags]     mint an HS256 token from the configured secret (valid 30 days by default)
   ticketd stdio [flags]     serve MCP over stdin/stdout for one principal (TICKETD_TOKEN)
   ticketd version           print the version
 
@@ -59,17 +65,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	switch cmd {
 	case "serve":
-		return serve(ctx, rest, getenv, stdout, stderr)
+		return serve(ctx, selfCommand(args[0]), rest, getenv, stdout, stderr)
 	case "migrate":
 		return migrate(ctx, rest, getenv, stdout)
+	case "projects":
+		return projects(ctx, selfCommand(args[0]), rest, getenv, stdout, stderr)
+	case "prune":
+		return prune(ctx, rest, getenv, stdout, stderr)
 	case "token":
-		return token(rest, getenv, stdout)
+		return token(ctx, selfCommand(args[0]), rest, getenv, stdout, stderr)
 	case "stdio":
 		return stdio(ctx, rest, getenv, stdin, stdout, stderr)
 	case "version":
 		_, err := fmt.Fprintf(stdout, "ticketd %s\n", buildinfo.Version())
 		return err
 	default:
-		return fmt.Errorf("unknown command %q (want serve, migrate, token, stdio or version; see ticketd -h)", cmd)
+		return fmt.Errorf("unknown command %q (want serve, migrate, projects, prune, token, stdio or version; see ticketd -h)", cmd)
 	}
 }

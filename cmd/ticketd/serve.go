@@ -35,7 +35,7 @@ const (
 // writes already run detached from request cancellation, so a request cut
 // off at the deadline leaves its write committed or rolled back, never half
 // done.
-func serve(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func serve(ctx context.Context, self string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	cfg, err := parseConfig(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev, args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
@@ -112,9 +112,10 @@ func serve(ctx context.Context, args []string, getenv func(string) string, stdou
 		if _, port, _ := net.SplitHostPort(cfg.Addr); cfg.derivedPublicURL && port == "0" {
 			baseURL = bound
 		}
-		tok, err := mintDevToken(authCfg, time.Now())
+		now := time.Now()
+		tok, err := mintDevToken(authCfg, now)
 		if err == nil {
-			err = printDevBanner(stdout, baseURL, cfg.PublicURL, tok, cfg.DataDir)
+			err = printDevBanner(stdout, banner{Self: self, BaseURL: baseURL, PublicURL: cfg.PublicURL, DataDir: cfg.DataDir, Token: tok, Expires: now.Add(defaultTokenTTL)})
 		}
 		if err != nil {
 			_ = srv.Close()

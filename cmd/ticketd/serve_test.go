@@ -187,12 +187,13 @@ func assertTicketsMatchOperations(tb testing.TB, rawURL, tenant string, attempte
 }
 
 var (
-	bannerToken = regexp.MustCompile(`(?m)^Token \(valid 24h.*:\n  (\S+)$`)
+	bannerToken = regexp.MustCompile(`(?m)^Token \(.*; expires (\S+)\):\n  export TOKEN=(\S+)$`)
 	bannerMCP   = regexp.MustCompile(`(?m)^MCP endpoint:\s+(\S+)$`)
 )
 
 // devBanner waits for the dev banner on stdout and returns its MCP URL and
-// token.
+// token, checking that the token is shown once, lasts the default TTL, and
+// stays out of the VS Code file.
 func devBanner(tb testing.TB, s *serveProc) (mcpURL, token string) {
 	tb.Helper()
 	waitFor(tb, func() bool { return strings.Contains(s.Stdout.String(), "Another token:") })
@@ -201,13 +202,24 @@ func devBanner(tb testing.TB, s *serveProc) (mcpURL, token string) {
 	if m == nil || tm == nil {
 		tb.Fatalf("dev banner lacks the MCP URL or the token:\n%s", out)
 	}
-	mcpURL, token = m[1], tm[1]
+	mcpURL, token = m[1], tm[2]
 	if mcpURL != s.URL+"/mcp" {
 		tb.Fatalf("banner MCP URL %s, want %s/mcp", mcpURL, s.URL)
 	}
-	claude := `claude mcp add --transport http ticketd ` + mcpURL + ` --header "Authorization: Bearer ` + token + `"`
+	if n := strings.Count(out, token); n != 1 {
+		tb.Fatalf("dev banner shows the token %d times, want once:\n%s", n, out)
+	}
+	exp, err := time.Parse(time.RFC3339, tm[1])
+	if err != nil || time.Until(exp) < defaultTokenTTL-time.Minute || time.Until(exp) > defaultTokenTTL {
+		tb.Fatalf("dev banner says the token expires %q (%v), want %s from now", tm[1], err, defaultTokenTTL)
+	}
+	claude := `claude mcp add --transport http ticketd ` + mcpURL + ` --header "Authorization: Bearer $TOKEN"`
 	if !strings.Contains(out, claude) {
 		tb.Fatalf("dev banner lacks the line\n%s\nin:\n%s", claude, out)
+	}
+	vscode := `"Authorization": "Bearer ${input:` + vscodeTokenInput + `}"`
+	if !strings.Contains(out, vscode) || !strings.Contains(out, `"password": true`) {
+		tb.Fatalf("dev banner's VS Code snippet lacks the token prompt %s:\n%s", vscode, out)
 	}
 	return mcpURL, token
 }
@@ -277,10 +289,11 @@ func TestServeDevFromEmptyDirectory(t *testing.T) {
 	for i, a := range args {
 		args[i] = strings.Trim(a, "'")
 	}
-	if len(args) < 4 || args[0] != "go" || args[3] != "token" {
+	// run was called as "ticketd", so the banner names that program.
+	if len(args) < 2 || args[0] != "ticketd" || args[1] != "token" {
 		t.Fatalf("unexpected token command %q", line[1])
 	}
-	another := mintToken(t, nil, args[4:]...)
+	another := mintToken(t, nil, args[2:]...)
 	if ids := projectIDs(t, connect(t, secondURL, another)); !slices.Equal(ids, []string{"support"}) {
 		t.Fatalf("list_projects with the banner's token command = %v", ids)
 	}

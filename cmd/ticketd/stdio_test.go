@@ -100,15 +100,16 @@ func TestStdio(t *testing.T) {
 	}{
 		{"GarbledToken", func(testing.TB) string { return "not-a-jwt" }, "malformed token"},
 		{"MissingToken", func(testing.TB) string { return "" }, "set TICKETD_TOKEN"},
+		// The agent's operator learns when it expired and what to do.
 		{"ExpiredToken", func(tb testing.TB) string {
 			tok, err := authn.MintHS256([]byte(testSecret), authn.TokenRequest{
 				Issuer: issuer, Audience: audience, Tenant: "acme", Subject: "carol", TTL: time.Minute,
-			}, time.Now().Add(-time.Hour))
+			}, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 			if err != nil {
 				tb.Fatal(err)
 			}
 			return tok
-		}, "expired"},
+		}, "TICKETD_TOKEN expired at 2026-01-02T03:05:05Z: mint a new one (ticketd token; valid 30 days by default)"},
 		{"WrongAudience", func(tb testing.TB) string {
 			tok, err := authn.MintHS256([]byte(testSecret), authn.TokenRequest{
 				Issuer: issuer, Audience: "https://elsewhere.test/mcp", Tenant: "acme", Subject: "carol", TTL: time.Hour,

@@ -43,7 +43,7 @@ func MintHS256(secret []byte, req TokenRequest, now time.Time) (string, error) {
 		return "", errors.New("audience is required")
 	case req.Subject == "":
 		return "", errors.New("subject is required")
-	case !validTenant(req.Tenant):
+	case !ValidTenant(req.Tenant):
 		return "", fmt.Errorf("tenant %q must be 1-%d characters of A-Z a-z 0-9 . _ -", req.Tenant, maxTenantLen)
 	case req.TTL <= 0:
 		return "", fmt.Errorf("TTL must be positive (got %s)", req.TTL)

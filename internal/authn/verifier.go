@@ -236,7 +236,7 @@ func (v *Verifier) principal(claims jwt.MapClaims) (Principal, error) {
 		return Principal{}, fmt.Errorf("%w: sub claim missing or malformed", ErrInvalidToken)
 	}
 	tenant, _ := claims[v.tenantClaim].(string)
-	if !validTenant(tenant) {
+	if !ValidTenant(tenant) {
 		return Principal{}, fmt.Errorf("%w: tenant claim %q missing or malformed", ErrInvalidToken, v.tenantClaim)
 	}
 	scopes, err := scopesFrom(claims)
@@ -278,10 +278,11 @@ func scopesFrom(claims jwt.MapClaims) ([]string, error) {
 	}
 }
 
-// validTenant reports whether t is safe to use as a tenant ID. The tenant is
+// ValidTenant reports whether t is safe to use as a tenant ID (exported so
+// the CLI holds tenants it writes to the same rule as tokens). The tenant is
 // written to logs and stored in every row, so it is held to 1–64 characters
 // of [A-Za-z0-9._-] rather than trusted as arbitrary issuer text.
-func validTenant(t string) bool {
+func ValidTenant(t string) bool {
 	if t == "" || len(t) > maxTenantLen {
 		return false
 	}
