@@ -43,6 +43,9 @@ func (f TicketUpdateFields) Update(ifVersion *int64) tickets.TicketUpdate {
 func TicketUpdateFieldsSchema() *jsonschema.Schema {
 	s := Infer[TicketUpdateFields]()
 	ConstrainTicketUpdateFields(s)
+	// As a body of its own it must name something to change; the service
+	// also refuses fields that all normalise to nothing.
+	s.MinProperties = jsonschema.Ptr(1)
 	return s
 }
 
