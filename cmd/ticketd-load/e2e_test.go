@@ -50,6 +50,41 @@ func TestLoadAgainstRealServer(t *testing.T) {
 	}
 }
 
+// TestLoadMixAgainstRealServer mixes updates and comments into the load
+// and checks, against the database, one change per write operation_id:
+// every write leaves one event beyond the tickets' created ones, and the
+// writes that succeeded are exactly that many.
+func TestLoadMixAgainstRealServer(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{})
+	env.SeedProject(t, "acme")
+	token := env.Token(t, "acme", "tickets:read", "tickets:write")
+
+	var stdout, stderr bytes.Buffer
+	args := []string{"ticketd-load", "-url", env.Endpoint, "-token", token, "-requests", "300", "-workers", "4",
+		"-retry-ratio", "0.3", "-update-ratio", "0.35", "-comment-ratio", "0.35", "-duration", "2m", "-timeout", "30s", "-json"}
+	if err := run(context.Background(), args, func(string) string { return "" }, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+	}
+	var got jsonSummary
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("decode %q: %v", stdout.String(), err)
+	}
+	v := got.Invariant
+	if !v.OK || v.WriteOps == 0 || got.Applied != v.WriteOps || got.Latency.Write.N != got.Applied {
+		t.Errorf("invariant = %+v, applied = %d, write latency n = %d: want writes, each applied once and measured",
+			v, got.Applied, got.Latency.Write.N)
+	}
+	if got.Created+got.Applied+got.Replayed != got.Calls {
+		t.Errorf("created %d + applied %d + replayed %d != calls %d (errors: %v, timeouts %d)",
+			got.Created, got.Applied, got.Replayed, got.Calls, got.ToolErrors, got.Timeouts)
+	}
+	events, tickets := dbtest.CountRows(t, env.DB, "ticket_events", "acme"), env.CountTickets(t, "acme")
+	if events-tickets != int64(v.WriteOps) {
+		t.Errorf("%d events beyond the %d created ones, want one per write operation_id (%d)", events-tickets, tickets, v.WriteOps)
+	}
+}
+
 // TestToolModeCountsOnlyTheWindow calls a read tool after a warm-up and
 // reads the server's /proc (the server runs in this test's process).
 func TestToolModeCountsOnlyTheWindow(t *testing.T) {

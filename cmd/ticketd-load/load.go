@@ -27,6 +27,7 @@ const (
 	transport                  // the call failed below the tool layer
 	interrupted                // the run was cancelled (signal) mid-call
 	answered                   // success of a -tool other than create_ticket
+	applied                    // update_ticket or add_comment success, replayed: false
 )
 
 // createArgs is create_ticket's input. A replay re-sends the same value, so
@@ -42,7 +43,9 @@ type createArgs struct {
 // sample is one call. Samples stay in their worker's slice, in call order,
 // until the run ends, so the hot path takes no locks.
 type sample struct {
-	op       int // index into the worker's ops
+	op       int    // index into the worker's ops, or writes when write is set
+	write    bool   // an update_ticket or add_comment
+	result   string // what a write made: the version produced or the comment's ID
 	resend   bool
 	outcome  outcome
 	dur      time.Duration
@@ -56,6 +59,8 @@ type sample struct {
 // workerResult is what one worker leaves behind.
 type workerResult struct {
 	ops        []createArgs
+	writes     []writeArgs
+	tickets    []string // tickets this worker created, for its writes
 	samples    []sample
 	reconnects int
 	err        error     // why the worker stopped early, if it did
@@ -261,8 +266,17 @@ func (w *worker) run(ctx, issuing context.Context) workerResult {
 			}
 			continue
 		}
-		op, resend := w.next()
-		s := w.call(ctx, op)
+		op, write, resend := w.next()
+		var s sample
+		if write {
+			s = w.send(ctx, w.out.writes[op].tool, w.out.writes[op], classifyWrite)
+			s.op, s.write = op, true
+		} else {
+			s = w.call(ctx, op)
+			if s.outcome == created {
+				w.out.tickets = append(w.out.tickets, s.ticketID)
+			}
+		}
 		s.resend = resend
 		if !w.record(ctx, s) {
 			break
@@ -290,11 +304,22 @@ func (w *worker) take() bool {
 	return w.budget == nil || w.budget.Add(-1) >= 0
 }
 
-// next picks the operation to send: a replay of an earlier one with
-// probability RetryRatio, else a fresh UUID v4.
-func (w *worker) next() (op int, resend bool) {
-	if n := len(w.out.ops); n > 0 && rand.Float64() < w.cfg.RetryRatio {
-		return rand.IntN(n), true
+// next picks the operation to send: a replay of an earlier one (create or
+// write) with probability RetryRatio, else a fresh one with a fresh UUID v4:
+// an update or a comment on one of the worker's tickets at their ratios, or
+// a create.
+func (w *worker) next() (op int, write, resend bool) {
+	creates, writes := len(w.out.ops), len(w.out.writes)
+	if n := creates + writes; n > 0 && rand.Float64() < w.cfg.RetryRatio {
+		i := rand.IntN(n)
+		if i >= creates {
+			return i - creates, true, true
+		}
+		return i, false, true
+	}
+	if wr, ok := w.cfg.newWrite(w.out.tickets); ok {
+		w.out.writes = append(w.out.writes, wr)
+		return len(w.out.writes) - 1, true, false
 	}
 	id := uuid.NewString()
 	w.out.ops = append(w.out.ops, createArgs{
@@ -304,7 +329,7 @@ func (w *worker) next() (op int, resend bool) {
 		Priority:    "normal",
 		Labels:      []string{"load"},
 	})
-	return len(w.out.ops) - 1, false
+	return len(w.out.ops) - 1, false, false
 }
 
 // call sends one create_ticket and classifies the answer.

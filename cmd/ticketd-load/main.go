@@ -3,6 +3,9 @@
 // chosen ratio, replays of earlier ones, then it reports throughput, latency
 // per outcome, error codes, and checks the retry contract on what came back:
 // one ticket per operation_id, and every replay returns that same ticket.
+// With -update-ratio and -comment-ratio, fresh calls also update and comment
+// on the tickets each worker created, and the check extends to them: one
+// change (version bump or comment) per operation_id.
 // With -tool it calls any other tool with fixed -args instead (list_tickets,
 // or the noop tool of ticketd-noop). With -warmup, only calls that end in
 // the window after the warm-up count; with -server-pid, the server's CPU
@@ -12,6 +15,7 @@
 // every run is bounded by -warmup plus -duration and, optionally, -requests.
 //
 //	ticketd-load -token "$TOKEN" -duration 10s -workers 8
+//	ticketd-load -token "$TOKEN" -update-ratio 0.3 -comment-ratio 0.3
 //	ticketd-load -token "$TOKEN" -tool list_tickets -args '{"limit":20}' -warmup 2s -server-pid 1234
 //
 // Two subcommands drive whole benchmarks: "ticketd-load bench" runs
@@ -91,16 +95,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 // config is the parsed command line.
 type config struct {
-	URL         string
-	Token       string
-	Project     string
-	Workers     int
-	Duration    time.Duration
-	Requests    int
-	RetryRatio  float64
-	Timeout     time.Duration
-	AllowRemote bool
-	JSON        bool
+	URL        string
+	Token      string
+	Project    string
+	Workers    int
+	Duration   time.Duration
+	Requests   int
+	RetryRatio float64
+	// UpdateRatio and CommentRatio are the shares of fresh calls that are
+	// update_ticket and add_comment on the worker's own tickets.
+	UpdateRatio, CommentRatio float64
+	Timeout                   time.Duration
+	AllowRemote               bool
+	JSON                      bool
 	// Tool is the tool called; create_ticket gets generated arguments,
 	// any other tool the fixed Args.
 	Tool      string
@@ -137,6 +144,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "stop issuing calls after this long")
 	fs.IntVar(&c.Requests, "requests", 0, "stop after this many calls in total (0: no cap; -duration still applies)")
 	fs.Float64Var(&c.RetryRatio, "retry-ratio", 0.2, "fraction of calls that re-send an earlier operation_id of the same worker with the same input")
+	fs.Float64Var(&c.UpdateRatio, "update-ratio", 0, "fraction of fresh calls that are update_ticket on a ticket the worker created (each a real change)")
+	fs.Float64Var(&c.CommentRatio, "comment-ratio", 0, "fraction of fresh calls that are add_comment on a ticket the worker created")
 	fs.DurationVar(&c.Timeout, "timeout", 5*time.Second, "timeout of each call")
 	fs.BoolVar(&c.AllowRemote, "allow-remote", false, "allow a -url whose host is not a loopback address")
 	fs.BoolVar(&c.JSON, "json", false, "print the summary as JSON")
@@ -179,6 +188,9 @@ func (c *config) validate() error {
 		return errors.New("-requests must not be negative")
 	case c.RetryRatio < 0 || c.RetryRatio > 1 || c.RetryRatio != c.RetryRatio:
 		return errors.New("-retry-ratio must be between 0 and 1")
+	case c.UpdateRatio < 0 || c.CommentRatio < 0 || c.UpdateRatio+c.CommentRatio > 1 ||
+		c.UpdateRatio != c.UpdateRatio || c.CommentRatio != c.CommentRatio:
+		return errors.New("-update-ratio and -comment-ratio must be between 0 and 1 and add up to at most 1")
 	case c.Timeout <= 0:
 		return errors.New("-timeout must be positive")
 	case c.Tool == "":

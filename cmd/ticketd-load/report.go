@@ -16,8 +16,8 @@ func writeText(w io.Writer, s summary) error {
 	fmt.Fprintf(&b, "target     %s  project=%s  workers=%d  retry-ratio=%.2f\n", s.URL, s.Project, s.Workers, s.RetryRatio)
 	fmt.Fprintf(&b, "calls      %d in %s: %.1f calls/s, %.1f creates/s, %.1f replays/s\n",
 		s.Calls, s.Wall.Round(time.Millisecond), s.rate(s.Calls), s.rate(s.Created), s.rate(s.Replayed))
-	fmt.Fprintf(&b, "outcomes   created %d, replayed %d (re-sent %d), answered %d, timeouts %d, transport errors %d, malformed %d, interrupted %d\n",
-		s.Created, s.Replayed, s.Resent, s.Answered, s.Timeouts, s.Transport, s.Malformed, s.Interrupted)
+	fmt.Fprintf(&b, "outcomes   created %d, updated or commented %d, replayed %d (re-sent %d), answered %d, timeouts %d, transport errors %d, malformed %d, interrupted %d\n",
+		s.Created, s.Applied, s.Replayed, s.Resent, s.Answered, s.Timeouts, s.Transport, s.Malformed, s.Interrupted)
 	fmt.Fprintf(&b, "errors     %s\n", formatCodes(s.ToolErrors))
 	if s.Reconnects > 0 || s.Stopped > 0 {
 		fmt.Fprintf(&b, "sessions   %d reconnects, %d workers stopped early\n", s.Reconnects, s.Stopped)
@@ -27,6 +27,7 @@ func writeText(w io.Writer, s summary) error {
 	}
 	fmt.Fprintf(&b, "latency    %8s %9s %9s %9s %9s\n", "n", "p50", "p90", "p99", "max")
 	writeLatencyRow(&b, "  create", s.Create)
+	writeLatencyRow(&b, "  write", s.Write)
 	writeLatencyRow(&b, "  replay", s.Replay)
 	writeLatencyRow(&b, "  all", s.All)
 	switch {
@@ -57,6 +58,10 @@ func writeInvariant(b *strings.Builder, v invariant) {
 	}
 	fmt.Fprintf(b, "invariant  %s: %d operation_ids succeeded, %d distinct ticket_ids (%d created), %d replay mismatches, %d duplicate creates, %d echo mismatches\n",
 		verdict, v.SucceededOps, v.DistinctTickets, v.CreatedOps, v.ReplayMismatches, v.DuplicateCreates, v.EchoMismatches)
+	if v.WriteOps > 0 {
+		fmt.Fprintf(b, "           writes: %d operation_ids succeeded, %d distinct changes (versions or comments), %d applied twice\n",
+			v.WriteOps, v.DistinctChanges, v.DuplicateWrites)
+	}
 	for _, e := range v.Examples {
 		fmt.Fprintf(b, "  e.g.     %s\n", e)
 	}
@@ -95,6 +100,7 @@ type jsonSummary struct {
 	Resent          int            `json:"resent"`
 	Created         int            `json:"created"`
 	Replayed        int            `json:"replayed"`
+	Applied         int            `json:"applied"`
 	Answered        int            `json:"answered"`
 	Timeouts        int            `json:"timeouts"`
 	TransportErrors int            `json:"transport_errors"`
@@ -106,6 +112,7 @@ type jsonSummary struct {
 	Errors          []string       `json:"errors"`
 	Latency         struct {
 		Create jsonLatency `json:"create"`
+		Write  jsonLatency `json:"write"`
 		Replay jsonLatency `json:"replay"`
 		All    jsonLatency `json:"all"`
 	} `json:"latency"`
@@ -139,6 +146,9 @@ type jsonInvariant struct {
 	ReplayMismatches int      `json:"replay_mismatches"`
 	DuplicateCreates int      `json:"duplicate_creates"`
 	EchoMismatches   int      `json:"echo_mismatches"`
+	WriteOps         int      `json:"write_operation_ids"`
+	DistinctChanges  int      `json:"distinct_changes"`
+	DuplicateWrites  int      `json:"duplicate_writes"`
 	Examples         []string `json:"examples"`
 }
 
@@ -154,12 +164,13 @@ func toJSON(s summary) jsonSummary {
 		URL: s.URL, Project: s.Project, Workers: s.Workers, RetryRatio: s.RetryRatio,
 		WallMS: msFloat(s.Wall), Calls: s.Calls,
 		CallsPerSec: s.rate(s.Calls), CreatesPerSec: s.rate(s.Created), ReplaysPerSec: s.rate(s.Replayed),
-		Resent: s.Resent, Created: s.Created, Replayed: s.Replayed, Answered: s.Answered, Timeouts: s.Timeouts,
+		Resent: s.Resent, Created: s.Created, Replayed: s.Replayed, Applied: s.Applied, Answered: s.Answered, Timeouts: s.Timeouts,
 		TransportErrors: s.Transport, Malformed: s.Malformed, Interrupted: s.Interrupted,
 		ToolErrors: s.ToolErrors, Reconnects: s.Reconnects, StoppedWorkers: s.Stopped,
 		Errors: nonNil(s.Errors),
 	}
 	j.Latency.Create, j.Latency.Replay, j.Latency.All = toJSONLatency(s.Create), toJSONLatency(s.Replay), toJSONLatency(s.All)
+	j.Latency.Write = toJSONLatency(s.Write)
 	if s.ServerPID > 0 {
 		j.Server = &jsonServer{PID: s.ServerPID}
 		if s.Server.err != nil {
@@ -173,6 +184,7 @@ func toJSON(s summary) jsonSummary {
 	j.Invariant = jsonInvariant{
 		OK: v.OK(), SucceededOps: v.SucceededOps, DistinctTickets: v.DistinctTickets, CreatedOps: v.CreatedOps,
 		ReplayMismatches: v.ReplayMismatches, DuplicateCreates: v.DuplicateCreates, EchoMismatches: v.EchoMismatches,
+		WriteOps: v.WriteOps, DistinctChanges: v.DistinctChanges, DuplicateWrites: v.DuplicateWrites,
 		Examples: nonNil(v.Examples),
 	}
 	return j

@@ -20,6 +20,7 @@ type summary struct {
 	Resent      int // calls that re-sent an earlier operation_id
 	Created     int
 	Replayed    int
+	Applied     int // fresh update_ticket and add_comment successes
 	Answered    int // successes of a -tool other than create_ticket
 	Timeouts    int
 	Transport   int
@@ -31,6 +32,7 @@ type summary struct {
 	Errors      []string // a few distinct transport and worker errors, for diagnosis
 
 	Create, Replay latency
+	Write          latency // fresh updates and comments
 	All            latency // every success, whatever the tool
 	Invariant      invariant
 
@@ -62,14 +64,19 @@ type invariant struct {
 	ReplayMismatches int // successes whose ticket_id differs from that ID's first one
 	DuplicateCreates int // operation_ids answered replayed: false more than once
 	EchoMismatches   int // successes echoing another operation_id
-	Examples         []string
+	// Writes (update_ticket, add_comment): operation_ids with a success,
+	// the distinct changes (version or comment) they answered, and those
+	// answered replayed: false more than once.
+	WriteOps, DistinctChanges, DuplicateWrites int
+	Examples                                   []string
 }
 
 // OK reports whether the contract held: one ticket per operation_id, the
 // same one on every answer, created once.
 func (v invariant) OK() bool {
 	return v.SucceededOps == v.DistinctTickets && v.ReplayMismatches == 0 &&
-		v.DuplicateCreates == 0 && v.EchoMismatches == 0
+		v.DuplicateCreates == 0 && v.EchoMismatches == 0 &&
+		v.WriteOps == v.DistinctChanges && v.DuplicateWrites == 0
 }
 
 const maxExamples = 5
@@ -83,7 +90,7 @@ func summarize(cfg *config, res *result) summary {
 		URL: cfg.URL, Project: cfg.Project, Workers: cfg.Workers, RetryRatio: cfg.RetryRatio,
 		Wall: res.wall, ToolErrors: map[string]int{}, ServerPID: cfg.ServerPID, Server: res.server,
 	}
-	var creates, replays, all []time.Duration
+	var creates, replays, writes, all []time.Duration
 	for _, w := range res.workers {
 		s.Reconnects += w.reconnects
 		if w.err != nil {
@@ -100,13 +107,16 @@ func summarize(cfg *config, res *result) summary {
 				creates = append(creates, c.dur)
 			case replayed:
 				replays = append(replays, c.dur)
+			case applied:
+				writes = append(writes, c.dur)
 			}
-			if c.outcome == created || c.outcome == replayed || c.outcome == answered {
+			if c.outcome == created || c.outcome == replayed || c.outcome == applied || c.outcome == answered {
 				all = append(all, c.dur)
 			}
 		}
 	}
 	s.Create, s.Replay, s.All = summarizeLatency(creates), summarizeLatency(replays), summarizeLatency(all)
+	s.Write = summarizeLatency(writes)
 	s.Invariant = checkInvariant(res.workers)
 	return s
 }
@@ -121,6 +131,8 @@ func (s *summary) count(c sample) {
 		s.Created++
 	case replayed:
 		s.Replayed++
+	case applied:
+		s.Applied++
 	case answered:
 		s.Answered++
 	case toolError:
@@ -209,7 +221,7 @@ func checkInvariant(workers []workerResult) invariant {
 	tickets := map[string]struct{}{}
 	for _, w := range workers {
 		for _, c := range w.samples {
-			if c.outcome != created && c.outcome != replayed {
+			if c.write || (c.outcome != created && c.outcome != replayed) {
 				continue
 			}
 			v.checkOne(w.ops[c.op].OperationID, c, first, createdOnce)
@@ -220,6 +232,7 @@ func checkInvariant(workers []workerResult) invariant {
 	if v.SucceededOps != v.DistinctTickets {
 		v.example(fmt.Sprintf("%d operation_ids succeeded but %d distinct ticket_ids came back", v.SucceededOps, v.DistinctTickets))
 	}
+	v.checkWrites(workers)
 	return v
 }
 

@@ -198,3 +198,30 @@ func TestReports(t *testing.T) {
 		t.Errorf("json report = %+v", j)
 	}
 }
+
+// TestCheckWritesCatchesABrokenContract: a write replayed with another
+// change, or applied twice, or two IDs answering one change, is a violation.
+func TestCheckWritesCatchesABrokenContract(t *testing.T) {
+	t.Parallel()
+	write := func(i int, outcome outcome, ticket, result, id string) sample {
+		return sample{op: i, write: true, outcome: outcome, ticketID: ticket, result: result, opID: id}
+	}
+	writes := []writeArgs{{tool: toolUpdate, OperationID: "a"}, {tool: toolUpdate, OperationID: "b"}}
+	tests := map[string][]sample{
+		"ReplayAnswersAnotherVersion": {write(0, applied, "T1", "2", "a"), write(0, replayed, "T1", "3", "a")},
+		"AppliedTwice":                {write(0, applied, "T1", "2", "a"), write(0, applied, "T1", "2", "a")},
+		"TwoIDsOneChange":             {write(0, applied, "T1", "2", "a"), write(1, applied, "T1", "2", "b")},
+	}
+	for name, samples := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			if v := checkInvariant([]workerResult{{writes: writes, samples: samples}}); v.OK() {
+				t.Errorf("invariant = %+v, want violated", v)
+			}
+		})
+	}
+	good := []sample{write(0, applied, "T1", "2", "a"), write(0, replayed, "T1", "2", "a"), write(1, applied, "T1", "3", "b")}
+	if v := checkInvariant([]workerResult{{writes: writes, samples: good}}); !v.OK() || v.WriteOps != 2 || v.DistinctChanges != 2 {
+		t.Errorf("invariant = %+v, want OK with 2 writes and 2 changes", v)
+	}
+}

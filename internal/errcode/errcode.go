@@ -139,8 +139,8 @@ var Table = []Row{
 		Code: VersionConflict, Meaning: "the ticket changed since the version the caller read", Retry: "no; re-read the ticket and decide again",
 		MCP: MCPToolError, Status: http.StatusConflict, StatusNote: "(412 with `If-Match`)", Title: "Version conflict", ShowCause: true,
 		Public:       "the ticket was changed by someone else since the version given",
-		AgentStep:    "The ticket changed since you read it; nothing was written. Call get_ticket, decide again on the current version, and pass that version.",
-		OperatorStep: "The ticket changed since the version you sent; nothing was written. GET it again, decide on the current version, and send that version.",
+		AgentStep:    "The ticket changed since you read it; nothing was written or recorded. This result carries current_version and the current ticket: decide again whether the change is still right and, if so, call again with if_version set to current_version (the same operation_id is fine).",
+		OperatorStep: "The ticket changed since the version you sent; nothing was written or recorded. The ETag header names the current version: GET the ticket, decide again, and send that version in If-Match (the same Idempotency-Key is fine).",
 	},
 	{
 		Code: Forbidden, Meaning: "the token lacks the scope", Retry: "no",

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/ticketd/ticketd/internal/authn"
@@ -102,21 +101,12 @@ func TestConcurrentDuplicateCallsMakeOneTicket(t *testing.T) {
 			cs := env.Connect(t, token) // a separate client per caller
 			wg.Go(func() {
 				<-start
-				// operation_in_progress is the contract's answer while
-				// another call holds the key; agents retry it unchanged.
-				for attempt := 0; ; attempt++ {
-					res, err := servertest.TryCall(cs, mcptools.ToolCreateTicket, args)
-					if err != nil {
-						t.Errorf("caller %d: %v", i, err)
-						return
-					}
-					if res.IsError && attempt < 10 && strings.Contains(text(res), "operation_in_progress") {
-						time.Sleep(100 * time.Millisecond)
-						continue
-					}
-					answers[i] = res // checked below: FailNow belongs to the test's goroutine
+				res, err := callSettled(cs, mcptools.ToolCreateTicket, args)
+				if err != nil {
+					t.Errorf("caller %d: %v", i, err)
 					return
 				}
+				answers[i] = res // checked below: FailNow belongs to the test's goroutine
 			})
 		}
 		close(start)

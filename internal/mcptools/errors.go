@@ -14,6 +14,7 @@ import (
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/wire"
 )
 
 // ErrorDetail is the error member of a tool error result (DESIGN §3).
@@ -29,6 +30,10 @@ type ErrorOut struct {
 	Error       ErrorDetail `json:"error"`
 	OperationID string      `json:"operation_id,omitempty" jsonschema:"The operation_id the error is about, when there is one."`
 	Status      string      `json:"status,omitempty" jsonschema:"unknown with outcome_unknown, pending with operation_in_progress."`
+	// CurrentVersion and Ticket come with version_conflict, so the caller
+	// can decide again without another round trip.
+	CurrentVersion int64        `json:"current_version,omitempty" jsonschema:"With version_conflict: the ticket's version now."`
+	Ticket         *wire.Ticket `json:"ticket,omitempty" jsonschema:"With version_conflict: the ticket as it is now."`
 }
 
 // outcome is a tool's structured result: the success value or the error,
@@ -68,6 +73,11 @@ func failure[T any](err error, operationID string) (*mcp.CallToolResult, outcome
 		next = badOperationIDNextStep
 	}
 	res, out := errorResult(code, code.Message(err), operationID, err, next)
+	var stale *tickets.VersionConflictError
+	if errors.As(err, &stale) {
+		t := wire.FromTicket(stale.Current)
+		out.CurrentVersion, out.Ticket = stale.Current.Version, &t
+	}
 	return res, outcome[T]{err: out}, nil
 }
 

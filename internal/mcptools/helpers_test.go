@@ -3,6 +3,7 @@ package mcptools_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -92,4 +93,17 @@ func text(res *mcp.CallToolResult) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// callSettled calls tool like an agent that retries operation_in_progress
+// (the contract's answer while another call holds the key) unchanged, a
+// bounded number of times. It is safe to use from any goroutine.
+func callSettled(cs *mcp.ClientSession, tool string, args map[string]any) (*mcp.CallToolResult, error) {
+	for attempt := 0; ; attempt++ {
+		res, err := servertest.TryCall(cs, tool, args)
+		if err != nil || !res.IsError || attempt == 10 || !strings.Contains(text(res), "operation_in_progress") {
+			return res, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

@@ -48,6 +48,7 @@ func errorOutputSchema() *jsonschema.Schema {
 	}
 	s.Properties["status"].Enum = statuses
 	s.Properties["error"].Properties["code"].Enum = stringEnum(errcode.Codes()...)
+	ticketObject(s.Properties["ticket"])
 	return s
 }
 

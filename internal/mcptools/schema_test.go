@@ -22,8 +22,9 @@ import (
 var update = flag.Bool("update", false, "rewrite the tool snapshots in testdata/")
 
 var toolNames = []string{
-	mcptools.ToolCreateTicket, mcptools.ToolGetOperationStatus, mcptools.ToolGetTicket,
-	mcptools.ToolListProjects, mcptools.ToolListTickets, mcptools.ToolPreviewTicket,
+	mcptools.ToolAddComment, mcptools.ToolCreateTicket, mcptools.ToolGetOperationStatus, mcptools.ToolGetTicket,
+	mcptools.ToolListComments, mcptools.ToolListProjects, mcptools.ToolListTickets, mcptools.ToolPreviewTicket,
+	mcptools.ToolUpdateTicket,
 }
 
 // listTools returns tools/list as a client sees it over HTTP.

@@ -43,6 +43,9 @@ type spec[In, Out any] struct {
 	name, title, description string
 	scope                    string
 	readOnly                 bool
+	// destructive marks a write that overwrites what is there (an update),
+	// as opposed to one that only adds (a ticket, a comment).
+	destructive bool
 	// input and output refine the schemas inferred from In and Out.
 	input, output func(*jsonschema.Schema)
 	handle        handler[In, Out]
@@ -62,7 +65,7 @@ func newTool[In, Out any](sp spec[In, Out]) Tool {
 		InputSchema: in, OutputSchema: outputSchema[Out](sp.output),
 		Annotations: &mcp.ToolAnnotations{
 			Title: sp.title, ReadOnlyHint: sp.readOnly, IdempotentHint: true,
-			DestructiveHint: jsonschema.Ptr(false), OpenWorldHint: jsonschema.Ptr(false),
+			DestructiveHint: jsonschema.Ptr(sp.destructive), OpenWorldHint: jsonschema.Ptr(false),
 		},
 	}
 	add := func(s *mcp.Server, def *mcp.Tool, svc *tickets.Service) {

@@ -17,6 +17,8 @@ func TestToolsListIsWhatIsServed(t *testing.T) {
 		mcptools.ToolCreateTicket: authn.ScopeWrite, mcptools.ToolPreviewTicket: authn.ScopeRead,
 		mcptools.ToolGetOperationStatus: authn.ScopeRead, mcptools.ToolGetTicket: authn.ScopeRead,
 		mcptools.ToolListTickets: authn.ScopeRead, mcptools.ToolListProjects: authn.ScopeRead,
+		mcptools.ToolUpdateTicket: authn.ScopeWrite, mcptools.ToolAddComment: authn.ScopeWrite,
+		mcptools.ToolListComments: authn.ScopeRead,
 	}
 	var names []string
 	for _, tool := range mcptools.Tools() {

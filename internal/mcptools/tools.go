@@ -54,19 +54,19 @@ Returns the normalised ticket (title trimmed, priority defaulted, labels trimmed
 - "conflict": the operation_id was already used for a different ticket; create_ticket would fail with idempotency_conflict. Use a new operation_id only if this really is a new ticket.
 A conflict is a normal answer here, not an error. Errors: invalid_input with the same messages create_ticket would give (an unknown project_id lists the known projects); forbidden without the tickets:read scope.`
 
-	descGetOperationStatus = `Answers authoritatively "did it happen?" for an operation_id you used, or may have used, with create_ticket. Call it after an outcome_unknown error, a timeout or a lost connection, before deciding whether to retry.
+	descGetOperationStatus = `Answers authoritatively "did it happen?" for an operation_id you used, or may have used, with any write: create_ticket, update_ticket or add_comment. Call it after an outcome_unknown error, a timeout or a lost connection, before deciding whether to retry.
 
-status is one of:
-- "succeeded": the ticket exists (ticket_id and ticket are included); do not create it again.
+action names the write the operation_id was used for. status is one of:
+- "succeeded": it took effect; do not make it again. ticket_id and ticket (as it is now) are included for every action; version is the version an update_ticket produced; comment_id is the comment an add_comment added.
 - "pending": the operation is still running; check again in a moment.
-- "failed": it was rejected for the reason in error; no ticket was created.
-- "unknown": not settled yet; check again shortly, or retry create_ticket with the same operation_id and arguments.
-- "not_found": nothing ran under this operation_id for your tenant, so no ticket was created with it and calling create_ticket with it is safe.
+- "failed": it was rejected for the reason in error; it changed nothing.
+- "unknown": not settled yet; check again shortly, or retry the same call with the same operation_id and arguments.
+- "not_found": nothing ran under this operation_id for your tenant, so making the intended call with it now is safe.
 next_step repeats what to do in one sentence. not_found is a normal answer, not an error. Read-only.`
 
-	descGetTicket = `Fetch one of your tenant's tickets by its ID (the UUID returned as ticket_id by create_ticket) or by its key (like SUP-42, any case). Errors: not_found if your tenant has no such ticket; invalid_input if id is neither a UUID nor a key. Read-only.`
+	descGetTicket = `Fetch one of your tenant's tickets by its ID (the UUID returned as ticket_id) or by its key (like SUP-42, any case). The ticket includes its version (pass it as if_version to update_ticket when you decide based on what you read) and its assignee (null when unassigned). Errors: not_found if your tenant has no such ticket; invalid_input if id is neither a UUID nor a key. Read-only.`
 
-	descListTickets = `List your tenant's tickets, newest first, optionally filtered by project_id and status (open, in_progress, resolved or closed). Returns at most limit tickets (default 50, at most 200); when next_cursor is present, call again with it as cursor and the same filters for the next page. Read-only.`
+	descListTickets = `List your tenant's tickets, newest first. Optional filters, combined: project_id; status (open, in_progress, resolved or closed); query (words that must all occur in the title or description, whole words, any case: use it to find a ticket by what it is about); assignee (a subject, or "me" for tickets assigned to you); label; priority (low, normal, high or urgent). Returns at most limit tickets (default 50, at most 200); when next_cursor is present, call again with it as cursor and the same filters for the next page. Read-only.`
 
 	descListProjects = `List your tenant's projects. Each id is a valid project_id for create_ticket, preview_ticket and list_tickets; key is the prefix of the project's ticket keys (SUP in SUP-42). Read-only.`
 )
@@ -87,7 +87,7 @@ type PreviewTicketIn struct {
 
 // GetOperationStatusIn is the input of get_operation_status.
 type GetOperationStatusIn struct {
-	OperationID string `json:"operation_id" jsonschema:"The operation_id you passed (or may have passed) to create_ticket."`
+	OperationID string `json:"operation_id" jsonschema:"The operation_id you passed (or may have passed) to create_ticket, update_ticket or add_comment."`
 }
 
 // GetTicketIn is the input of get_ticket.
@@ -99,6 +99,10 @@ type GetTicketIn struct {
 type ListTicketsIn struct {
 	ProjectID string `json:"project_id,omitempty" jsonschema:"Only tickets of this project."`
 	Status    string `json:"status,omitempty" jsonschema:"Only tickets with this status: open, in_progress, resolved or closed."`
+	Query     string `json:"query,omitempty" jsonschema:"Only tickets whose title or description contains every one of these words (whole words, any case)."`
+	Assignee  string `json:"assignee,omitempty" jsonschema:"Only tickets assigned to this subject; me means you (the subject of your token)."`
+	Label     string `json:"label,omitempty" jsonschema:"Only tickets with this label."`
+	Priority  string `json:"priority,omitempty" jsonschema:"Only tickets with this priority: low, normal, high or urgent."`
 	Limit     int    `json:"limit,omitempty" jsonschema:"At most this many tickets, 1-200 (default 50)."`
 	Cursor    string `json:"cursor,omitempty" jsonschema:"The next_cursor of the previous page, with the same filters."`
 }
@@ -152,7 +156,10 @@ type ListProjectsOut struct {
 // Tools lists every tool ticketd serves, in the order tools/list shows them.
 // Adding a tool is one value below and its entry here.
 func Tools() []Tool {
-	return []Tool{createTicket, previewTicket, getOperationStatus, getTicket, listTickets, listProjects}
+	return []Tool{
+		createTicket, previewTicket, updateTicket, addComment, getOperationStatus,
+		getTicket, listTickets, listComments, listProjects,
+	}
 }
 
 // The tools. Each is one value: name, description, schemas, annotations,
@@ -221,7 +228,7 @@ var (
 			if errors.Is(err, operations.ErrNotFound) {
 				// Proof that nothing ran under this ID for this tenant: an
 				// answer, not an error.
-				return wire.OperationNotFound(c.operationID, tickets.ActionCreateTicket), nil
+				return wire.OperationNotFound(c.operationID), nil
 			}
 			if err != nil {
 				return wire.OperationStatus{}, err
@@ -254,6 +261,10 @@ var (
 			p := s.Properties
 			p["project_id"].MaxLength = jsonschema.Ptr(tickets.MaxProjectID)
 			p["status"].Enum = stringEnum(tickets.Statuses...)
+			p["query"].MaxLength = jsonschema.Ptr(tickets.MaxQuery)
+			p["assignee"].MaxLength = jsonschema.Ptr(tickets.MaxAssignee)
+			p["label"].MaxLength = jsonschema.Ptr(tickets.MaxLabel)
+			p["priority"].Enum = stringEnum(tickets.Priorities...)
 			p["limit"].Minimum, p["limit"].Maximum = jsonschema.Ptr(1.0), jsonschema.Ptr(float64(tickets.MaxLimit))
 			p["limit"].Default = json.RawMessage(fmt.Sprint(tickets.DefaultLimit))
 			p["cursor"].MaxLength = jsonschema.Ptr(maxCursor)
@@ -261,7 +272,8 @@ var (
 		output: func(s *jsonschema.Schema) { ticketObject(s.Properties["tickets"].Items) },
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in ListTicketsIn) (ListTicketsOut, error) {
 			page, err := svc.ListTickets(ctx, c.principal.Tenant, tickets.ListTicketsParams{
-				ProjectID: in.ProjectID, Status: tickets.Status(in.Status), Limit: in.Limit, Cursor: in.Cursor,
+				ProjectID: in.ProjectID, Status: tickets.Status(in.Status), Query: in.Query, Assignee: wire.AssigneeFilter(in.Assignee, c.principal.Subject),
+				Label: in.Label, Priority: tickets.Priority(in.Priority), Limit: in.Limit, Cursor: in.Cursor,
 			})
 			if err != nil {
 				return ListTicketsOut{}, err

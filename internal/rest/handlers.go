@@ -73,18 +73,23 @@ func (a *api) getTicket(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, "")
 		return
 	}
+	setETag(w, t.Version)
 	writeJSON(w, http.StatusOK, wire.FromTicket(t))
 }
 
-// listTickets is GET /api/v1/tickets, newest first.
+// listTickets is GET /api/v1/tickets, newest first; assignee=me is the
+// caller.
 func (a *api) listTickets(w http.ResponseWriter, r *http.Request) {
-	q, limit, err := pageParams(r, "project_id", "status")
+	q, limit, err := pageParams(r, "project_id", "status", "query", "assignee", "label", "priority")
 	if err != nil {
 		fail(w, r, err, "")
 		return
 	}
-	page, err := a.svc.ListTickets(r.Context(), principal(r).Tenant, tickets.ListTicketsParams{
-		ProjectID: q.Get("project_id"), Status: tickets.Status(q.Get("status")), Limit: limit, Cursor: q.Get("cursor"),
+	p := principal(r)
+	page, err := a.svc.ListTickets(r.Context(), p.Tenant, tickets.ListTicketsParams{
+		ProjectID: q.Get("project_id"), Status: tickets.Status(q.Get("status")), Query: q.Get("query"),
+		Assignee: wire.AssigneeFilter(q.Get("assignee"), p.Subject), Label: q.Get("label"),
+		Priority: tickets.Priority(q.Get("priority")), Limit: limit, Cursor: q.Get("cursor"),
 	})
 	if err != nil {
 		fail(w, r, err, "")

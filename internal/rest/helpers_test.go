@@ -179,6 +179,8 @@ type ticket struct {
 	Status      string   `json:"status"`
 	Labels      []string `json:"labels"`
 	Reporter    string   `json:"reporter"`
+	Assignee    *string  `json:"assignee"`
+	Version     int64    `json:"version"`
 	CreatedAt   string   `json:"created_at"`
 	UpdatedAt   string   `json:"updated_at"`
 }

@@ -65,6 +65,10 @@ func generateOpenAPI(raw []byte) ([]byte, error) {
 	}
 	for name, s := range map[string]*jsonschema.Schema{
 		"NewTicket":       wire.TicketFieldsSchema(),
+		"TicketUpdate":    wire.TicketUpdateFieldsSchema(),
+		"NewComment":      wire.CommentFieldsSchema(),
+		"Comment":         wire.CommentSchema(),
+		"Event":           wire.EventSchema(),
 		"Ticket":          wire.TicketSchema(),
 		"Project":         wire.Infer[wire.Project](),
 		"OperationStatus": wire.OperationStatusSchema(wire.LedgerStatuses...),
@@ -88,6 +92,9 @@ func generateOpenAPI(raw []byte) ([]byte, error) {
 	for param, s := range map[string]*jsonschema.Schema{
 		"Limit":                 limit,
 		"ProjectIDFilter":       {Type: "string", MaxLength: jsonschema.Ptr(tickets.MaxProjectID)},
+		"QueryFilter":           {Type: "string", MaxLength: jsonschema.Ptr(tickets.MaxQuery)},
+		"AssigneeFilter":        {Type: "string", MaxLength: jsonschema.Ptr(tickets.MaxAssignee)},
+		"LabelFilter":           {Type: "string", MaxLength: jsonschema.Ptr(tickets.MaxLabel)},
 		"OperationStatusFilter": {Type: "string", Enum: wire.StringEnum(wire.LedgerStatuses...)},
 	} {
 		if err := setSchema(param, s); err != nil {

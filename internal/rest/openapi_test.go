@@ -148,8 +148,8 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("openapi.json describes %s, which is not routed", d)
 		}
 	}
-	if len(routed) != 8 {
-		t.Errorf("%d routes, want the 8 of DESIGN §6: %v", len(routed), slices.Sorted(maps.Keys(routed)))
+	if len(routed) != 12 {
+		t.Errorf("%d routes, want the 12 of DESIGN §6 and §10: %v", len(routed), slices.Sorted(maps.Keys(routed)))
 	}
 
 	t.Run("ServedDocumentIsTheEmbeddedOne", func(t *testing.T) {

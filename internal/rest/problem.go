@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -83,8 +84,8 @@ func fail(w http.ResponseWriter, r *http.Request, err error, operationID string)
 		}
 		p = newProblem(code, strings.Join(msgs, "; "))
 		p.Errors = ve.Fields
-	case code == errcode.NotFound && operationID != "":
-		p = newProblem(code, "Nothing ran under this operation ID for your tenant: no ticket was created with it, and it is safe to use it as the Idempotency-Key of POST /api/v1/tickets.")
+	case errors.Is(err, operations.ErrNotFound):
+		p = newProblem(code, "Nothing ran under this operation ID for your tenant: nothing was created, updated or commented on with it, and it is safe to use it as the Idempotency-Key of the request you intended.")
 	default:
 		p = newProblem(code, code.Message(err))
 	}

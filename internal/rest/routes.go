@@ -29,6 +29,10 @@ func (a *api) routes() http.Handler {
 			r.With(a.require(authn.ScopeRead)).Get("/tickets", a.listTickets)
 			r.With(a.require(authn.ScopeWrite)).Post("/tickets", a.createTicket)
 			r.With(a.require(authn.ScopeRead)).Get("/tickets/{id_or_key}", a.getTicket)
+			r.With(a.require(authn.ScopeWrite)).Patch("/tickets/{id_or_key}", a.updateTicket)
+			r.With(a.require(authn.ScopeRead)).Get("/tickets/{id_or_key}/comments", a.listComments)
+			r.With(a.require(authn.ScopeWrite)).Post("/tickets/{id_or_key}/comments", a.addComment)
+			r.With(a.require(authn.ScopeRead)).Get("/tickets/{id_or_key}/events", a.listEvents)
 
 			r.With(a.require(authn.ScopeRead)).Get("/operations", a.listOperations)
 			r.With(a.require(authn.ScopeRead)).Get("/operations/{operation_id}", a.getOperation)

@@ -69,6 +69,9 @@ func ConstrainTicket(s *jsonschema.Schema) {
 	s.Properties["status"].Enum = StringEnum(tickets.Statuses...)
 	s.Properties["created_at"].Format = "date-time"
 	s.Properties["updated_at"].Format = "date-time"
+	// Infer drops null, but an unassigned ticket's assignee is null.
+	s.Properties["assignee"].Type, s.Properties["assignee"].Types = "", []string{"string", "null"}
+	s.Properties["version"].Minimum = jsonschema.Ptr(1.0)
 }
 
 // Infer returns the schema inferred for T with every nullable union

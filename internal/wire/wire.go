@@ -20,6 +20,8 @@ type Ticket struct {
 	Status      string    `json:"status" jsonschema:"open, in_progress, resolved or closed"`
 	Labels      []string  `json:"labels" jsonschema:"normalised labels (lower-case, sorted, distinct); always an array"`
 	Reporter    string    `json:"reporter" jsonschema:"subject of the token that created the ticket"`
+	Assignee    *string   `json:"assignee" jsonschema:"subject the ticket is assigned to, or null when unassigned"`
+	Version     int64     `json:"version" jsonschema:"1 at creation, +1 on every change of the ticket's fields (comments do not change it); pass it as if_version (MCP) or If-Match (REST) to update only this version"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
 }
@@ -33,8 +35,16 @@ func FromTicket(t tickets.Ticket) Ticket {
 	return Ticket{
 		ID: t.ID.String(), Key: t.Key, ProjectID: t.ProjectID, Title: t.Title, Description: t.Description,
 		Priority: string(t.Priority), Status: string(t.Status), Labels: labels, Reporter: t.Reporter,
-		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+		Assignee: assignee(t.Assignee), Version: t.Version, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
 	}
+}
+
+// assignee is the contract's form of an assignee: null when unassigned.
+func assignee(a string) *string {
+	if a == "" {
+		return nil
+	}
+	return &a
 }
 
 // Project is the project object of the public contract.
@@ -56,15 +66,19 @@ const StatusNotFound = "not_found"
 // OperationStatus is the answer of get_operation_status and of
 // GET /api/v1/operations/{operation_id}.
 type OperationStatus struct {
-	OperationID string     `json:"operation_id"`
-	Action      string     `json:"action" jsonschema:"the write the ID was used for, e.g. create_ticket"`
-	Status      string     `json:"status" jsonschema:"succeeded, failed, pending, unknown or not_found"`
-	TicketID    string     `json:"ticket_id,omitempty" jsonschema:"the created ticket's ID, when succeeded"`
-	Ticket      *Ticket    `json:"ticket,omitempty" jsonschema:"the created ticket, when succeeded"`
-	Error       string     `json:"error,omitempty" jsonschema:"why it failed, when failed"`
-	CreatedAt   *time.Time `json:"created_at,omitempty"`
-	UpdatedAt   *time.Time `json:"updated_at,omitempty"`
-	NextStep    string     `json:"next_step" jsonschema:"what to do next, in one sentence"`
+	OperationID string `json:"operation_id"`
+	// Action is absent only from a not_found answer: nothing ran, so no
+	// action is known.
+	Action    string     `json:"action,omitempty" jsonschema:"the write the ID was used for: create_ticket, update_ticket or add_comment (absent when status is not_found)"`
+	Status    string     `json:"status" jsonschema:"succeeded, failed, pending, unknown or not_found"`
+	TicketID  string     `json:"ticket_id,omitempty" jsonschema:"the ticket the operation created, updated or commented on, when succeeded"`
+	Ticket    *Ticket    `json:"ticket,omitempty" jsonschema:"that ticket as it is now, when succeeded"`
+	Version   int64      `json:"version,omitempty" jsonschema:"update_ticket: the version this update produced (the ticket may be later now)"`
+	CommentID string     `json:"comment_id,omitempty" jsonschema:"add_comment: the comment it added"`
+	Error     string     `json:"error,omitempty" jsonschema:"why it failed, when failed"`
+	CreatedAt *time.Time `json:"created_at,omitempty"`
+	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+	NextStep  string     `json:"next_step" jsonschema:"what to do next, in one sentence"`
 }
 
 // FromOperation converts the service's answer for a recorded operation.
@@ -72,10 +86,18 @@ func FromOperation(st tickets.OperationStatus) OperationStatus {
 	r := st.Record
 	out := OperationStatus{
 		OperationID: r.OperationID.String(), Action: r.Action, Status: string(r.Status), Error: r.Error,
-		CreatedAt: &r.CreatedAt, UpdatedAt: &r.UpdatedAt, NextStep: nextStep(r.Status),
+		CreatedAt: &r.CreatedAt, UpdatedAt: &r.UpdatedAt, NextStep: nextStep(r.Action, r.Status),
+		Version: st.Version,
 	}
-	if r.Status == operations.StatusSucceeded && r.Action == tickets.ActionCreateTicket {
+	switch {
+	case st.TicketID != nil:
+		out.TicketID = st.TicketID.String()
+	case r.Status == operations.StatusSucceeded && r.Action == tickets.ActionCreateTicket:
+		// A bare record (a list of operations) still names what create made.
 		out.TicketID = r.ResultID
+	}
+	if st.CommentID != nil {
+		out.CommentID = st.CommentID.String()
 	}
 	if st.Ticket != nil {
 		t := FromTicket(*st.Ticket)
@@ -84,23 +106,38 @@ func FromOperation(st tickets.OperationStatus) OperationStatus {
 	return out
 }
 
-// OperationNotFound is the status of an operation ID that nothing ran under.
-func OperationNotFound(operationID, action string) OperationStatus {
+// OperationNotFound is the status of an operation ID that nothing ran
+// under, for any action: the lookup is by ID alone, so it names none.
+func OperationNotFound(operationID string) OperationStatus {
 	return OperationStatus{
-		OperationID: operationID, Action: action, Status: StatusNotFound,
-		NextStep: "Nothing ran under this operation_id for your tenant: no ticket was created with it. It is safe to call create_ticket with this operation_id now.",
+		OperationID: operationID, Status: StatusNotFound,
+		NextStep: "Nothing ran under this operation_id for your tenant: no ticket was created, updated or commented on with it. It is safe to make the call you intended (create_ticket, update_ticket or add_comment) with this operation_id now.",
 	}
 }
 
-func nextStep(s operations.Status) string {
+// nextStep says what to do about an operation of action in status s, in
+// the words of that action.
+func nextStep(action string, s operations.Status) string {
+	done, verb := "The operation took effect", action
+	switch action {
+	case tickets.ActionCreateTicket:
+		done = "The ticket was created (see ticket_id)"
+	case tickets.ActionUpdateTicket:
+		done = "The update was applied (version is the version it produced; the ticket may have changed since)"
+	case tickets.ActionAddComment:
+		done = "The comment was added (see comment_id)"
+	}
+	if verb == "" {
+		verb = "the call"
+	}
 	switch s {
 	case operations.StatusSucceeded:
-		return "The ticket was created (see ticket_id); do not create it again. Retrying create_ticket with the same operation_id and input returns this ticket."
+		return done + "; do not make it again. Retrying " + verb + " with the same operation_id and input returns this outcome and changes nothing."
 	case operations.StatusPending:
 		return "The operation is still running; check again in a moment with the same operation_id."
 	case operations.StatusFailed:
-		return "The operation was rejected for the reason in error; nothing was created."
+		return "The operation was rejected for the reason in error; it changed nothing."
 	default:
-		return "The outcome is not known yet; check again shortly, or retry create_ticket with the same operation_id and input (never a new one)."
+		return "The outcome is not known yet; check again shortly, or retry " + verb + " with the same operation_id and input (never a new one)."
 	}
 }
