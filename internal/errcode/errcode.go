@@ -109,10 +109,10 @@ var Table = []Row{
 	{
 		Code: OutcomeUnknown, Meaning: "may or may not have committed", Retry: "check status, or retry with the same ID", Retryable: true,
 		MCP: MCPToolError, OperationStatus: operations.StatusUnknown, Status: http.StatusServiceUnavailable, Title: "Outcome unknown",
-		Public:       "the database connection was lost while the ticket was being committed, so it may or may not exist",
+		Public:       "the database connection was lost while the write was being committed, so it may or may not have happened",
 		RetryAfter:   2 * time.Second,
-		AgentStep:    "The ticket may or may not have been created; call get_operation_status with this operation_id, or retry with the same operation_id and input (never a new one).",
-		OperatorStep: "The ticket may or may not have been created. Check GET /api/v1/operations/{operation_id}, or retry the same request with the same Idempotency-Key (never a new one).",
+		AgentStep:    "The write may or may not have happened; call get_operation_status with this operation_id, or retry with the same operation_id and input (never a new one).",
+		OperatorStep: "The write may or may not have happened. Check GET /api/v1/operations/{operation_id}, or retry the same request with the same Idempotency-Key (never a new one).",
 	},
 	{
 		Code: OperationFailed, Meaning: "the ID's operation was recorded as failed", Retry: "no; fix the cause, new ID",

@@ -33,6 +33,7 @@ func TestStrictRequestBodies(t *testing.T) {
 			{"OperationIDInBody", "", `{"operation_id":"` + key + `","project_id":"support","title":"a"}`, 400, "operation_id", "not a known field"},
 			{"TenantIDInBody", "", `{"tenant_id":"globex","project_id":"support","title":"a"}`, 400, "tenant_id", "comes from your token"},
 			{"WrongType", "", `{"project_id":"support","title":42}`, 400, "title", "must be a JSON string"},
+			{"NullField", "", `{"project_id":"support","title":"a","description":null}`, 400, "description", "must not be null"},
 			{"WrongElementType", "", `{"project_id":"support","title":"a","labels":[1]}`, 400, "labels", "string"},
 			{"InvalidUTF8", "", "{\"project_id\":\"support\",\"title\":\"\xff\"}", 400, "body", "UTF-8"},
 			{"TextPlain", "text/plain", ticketBody("a"), 415, "Content-Type", "application/json"},

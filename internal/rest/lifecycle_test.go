@@ -63,6 +63,7 @@ func TestPatchTicket(t *testing.T) {
 				"NothingToDo":  {newKey(), "", `{}`, "update"},
 				"UnknownField": {newKey(), "", `{"priority":"low","colour":"red"}`, "colour"},
 				"TenantID":     {newKey(), "", `{"priority":"low","tenant_id":"globex"}`, "tenant_id"},
+				"NullAssignee": {newKey(), "", `{"status":"closed","assignee":null}`, "assignee"},
 			} {
 				p := wantProblem(t, patch(t, e, tok, tk.Key, r.key, r.ifMatch, r.body), http.StatusBadRequest, "invalid_input")
 				wantFieldError(t, p, r.field, "")

@@ -376,3 +376,48 @@ func TestComments(t *testing.T) {
 		}
 	})
 }
+
+// TestUpdateAssigneeMeIsTheCaller: "me" means the caller in an update as in a
+// list filter, and it is the same intent as naming the caller's subject.
+func TestUpdateAssigneeMeIsTheCaller(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		svc := newService(t, d)
+		tk := newTicket(t, svc, tenantA)
+		id := newID()
+		res, err := svc.UpdateTicket(ctx, tenantA, "alice", id, tk.Key, tickets.TicketUpdate{Assignee: ptr(tickets.AssigneeMe)})
+		if err != nil || res.Ticket.Assignee != "alice" {
+			t.Fatalf("assign to me = %+v, %v; want assignee alice", res, err)
+		}
+		retry, err := svc.UpdateTicket(ctx, tenantA, "alice", id, tk.Key, tickets.TicketUpdate{Assignee: ptr("alice")})
+		if err != nil || !retry.Replayed {
+			t.Errorf("retry naming the subject = %+v, %v; want a replay of the same intent", retry, err)
+		}
+		page, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{Assignee: "alice"})
+		if err != nil || len(page.Tickets) != 1 || page.Tickets[0].ID != tk.ID {
+			t.Errorf("tickets assigned to alice = %+v, %v; want the one assigned as me", page.Tickets, err)
+		}
+	})
+}
+
+// TestUpdateRetryWithNewerIfVersionReplays: a caller that lost the reply,
+// re-read the ticket (now at the version its own change made) and retried
+// with that version gets its recorded change back, not a conflict.
+func TestUpdateRetryWithNewerIfVersionReplays(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		svc := newService(t, d)
+		tk := newTicket(t, svc, tenantA)
+		id := newID()
+		first, err := svc.UpdateTicket(ctx, tenantA, "alice", id, tk.Key, tickets.TicketUpdate{IfVersion: ptr(int64(1)), Status: ptr(tickets.StatusInProgress)})
+		if err != nil || first.Version != 2 {
+			t.Fatalf("first update = %+v, %v", first, err)
+		}
+		retry, err := svc.UpdateTicket(ctx, tenantA, "alice", id, tk.Key, tickets.TicketUpdate{IfVersion: ptr(int64(2)), Status: ptr(tickets.StatusInProgress)})
+		if err != nil || !retry.Replayed || retry.Version != 2 || retry.Ticket.Version != 2 {
+			t.Errorf("retry with the re-read version = %+v, %v; want the replay of version 2", retry, err)
+		}
+	})
+}

@@ -24,6 +24,10 @@ const ActionUpdateTicket = "update_ticket"
 // MaxAssignee is the longest assignee, in characters after trimming.
 const MaxAssignee = 200
 
+// AssigneeMe names the caller as assignee, in an update as in a list filter,
+// so an agent can assign a ticket to itself without knowing its own subject.
+const AssigneeMe = "me"
+
 // ErrVersionConflict: the ticket is not at the version the caller expected.
 // Nothing was written and nothing recorded: re-read the ticket and decide
 // again (the same operation ID stays usable). *VersionConflictError carries
@@ -166,10 +170,12 @@ func normalizeUpdate(in TicketUpdate) (TicketUpdate, error) {
 
 // updateFingerprint identifies an update_ticket intent: the resolved ticket
 // and the normalised update, so "SUP-7" and its UUID are the same input.
+// if_version is a precondition, not part of the intent: a caller that lost
+// the reply, re-read the ticket (now at the version its own change made) and
+// retried with the new version gets its recorded change back, not a conflict.
 func updateFingerprint(ticketID uuid.UUID, n TicketUpdate) string {
 	canonical, err := json.Marshal(struct {
 		TicketID     string    `json:"ticket_id"`
-		IfVersion    *int64    `json:"if_version,omitempty"`
 		Title        *string   `json:"title,omitempty"`
 		Description  *string   `json:"description,omitempty"`
 		Priority     *Priority `json:"priority,omitempty"`
@@ -177,7 +183,7 @@ func updateFingerprint(ticketID uuid.UUID, n TicketUpdate) string {
 		Assignee     *string   `json:"assignee,omitempty"`
 		AddLabels    []string  `json:"add_labels,omitempty"`
 		RemoveLabels []string  `json:"remove_labels,omitempty"`
-	}{ticketID.String(), n.IfVersion, n.Title, n.Description, n.Priority, n.Status, n.Assignee, n.AddLabels, n.RemoveLabels})
+	}{ticketID.String(), n.Title, n.Description, n.Priority, n.Status, n.Assignee, n.AddLabels, n.RemoveLabels})
 	if err != nil {
 		panic(fmt.Sprintf("marshal fingerprint input: %v", err)) // strings and numbers only: cannot fail
 	}
@@ -223,6 +229,12 @@ func (s *Service) UpdateTicket(ctx context.Context, tenant, actor, operationID, 
 	}
 	if err := checkActor(actor); err != nil {
 		return UpdateResult{OperationID: id}, err
+	}
+	if n.Assignee != nil && *n.Assignee == AssigneeMe {
+		// Resolved before fingerprinting: "me" and the caller's own subject
+		// are the same intent.
+		me := actor
+		n.Assignee = &me
 	}
 	t, err := s.GetTicket(ctx, tenant, ticketRef)
 	if err != nil {

@@ -16,7 +16,7 @@ type TicketUpdateFields struct {
 	Description  *string  `json:"description,omitempty" jsonschema:"New details; at most 20000 characters."`
 	Priority     *string  `json:"priority,omitempty" jsonschema:"New priority: low, normal, high or urgent."`
 	Status       *string  `json:"status,omitempty" jsonschema:"New status. Allowed moves: open to in_progress, resolved or closed; in_progress to open, resolved or closed; resolved to open or closed; closed to open only."`
-	Assignee     *string  `json:"assignee,omitempty" jsonschema:"Who the ticket is assigned to (a subject, at most 200 characters); an empty string unassigns it."`
+	Assignee     *string  `json:"assignee,omitempty" jsonschema:"Who the ticket is assigned to (a subject, at most 200 characters); \"me\" assigns it to you; an empty string unassigns it."`
 	AddLabels    []string `json:"add_labels,omitempty" jsonschema:"Labels to add, normalised like create's (trimmed, lower-cased)."`
 	RemoveLabels []string `json:"remove_labels,omitempty" jsonschema:"Labels to remove; removing a label the ticket lacks is not an error."`
 }
@@ -162,8 +162,8 @@ func ConstrainEvent(s *jsonschema.Schema) {
 	s.Properties["created_at"].Format = "date-time"
 }
 
-// AssigneeMe is the assignee filter that means the caller.
-const AssigneeMe = "me"
+// AssigneeMe is the assignee filter (and update value) that means the caller.
+const AssigneeMe = tickets.AssigneeMe
 
 // AssigneeFilter resolves the assignee filter of a ticket list for the
 // caller whose token subject is subject: "me" is the caller.
