@@ -157,7 +157,6 @@ const noProjectsNextStep = "Your tenant %s has no project yet, so no ticket can 
 	"`ticketd projects create --tenant %s --id support --key SUP --name Support` on the server, " +
 	"or POST /api/v1/projects with a tickets:admin token; then call list_projects again."
 
-
 // Tools lists every tool ticketd serves, in the order tools/list shows them.
 // Adding a tool is one value below and its entry here.
 func Tools() []Tool {

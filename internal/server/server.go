@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/console"
@@ -160,7 +161,7 @@ func New(cfg Config) (http.Handler, error) {
 	})
 
 	mux := http.NewServeMux()
-	mux.Handle(MCPPath, requireToken(mcpHandler))
+	mux.Handle(MCPPath, nameSpan(MCPPath, requireToken(mcpHandler)))
 	// Clients try the path-suffixed form first (resource = the MCP URL),
 	// then the root form; both describe the one protected resource.
 	mux.Handle(MCPResourceMetadataPath, metadata)
@@ -173,10 +174,10 @@ func New(cfg Config) (http.Handler, error) {
 
 	// Operators' views: the console (its own CSP and CSRF checks inside),
 	// and the metrics unless they have a listener of their own.
-	mux.Handle(console.Prefix, console.New(console.Config{
+	mux.Handle(console.Prefix, nameSpan(console.Prefix, console.New(console.Config{
 		Service: cfg.Service, Verifier: cfg.Verifier, Logger: logger.With("component", "console"),
 		Secure: strings.HasPrefix(public, "https://"),
-	}))
+	})))
 	mux.Handle("GET /{$}", http.RedirectHandler(console.Prefix, http.StatusSeeOther))
 	if !cfg.MetricsElsewhere {
 		mux.Handle("GET "+MetricsPath, metrics.Handler())
@@ -271,6 +272,18 @@ func authorizationServers(issuer string) []string {
 		return nil
 	}
 	return []string{issuer}
+}
+
+// nameSpan names the request's trace span after route, for the handlers
+// outside the REST router (which names spans after its own patterns): a
+// raw path would make one span name per ticket.
+func nameSpan(route string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+			span.SetName(r.Method + " " + route)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // ObserveWrites returns the tickets.Options.OnWrite hook that counts every

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/server/servertest"
 )
@@ -82,6 +83,32 @@ func TestSpanTreeThroughTheRealServer(t *testing.T) {
 	}
 	if inserts < 2 {
 		t.Errorf("spans %v: want the ticket and operation inserts as SQL spans under the ledger", names(got))
+	}
+
+	// Over MCP the same: the ledger under the POST /mcp that carried the call.
+	session := env.Connect(t, token)
+	exporter.Reset()
+	res := servertest.Call(t, session, mcptools.ToolCreateTicket, map[string]any{"operation_id": uuid.NewString(), "project_id": "support", "title": "Traced over MCP"})
+	if res.IsError {
+		t.Fatalf("create_ticket failed: %+v", res.StructuredContent)
+	}
+	got = exporter.GetSpans()
+	byID := make(map[trace.SpanID]tracetest.SpanStub, len(got))
+	for _, s := range got {
+		byID[s.SpanContext.SpanID()] = s
+	}
+	var found bool
+	for _, s := range got {
+		if s.Name != "ledger create_ticket" {
+			continue
+		}
+		found = true
+		if parent, ok := byID[s.Parent.SpanID()]; !ok || parent.Name != "POST /mcp" || parent.SpanKind != trace.SpanKindServer {
+			t.Errorf("spans %v: the MCP ledger span's parent is %q, want the POST /mcp server span", names(got), parent.Name)
+		}
+	}
+	if !found {
+		t.Errorf("spans %v: no ledger span for the MCP call", names(got))
 	}
 }
 
