@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel"
@@ -44,7 +45,9 @@ func TestSpanTreeThroughTheRealServer(t *testing.T) {
 		t.Fatalf("POST /api/v1/tickets = %d, want 201", code)
 	}
 
-	got := exporter.GetSpans()
+	// The client can read the answer before the server span ends (and is
+	// exported), so wait for the ledger span's parent to arrive.
+	got := spansOnceParentEnded(t, exporter)
 	var server *tracetest.SpanStub
 	for i, s := range got {
 		if s.SpanKind == trace.SpanKindServer {
@@ -92,7 +95,7 @@ func TestSpanTreeThroughTheRealServer(t *testing.T) {
 	if res.IsError {
 		t.Fatalf("create_ticket failed: %+v", res.StructuredContent)
 	}
-	got = exporter.GetSpans()
+	got = spansOnceParentEnded(t, exporter)
 	byID := make(map[trace.SpanID]tracetest.SpanStub, len(got))
 	for _, s := range got {
 		byID[s.SpanContext.SpanID()] = s
@@ -109,6 +112,30 @@ func TestSpanTreeThroughTheRealServer(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("spans %v: no ledger span for the MCP call", names(got))
+	}
+}
+
+// spansOnceParentEnded returns the exported spans once the ledger span's
+// parent is among them, failing the test after a bound.
+func spansOnceParentEnded(t *testing.T, exporter *tracetest.InMemoryExporter) []tracetest.SpanStub {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := exporter.GetSpans()
+		for _, l := range got {
+			if l.Name != "ledger create_ticket" {
+				continue
+			}
+			for _, s := range got {
+				if s.SpanContext.SpanID() == l.Parent.SpanID() {
+					return got
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("spans %v: no ledger span with its parent within 10s", names(got))
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
