@@ -15,6 +15,7 @@ import (
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/mcptools"
+	"github.com/ticketd/ticketd/internal/tickets"
 )
 
 // migrate applies pending migrations and prints the schema version, for
@@ -147,7 +148,7 @@ func stdio(ctx context.Context, args []string, getenv func(string) string, stdin
 		}
 		return fmt.Errorf("stdio: TICKETD_TOKEN: %w", err)
 	}
-	store, svc, err := openStore(ctx, cfg, cursorKey, logger)
+	store, svc, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey}, logger)
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,7 @@ const (
 	groupCursor                    // cursor signing key
 	groupDev                       // --dev and its data directory
 	groupToken                     // the stdio principal's token
+	groupMetrics                   // where /metrics is served
 )
 
 // Defaults that also appear in help and error messages.
@@ -62,6 +63,7 @@ type config struct {
 	Dev           bool
 	DataDir       string
 	Token         string
+	MetricsAddr   string
 
 	// derivedPublicURL records that PublicURL came from Addr, which is
 	// wrong for clients when Addr is a wildcard such as 0.0.0.0.
@@ -95,6 +97,7 @@ var stringSettings = []stringSetting{
 	{groupLog, "TICKETD_LOG_LEVEL", "log-level", "info", "log level: debug, info, warn or error", func(c *config) *string { return &c.LogLevel }},
 	{groupCursor, "TICKETD_CURSOR_SECRET", "cursor-secret", "", "key signing list cursors, at least 32 bytes; give replicas the same one (default random per process)", func(c *config) *string { return &c.CursorSecret }},
 	{groupDev, "TICKETD_DATA_DIR", "data-dir", defaultDataDir, "where --dev keeps its secret and SQLite database", func(c *config) *string { return &c.DataDir }},
+	{groupMetrics, "TICKETD_METRICS_ADDR", "metrics-addr", "", "serve /metrics on this host:port of its own instead of on TICKETD_ADDR (keeps it off a public listener)", func(c *config) *string { return &c.MetricsAddr }},
 	{groupToken, "TICKETD_TOKEN", "token", "", "bearer token whose principal the stdio session acts as (required; prefer the variable)", func(c *config) *string { return &c.Token }},
 }
 
@@ -196,6 +199,15 @@ func (c *config) checkHTTP() error {
 	}
 	if c.Dev && !server.IsLoopbackHost(host) {
 		return fmt.Errorf("--dev listens on loopback only, and TICKETD_ADDR %q is not loopback: use 127.0.0.1:PORT, or configure a JWT key source and drop --dev", c.Addr)
+	}
+	if c.MetricsAddr != "" {
+		host, _, err := net.SplitHostPort(c.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("TICKETD_METRICS_ADDR %q: want host:port, e.g. 127.0.0.1:9090", c.MetricsAddr)
+		}
+		if c.Dev && !server.IsLoopbackHost(host) {
+			return fmt.Errorf("--dev listens on loopback only, and TICKETD_METRICS_ADDR %q is not loopback: use 127.0.0.1:PORT", c.MetricsAddr)
+		}
 	}
 	// The same check server.New makes, made here so that a bad URL stops
 	// start-up before the database is opened.

@@ -172,9 +172,14 @@ type vscodeServer struct {
 // vscodeTokenInput is the id of the VS Code input holding the token.
 const vscodeTokenInput = "ticketd-token"
 
+// consoleSignInPath is the console's sign-in page; a #token=… fragment on
+// it signs in without pasting (the console's script posts it).
+const consoleSignInPath = "/console/signin"
+
 // printDevBanner writes the paste-ready setup for a dev server. It goes to
 // stdout, never to the log: this is the one place a token is shown, on
-// purpose, and only once; every command after it reads $TOKEN.
+// purpose, and only once, inside the console sign-in link; $TOKEN is cut
+// from the link, and every command after it reads $TOKEN.
 func printDevBanner(w io.Writer, b banner) error {
 	mcpURL := b.BaseURL + "/mcp"
 	vscode, err := json.MarshalIndent(vscodeConfig{
@@ -204,8 +209,13 @@ MCP endpoint:  %[1]s
 REST API:      %[2]s/api/v1
 Tenant %[3]q has project %[4]q (key %[5]s). Data and secret: %[6]s
 
-Token (tenant %[3]s, subject %[7]s, scopes %[8]s; expires %[9]s):
-  export TOKEN=%[10]s
+Token (tenant %[3]s, subject %[7]s, scopes %[8]s; expires %[9]s),
+inside the console's sign-in link; paste both lines into your shell:
+  export TICKETD_CONSOLE=%[10]s
+  export TOKEN="${TICKETD_CONSOLE#*#token=}"
+
+Console: open that link in a browser and you are signed in (the token rides in the #fragment,
+which browsers never send to a server). Tickets, operations needing attention, projects.
 
 Claude Code:
   claude mcp add --transport http ticketd %[1]s --header "Authorization: Bearer $TOKEN"
@@ -222,7 +232,7 @@ A new tenant needs a project before its agent can file tickets:
   %[14]s
 
 `, mcpURL, b.BaseURL, devTenant, devProject.ID, devProject.Key, b.DataDir, devSubject, strings.Join(devScopes, " "),
-		b.Expires.UTC().Truncate(time.Second).Format(time.RFC3339), b.Token, vscode, uuid.NewString(), tokenCmd, projectCmd)
+		b.Expires.UTC().Truncate(time.Second).Format(time.RFC3339), shellQuote(b.BaseURL+consoleSignInPath+"#token="+b.Token), vscode, uuid.NewString(), tokenCmd, projectCmd)
 	return err
 }
 

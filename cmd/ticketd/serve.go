@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/migrations"
@@ -28,6 +29,8 @@ const (
 	// SIGTERM; it fits within the 30s grace period orchestrators commonly
 	// give before SIGKILL.
 	shutdownTimeout = 20 * time.Second
+	// tracingFlushTimeout bounds sending the spans still batched at exit.
+	tracingFlushTimeout = 5 * time.Second
 )
 
 // serve runs the HTTP server until ctx ends, then shuts down gracefully:
@@ -37,7 +40,7 @@ const (
 // done.
 func serve(ctx context.Context, self string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	cfg, err := parseConfig(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev, args, getenv, stdout)
+	cfg, err := parseConfig(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupMetrics, args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -60,11 +63,30 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		return err
 	}
 
-	store, svc, err := openStore(ctx, cfg, cursorKey, logger)
+	// Telemetry: traces only when the standard OTEL_EXPORTER_OTLP_* variables
+	// ask for them (Setup runs before the database and the edge take their
+	// tracers), and the metrics every transport and the service report to.
+	stopTracing, err := observe.Setup(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracingFlushTimeout)
+		defer cancel()
+		if err := stopTracing(flushCtx); err != nil {
+			logger.Warn("tracing", "error", err)
+		}
+	}()
+	metrics := observe.New(observe.Options{Logger: logger, Actions: tickets.Actions()})
+
+	store, svc, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey, OnWrite: server.ObserveWrites(metrics)}, logger)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	if err := collectStore(metrics, store); err != nil {
+		return err
+	}
 	if cfg.Dev {
 		if err := seedDev(ctx, svc); err != nil {
 			return err
@@ -82,6 +104,9 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		Issuer:    cfg.Issuer,
 		Logger:    logger,
 		Ready:     sqlDB.PingContext,
+		Metrics:   metrics,
+		// With a listener of their own, metrics stay off the public one.
+		MetricsElsewhere: cfg.MetricsAddr != "",
 	})
 	if err != nil {
 		return fmt.Errorf("build HTTP handler: %w", err)
@@ -100,8 +125,16 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		IdleTimeout:       idleTimeout,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	serveErr := make(chan error, 2)
+	go func() { serveErr <- fmt.Errorf("serve HTTP: %w", srv.Serve(ln)) }()
+	if cfg.MetricsAddr != "" {
+		metricsSrv, err := serveMetrics(ctx, cfg.MetricsAddr, metrics, logger, serveErr)
+		if err != nil {
+			_ = srv.Close()
+			return err
+		}
+		defer metricsSrv.Close()
+	}
 
 	// The bound address, not TICKETD_ADDR, because with port 0 only it
 	// says which port was picked.
@@ -125,7 +158,7 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 
 	select {
 	case err := <-serveErr:
-		return fmt.Errorf("serve HTTP: %w", err)
+		return err
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down", "grace", shutdownTimeout)
@@ -161,14 +194,19 @@ func (c *config) prepare(stderr io.Writer) (*slog.Logger, []byte, error) {
 }
 
 // openStore opens the database, applies migrations unless disabled, and
-// builds the ticket service on it.
-func openStore(ctx context.Context, cfg *config, cursorKey []byte, logger *slog.Logger) (*db.DB, *tickets.Service, error) {
+// builds the ticket service on it with opts.
+func openStore(ctx context.Context, cfg *config, opts tickets.Options, logger *slog.Logger) (*db.DB, *tickets.Service, error) {
 	if err := ensureDevDir(cfg); err != nil {
 		return nil, nil, err
 	}
 	store, err := db.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return nil, nil, fmt.Errorf("database (TICKETD_DATABASE_URL): %w", err)
+	}
+	// SQL spans under the request's; a no-op unless observe.Setup turned tracing on.
+	if err := observe.TraceGORM(store.Gorm); err != nil {
+		_ = store.Close()
+		return nil, nil, err
 	}
 	if cfg.Migrate {
 		v, err := migrateUp(ctx, store)
@@ -178,7 +216,51 @@ func openStore(ctx context.Context, cfg *config, cursorKey []byte, logger *slog.
 		}
 		logger.Info("database ready", "dialect", store.Dialect, "schema_version", v)
 	}
-	return store, tickets.NewService(store.Gorm, tickets.Options{CursorKey: cursorKey}), nil
+	return store, tickets.NewService(store.Gorm, opts), nil
+}
+
+// collectStore adds the database's gauges to metrics: the connection pool,
+// and the webhook deliveries still waiting in the outbox.
+func collectStore(metrics *observe.Metrics, store *db.DB) error {
+	sqlDB, err := store.Gorm.DB()
+	if err != nil {
+		return fmt.Errorf("database handle: %w", err)
+	}
+	if err := metrics.CollectDB(sqlDB); err != nil {
+		return err
+	}
+	return metrics.CollectOutboxPending(func(ctx context.Context) (int64, error) {
+		var n int64
+		err := store.Gorm.WithContext(ctx).Raw("SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'").Scan(&n).Error
+		return n, err
+	})
+}
+
+// serveMetrics serves /metrics alone on addr (TICKETD_METRICS_ADDR) until
+// the returned server is closed; a failure to serve is sent to errs.
+func serveMetrics(ctx context.Context, addr string, metrics *observe.Metrics, logger *slog.Logger, errs chan<- error) (*http.Server, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s (TICKETD_METRICS_ADDR): %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET "+server.MetricsPath, metrics.Handler())
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	go func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			errs <- fmt.Errorf("serve metrics: %w", err)
+		}
+	}()
+	logger.Info("serving metrics", "url", "http://"+ln.Addr().String()+server.MetricsPath)
+	return srv, nil
 }
 
 func migrateUp(ctx context.Context, store *db.DB) (int64, error) {

@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -187,7 +191,7 @@ func assertTicketsMatchOperations(tb testing.TB, rawURL, tenant string, attempte
 }
 
 var (
-	bannerToken = regexp.MustCompile(`(?m)^Token \(.*; expires (\S+)\):\n  export TOKEN=(\S+)$`)
+	bannerToken = regexp.MustCompile(`(?m)^Token \(.*; expires (\S+)\),\n.*\n  export TICKETD_CONSOLE='(\S+)/console/signin#token=(\S+)'\n  export TOKEN="\$\{TICKETD_CONSOLE#\*#token=\}"$`)
 	bannerMCP   = regexp.MustCompile(`(?m)^MCP endpoint:\s+(\S+)$`)
 )
 
@@ -202,9 +206,9 @@ func devBanner(tb testing.TB, s *serveProc) (mcpURL, token string) {
 	if m == nil || tm == nil {
 		tb.Fatalf("dev banner lacks the MCP URL or the token:\n%s", out)
 	}
-	mcpURL, token = m[1], tm[2]
-	if mcpURL != s.URL+"/mcp" {
-		tb.Fatalf("banner MCP URL %s, want %s/mcp", mcpURL, s.URL)
+	mcpURL, token = m[1], tm[3]
+	if mcpURL != s.URL+"/mcp" || tm[2] != s.URL {
+		tb.Fatalf("banner MCP URL %s and console link on %s, want both on %s", mcpURL, tm[2], s.URL)
 	}
 	if n := strings.Count(out, token); n != 1 {
 		tb.Fatalf("dev banner shows the token %d times, want once:\n%s", n, out)
@@ -212,6 +216,12 @@ func devBanner(tb testing.TB, s *serveProc) (mcpURL, token string) {
 	exp, err := time.Parse(time.RFC3339, tm[1])
 	if err != nil || time.Until(exp) < defaultTokenTTL-time.Minute || time.Until(exp) > defaultTokenTTL {
 		tb.Fatalf("dev banner says the token expires %q (%v), want %s from now", tm[1], err, defaultTokenTTL)
+	}
+	// The two lines, pasted into a shell as printed, export the token.
+	lines := regexp.MustCompile(`(?m)^  export TICKETD_CONSOLE=.*\n  export TOKEN=.*$`).FindString(out)
+	shOut, err := exec.Command("sh", "-c", lines+"\nprintf %s \"$TOKEN\"").Output()
+	if err != nil || string(shOut) != token {
+		tb.Fatalf("the banner's export lines give TOKEN=%q (%v), want the token in the link", shOut, err)
 	}
 	claude := `claude mcp add --transport http ticketd ` + mcpURL + ` --header "Authorization: Bearer $TOKEN"`
 	if !strings.Contains(out, claude) {
@@ -255,6 +265,13 @@ func TestServeDevFromEmptyDirectory(t *testing.T) {
 	}
 	if strings.Contains(first.Stderr.String(), firstToken) {
 		t.Fatal("the log contains the dev token; it belongs on stdout only")
+	}
+	// The banner's console link signs in, and /metrics counted the create.
+	if code := consoleSignIn(t, first.URL, firstToken); code != http.StatusSeeOther {
+		t.Fatalf("console sign-in with the banner's token = %d, want 303", code)
+	}
+	if m := scrape(t, first.URL); !strings.Contains(m, `ticketd_operations_total{action="create_ticket",outcome="created"} 1`+"\n") {
+		t.Fatalf("/metrics does not count the one created ticket:\n%s", m)
 	}
 	if err := first.stop(t); err != nil {
 		t.Fatalf("first run: %v", err)
@@ -387,5 +404,61 @@ func waitFor(tb testing.TB, cond func() bool) {
 			tb.Fatal("condition not met within 30s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// consoleSignIn posts token to the console's sign-in form at base, as the
+// banner link's script does, and returns the status.
+func consoleSignIn(tb testing.TB, base, token string) int {
+	tb.Helper()
+	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := client.PostForm(base+consoleSignInPath, url.Values{"token": {token}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode
+}
+
+// scrape returns the text of base's /metrics.
+func scrape(tb testing.TB, base string) string {
+	tb.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		tb.Fatalf("GET /metrics = %d, %v", resp.StatusCode, err)
+	}
+	return string(b)
+}
+
+func TestServeMetricsOnTheirOwnListener(t *testing.T) {
+	t.Parallel()
+	rawURL := dbtest.SQLiteURL(t)
+	s := startServe(t, with(baseEnv(rawURL), "TICKETD_METRICS_ADDR", "127.0.0.1:0"))
+	var metricsURL string
+	sc := bufio.NewScanner(strings.NewReader(s.Stderr.String()))
+	for sc.Scan() {
+		var line struct{ Msg, URL string }
+		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "serving metrics" {
+			metricsURL = line.URL
+		}
+	}
+	if metricsURL == "" {
+		t.Fatalf("no \"serving metrics\" log line:\n%s", s.Stderr)
+	}
+	if m := scrape(t, strings.TrimSuffix(metricsURL, "/metrics")); !strings.Contains(m, "ticketd_operations_total") || !strings.Contains(m, `go_sql_open_connections{db_name="ticketd"}`) {
+		t.Fatalf("the metrics listener lacks the operation or pool metrics:\n%s", m)
+	}
+	res, err := http.Get(s.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusNotFound {
+		t.Fatalf("GET /metrics on the main listener = %d, want 404 when TICKETD_METRICS_ADDR is set", res.StatusCode)
 	}
 }

@@ -22,7 +22,7 @@ const (
 const (
 	descAddComment = `Add a comment to one of your tenant's tickets: what you found, did or decided. Comments do not change the ticket's version. Safe to retry: one operation_id adds at most one comment, ever.
 
-operation_id: generate a fresh random UUID (version 4 or 7) for this one intended comment, and reuse exactly the same operation_id and arguments on every retry of it (after a timeout, a lost connection, a retryable error, or whenever you are unsure it went through). A retry returns the original comment (same comment.id) with replayed: true and adds nothing. A new comment gets a new operation_id.
+operation_id: generate a fresh random UUID (version 4 or 7) for this one intended comment, and reuse exactly the same operation_id and arguments on every retry of it (after a timeout, a lost connection, a retryable error, or whenever you are unsure it went through). A retry returns the original comment (same comment.id) with replayed: true and adds nothing. ticketd remembers a succeeded operation_id for 30 days, so retries belong within that window. A new comment gets a new operation_id.
 
 On success: status "succeeded" and the comment.
 Errors (isError: true, error.code, and a sentence saying what to do next):

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/reqinfo"
 )
 
@@ -21,8 +22,13 @@ import (
 // outcome (ok or the error code), whether it was a replay, and duration.
 // Server faults (errcode.Code.ServerFault), whose cause the caller never
 // sees, are logged with it. It never logs tokens or arguments
-// other than the operation ID.
-func logCalls(logger *slog.Logger) mcp.Middleware {
+// other than the operation ID. Each tool call is also counted in metrics
+// (nil: not counted), under its tool name if it names one of ours.
+func logCalls(logger *slog.Logger, metrics *observe.Metrics) mcp.Middleware {
+	known := make(map[string]bool)
+	for _, t := range Tools() {
+		known[t.def.Name] = true
+	}
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			start := time.Now()
@@ -32,13 +38,23 @@ func logCalls(logger *slog.Logger) mcp.Middleware {
 				logger.DebugContext(ctx, "mcp request", "method", method, "duration", time.Since(start), "error", err)
 				return res, err
 			}
-			logToolCall(ctx, logger, call, res, err, time.Since(start))
+			d := time.Since(start)
+			outcome := logToolCall(ctx, logger, call, res, err, d)
+			if metrics != nil {
+				// A name the client made up is not a label value: "" counts as unmatched.
+				tool := call.Params.Name
+				if !known[tool] {
+					tool = ""
+				}
+				metrics.Request(observe.MCP, tool, outcome, d)
+			}
 			return res, err
 		}
 	}
 }
 
-func logToolCall(ctx context.Context, logger *slog.Logger, call *mcp.CallToolRequest, res mcp.Result, err error, d time.Duration) {
+// logToolCall logs one tool call and returns its outcome: ok or the error code.
+func logToolCall(ctx context.Context, logger *slog.Logger, call *mcp.CallToolRequest, res mcp.Result, err error, d time.Duration) string {
 	attrs := []slog.Attr{slog.String("tool", call.Params.Name)}
 	if p, ok := principalOf(ctx, call.Extra); ok {
 		attrs = append(attrs, slog.String("tenant", p.Tenant), slog.String("subject", p.Subject))
@@ -91,6 +107,7 @@ func logToolCall(ctx context.Context, logger *slog.Logger, call *mcp.CallToolReq
 	}
 	attrs = append(attrs, slog.Duration("duration", d))
 	logger.LogAttrs(ctx, level, "tool call", attrs...)
+	return outcome
 }
 
 // recoverPanics turns a panic while serving a request into an answer: a

@@ -20,6 +20,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/buildinfo"
+	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -36,8 +37,9 @@ get_operation_status answers authoritatively whether a ticket was created under 
 // holds no per-request state, so the same server serves every stateless
 // HTTP request and may be shared by all of them. Tool calls are logged to
 // logger (tool, tenant, operation ID, outcome, duration; never tokens);
-// a nil logger discards them.
-func NewServer(svc *tickets.Service, logger *slog.Logger) *mcp.Server {
+// a nil logger discards them. They are counted in metrics as requests of
+// transport mcp; nil metrics counts nothing.
+func NewServer(svc *tickets.Service, logger *slog.Logger, metrics *observe.Metrics) *mcp.Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -54,7 +56,7 @@ func NewServer(svc *tickets.Service, logger *slog.Logger) *mcp.Server {
 	// The first middleware is the outermost: the log line sees the result
 	// after a panic was turned into an internal error and after the SDK's
 	// argument rejections were given the contract's error shape.
-	s.AddReceivingMiddleware(logCalls(logger), recoverPanics(logger), shapeArgumentErrors())
+	s.AddReceivingMiddleware(logCalls(logger, metrics), recoverPanics(logger), shapeArgumentErrors())
 	return s
 }
 
@@ -68,7 +70,7 @@ func ServeStdio(ctx context.Context, svc *tickets.Service, p authn.Principal, lo
 	if p.Tenant == "" {
 		return errors.New("serve stdio: the principal has no tenant")
 	}
-	s := NewServer(svc, logger)
+	s := NewServer(svc, logger, nil)
 	// Added last, so outermost: every later middleware and handler sees the
 	// principal in its context, the stdio counterpart of the HTTP token.
 	s.AddReceivingMiddleware(withPrincipal(p))

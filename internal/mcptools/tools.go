@@ -33,7 +33,7 @@ const (
 const (
 	descCreateTicket = `Create one ticket in one of your tenant's projects. Safe to retry: it never creates duplicates.
 
-operation_id: before the first call, generate a fresh random UUID (version 4 or 7) for this one intended ticket. Reuse exactly the same operation_id and the same arguments on every retry of that ticket: after a timeout, a lost connection, a retryable error, or whenever you are unsure whether the call went through. A retry never creates a second ticket; it returns the original one with replayed: true. Never change the operation_id to make a retry go through; only a genuinely new, different ticket gets a new operation_id.
+operation_id: before the first call, generate a fresh random UUID (version 4 or 7) for this one intended ticket. Reuse exactly the same operation_id and the same arguments on every retry of that ticket: after a timeout, a lost connection, a retryable error, or whenever you are unsure whether the call went through. A retry never creates a second ticket; it returns the original one with replayed: true. ticketd remembers a succeeded operation_id for 30 days, so retries belong within that window. Never change the operation_id to make a retry go through; only a genuinely new, different ticket gets a new operation_id.
 
 On success: status "succeeded", ticket_id and the ticket (people refer to it by its key, e.g. SUP-42).
 Errors (isError: true, error.code, and a sentence saying what to do next):
@@ -61,14 +61,14 @@ action names the write the operation_id was used for. status is one of:
 - "pending": the operation is still running; check again in a moment.
 - "failed": it was rejected for the reason in error; it changed nothing.
 - "unknown": not settled yet; check again shortly, or retry the same call with the same operation_id and arguments.
-- "not_found": nothing ran under this operation_id for your tenant, so making the intended call with it now is safe.
+- "not_found": nothing ran under this operation_id for your tenant in the last 30 days (how long ticketd remembers a succeeded operation), so making the intended call with it now is safe unless you used it longer ago than that.
 next_step repeats what to do in one sentence. not_found is a normal answer, not an error. Read-only.`
 
 	descGetTicket = `Fetch one of your tenant's tickets by its ID (the UUID returned as ticket_id) or by its key (like SUP-42, any case). The ticket includes its version (pass it as if_version to update_ticket when you decide based on what you read) and its assignee (null when unassigned). Errors: not_found if your tenant has no such ticket; invalid_input if id is neither a UUID nor a key. Read-only.`
 
 	descListTickets = `List your tenant's tickets, newest first. Optional filters, combined: project_id; status (open, in_progress, resolved or closed); query (words that must all occur in the title or description, whole words, any case: use it to find a ticket by what it is about); assignee (a subject, or "me" for tickets assigned to you); label; priority (low, normal, high or urgent). Returns at most limit tickets (default 50, at most 200); when next_cursor is present, call again with it as cursor and the same filters for the next page. Read-only.`
 
-	descListProjects = `List your tenant's projects. Each id is a valid project_id for create_ticket, preview_ticket and list_tickets; key is the prefix of the project's ticket keys (SUP in SUP-42). Read-only.`
+	descListProjects = `List your tenant's projects. Each id is a valid project_id for create_ticket, preview_ticket and list_tickets; key is the prefix of the project's ticket keys (SUP in SUP-42). An empty list means your tenant has no project yet and no ticket can be filed: next_step says how an operator creates one. Read-only.`
 )
 
 // CreateTicketIn is the input of create_ticket. It has no tenant: the tenant
@@ -151,7 +151,15 @@ type ListTicketsOut struct {
 // ListProjectsOut is list_projects' result.
 type ListProjectsOut struct {
 	Projects []wire.Project `json:"projects"`
+	NextStep string         `json:"next_step,omitempty" jsonschema:"Present when there are no projects: what an operator must do before tickets can be filed."`
 }
+
+// noProjectsNextStep is list_projects' next_step for a tenant without a
+// project: a new tenant's agent cannot file anything until an operator
+// makes one, and the agent can pass this on word for word.
+const noProjectsNextStep = "Your tenant %s has no project yet, so no ticket can be filed. Ask a ticketd operator to create one, e.g. " +
+	"`ticketd projects create --tenant %s --id support --key SUP --name Support` on the server, " +
+	"or POST /api/v1/projects with a tickets:admin token; then call list_projects again."
 
 // Tools lists every tool ticketd serves, in the order tools/list shows them.
 // Adding a tool is one value below and its entry here.
@@ -296,6 +304,9 @@ var (
 			out := ListProjectsOut{Projects: make([]wire.Project, len(ps))}
 			for i, pr := range ps {
 				out.Projects[i] = wire.FromProject(pr)
+			}
+			if len(ps) == 0 {
+				out.NextStep = fmt.Sprintf(noProjectsNextStep, quote(c.principal.Tenant), quote(c.principal.Tenant))
 			}
 			return out, nil
 		},

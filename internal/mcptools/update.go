@@ -16,7 +16,7 @@ const ToolUpdateTicket = "update_ticket"
 
 const descUpdateTicket = `Change one of your tenant's tickets: title, description, priority, status, assignee, labels. Give at least one field to change; fields you leave out stay as they are. Safe to retry: one operation_id applies its change at most once, ever.
 
-operation_id: generate a fresh random UUID (version 4 or 7) for this one intended change, and reuse exactly the same operation_id and arguments on every retry of it (after a timeout, a lost connection, a retryable error, or whenever you are unsure it went through). A retry answers replayed: true with the version and changes of the original call and never applies the change again, even if the ticket changed since: resolving, someone reopening, then your retry leaves the ticket open. A new change gets a new operation_id.
+operation_id: generate a fresh random UUID (version 4 or 7) for this one intended change, and reuse exactly the same operation_id and arguments on every retry of it (after a timeout, a lost connection, a retryable error, or whenever you are unsure it went through). A retry answers replayed: true with the version and changes of the original call and never applies the change again, even if the ticket changed since: resolving, someone reopening, then your retry leaves the ticket open. ticketd remembers a succeeded operation_id for 30 days, so retries belong within that window. A new change gets a new operation_id.
 
 if_version: pass the ticket's version when you read the ticket (get_ticket, list_tickets) before deciding on this change, so the change applies only if nobody changed the ticket in between. Leave it out for a change that is right whatever the ticket looks like now.
 

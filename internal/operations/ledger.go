@@ -11,6 +11,8 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/ticketd/ticketd/internal/observe/spans"
 )
 
 // record is the row behind Record; it stays here, beside its queries.
@@ -95,7 +97,10 @@ type WriteFunc func(tx *gorm.DB) error
 // (the store failed before anything committed), or write's own error
 // (nothing committed). The write runs detached from ctx's cancellation, bounded
 // by Options.WriteTimeout, so a caller that goes away never leaves it half done.
-func (l *Ledger) Run(ctx context.Context, key Key, fingerprint, resultID string, write WriteFunc) (Outcome, error) {
+func (l *Ledger) Run(ctx context.Context, key Key, fingerprint, resultID string, write WriteFunc) (_ Outcome, err error) {
+	// One span for the whole run, so its statements nest under it in a trace.
+	ctx, span := spans.Ledger(ctx, key.Action)
+	defer func() { spans.End(span, err) }()
 	// Fast path: a retry of a finished operation needs no write transaction.
 	rec, err := l.Lookup(ctx, key)
 	switch {

@@ -16,6 +16,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -29,6 +30,9 @@ type Config struct {
 	// advertised in WWW-Authenticate, so a client can find the authorisation
 	// server after a 401. Empty leaves the parameter out.
 	ResourceMetadataURL string
+	// Metrics counts and times every request by route pattern and status;
+	// nil counts nothing.
+	Metrics *observe.Metrics
 }
 
 // api is the state the handlers share.
@@ -36,6 +40,7 @@ type api struct {
 	svc                 *tickets.Service
 	verifier            *authn.Verifier
 	resourceMetadataURL string
+	metrics             *observe.Metrics
 	mux                 *chi.Mux // the root router, asked which methods a path allows
 }
 
@@ -52,6 +57,7 @@ func NewRouter(cfg Config) http.Handler {
 		svc:                 cfg.Service,
 		verifier:            cfg.Verifier,
 		resourceMetadataURL: cfg.ResourceMetadataURL,
+		metrics:             cfg.Metrics,
 	}
 	return a.routes()
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/observe"
 )
 
 // routes is the whole API surface in one place. openapi.json describes the
@@ -13,6 +14,11 @@ import (
 func (a *api) routes() http.Handler {
 	r := chi.NewRouter()
 	a.mux = r
+	if a.metrics != nil {
+		// First, so it times everything after it and reads the route
+		// pattern once the handler has matched one.
+		r.Use(a.metrics.Middleware(observe.REST))
+	}
 	r.Use(noteRoute)
 	r.NotFound(a.notFound)
 	r.MethodNotAllowed(a.methodNotAllowed)

@@ -87,7 +87,7 @@ func accessLog(logger *slog.Logger) func(http.Handler) http.Handler {
 			switch {
 			case status >= http.StatusInternalServerError:
 				level = slog.LevelError
-			case r.URL.Path == HealthPath || r.URL.Path == ReadyPath:
+			case r.URL.Path == HealthPath || r.URL.Path == ReadyPath || r.URL.Path == MetricsPath:
 				level = slog.LevelDebug
 			}
 			logger.LogAttrs(r.Context(), level, "http request", attrs...)

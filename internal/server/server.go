@@ -2,8 +2,8 @@
 // end-to-end test: one middleware chain (request ID, access log, panic
 // recovery, security headers, body limit) in front of the MCP endpoint behind
 // bearer-token auth, the operators' REST API, the OAuth Protected Resource
-// Metadata that tells clients where to get a token, and health and readiness
-// probes.
+// Metadata that tells clients where to get a token, the web console,
+// Prometheus metrics, and health and readiness probes.
 package server
 
 import (
@@ -21,9 +21,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/console"
+	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/mcptools"
+	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/rest"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
@@ -36,6 +40,7 @@ const (
 	HealthPath              = "/healthz"
 	ReadyPath               = "/readyz"
 	APIPrefix               = "/api/v1/"
+	MetricsPath             = "/metrics"
 )
 
 // MaxBodyBytes bounds every request body, MCP and REST alike. It is large
@@ -69,6 +74,14 @@ type Config struct {
 	// Ready reports whether the server can serve (a database ping); /readyz
 	// answers 503 while it fails. Nil means always ready.
 	Ready func(ctx context.Context) error
+	// Metrics counts every request (REST by route, MCP by tool) and is
+	// served at /metrics. For operation outcomes, build Service with
+	// tickets.Options{OnWrite: ObserveWrites(Metrics)}. Nil makes a private
+	// one that counts requests only.
+	Metrics *observe.Metrics
+	// MetricsElsewhere leaves /metrics off this handler, for when it is
+	// served on a listener of its own (TICKETD_METRICS_ADDR).
+	MetricsElsewhere bool
 }
 
 // New returns the HTTP handler serving:
@@ -83,7 +96,11 @@ type Config struct {
 //   - /healthz (always 200) and /readyz (200, or 503 while Ready fails).
 //   - /api/v1/: the operators' REST API (internal/rest) over the same
 //     service and verifier.
+//   - /console/: the web console for people (internal/console) over the
+//     same service and verifier; / redirects to it.
+//   - /metrics: Prometheus metrics, unless MetricsElsewhere.
 //
+// Each request is one trace span when tracing is set up (observe.Setup).
 // Every response carries an X-Request-ID (the caller's, if it sent a sane
 // one); every request is access-logged once, without its headers, so tokens
 // never reach the log.
@@ -107,9 +124,14 @@ func New(cfg Config) (http.Handler, error) {
 	resource := public + MCPPath
 	metadataURL := public + MCPResourceMetadataPath
 
+	metrics := cfg.Metrics
+	if metrics == nil {
+		metrics = observe.New(observe.Options{Logger: logger})
+	}
+
 	// One server for all requests: stateless serving keeps nothing in it
 	// between calls, and the handler asks for it twice per request.
-	mcpServer := mcptools.NewServer(cfg.Service, logger)
+	mcpServer := mcptools.NewServer(cfg.Service, logger, metrics)
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer }, &mcp.StreamableHTTPOptions{
 		// Stateless: any replica answers any request, and protocol
 		// 2026-07-28 (sessionless) is served as well as older clients.
@@ -139,7 +161,7 @@ func New(cfg Config) (http.Handler, error) {
 	})
 
 	mux := http.NewServeMux()
-	mux.Handle(MCPPath, requireToken(mcpHandler))
+	mux.Handle(MCPPath, nameSpan(MCPPath, requireToken(mcpHandler)))
 	// Clients try the path-suffixed form first (resource = the MCP URL),
 	// then the root form; both describe the one protected resource.
 	mux.Handle(MCPResourceMetadataPath, metadata)
@@ -147,12 +169,24 @@ func New(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET "+HealthPath, health)
 	mux.Handle("GET "+ReadyPath, ready(cfg.Ready, logger))
 	mux.Handle(APIPrefix, rest.NewRouter(rest.Config{
-		Service: cfg.Service, Verifier: cfg.Verifier, ResourceMetadataURL: metadataURL,
+		Service: cfg.Service, Verifier: cfg.Verifier, ResourceMetadataURL: metadataURL, Metrics: metrics,
 	}))
+
+	// Operators' views: the console (its own CSP and CSRF checks inside),
+	// and the metrics unless they have a listener of their own.
+	mux.Handle(console.Prefix, nameSpan(console.Prefix, console.New(console.Config{
+		Service: cfg.Service, Verifier: cfg.Verifier, Logger: logger.With("component", "console"),
+		Secure: strings.HasPrefix(public, "https://"),
+	})))
+	mux.Handle("GET /{$}", http.RedirectHandler(console.Prefix, http.StatusSeeOther))
+	if !cfg.MetricsElsewhere {
+		mux.Handle("GET "+MetricsPath, metrics.Handler())
+	}
 	// The edge, outermost first. Each is a plain func(http.Handler)
 	// http.Handler, so another (an Origin check, a rate limit) is one more
 	// entry here.
 	return chain(mux,
+		observe.TraceHTTP,
 		withRequestID,
 		accessLog(logger),
 		recoverPanics(logger),
@@ -238,4 +272,25 @@ func authorizationServers(issuer string) []string {
 		return nil
 	}
 	return []string{issuer}
+}
+
+// nameSpan names the request's trace span after route, for the handlers
+// outside the REST router (which names spans after its own patterns): a
+// raw path would make one span name per ticket.
+func nameSpan(route string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if span := trace.SpanFromContext(r.Context()); span.IsRecording() {
+			span.SetName(r.Method + " " + route)
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ObserveWrites returns the tickets.Options.OnWrite hook that counts every
+// write in m's ticketd_operations_total by action and outcome, classifying
+// its error with the contract's one classifier.
+func ObserveWrites(m *observe.Metrics) func(action string, replayed bool, err error) {
+	return func(action string, replayed bool, err error) {
+		m.OperationResult(action, string(errcode.Of(err)), replayed)
+	}
 }

@@ -94,7 +94,8 @@ func commentFingerprint(ticketID uuid.UUID, body string) string {
 // Errors: ErrInvalid (bad ID, reference or body; nothing recorded),
 // ErrNotFound (no such ticket), operations.ErrConflict, operations.ErrInProgress,
 // operations.ErrOutcomeUnknown, ErrUnavailable, operations.ErrUnavailable.
-func (s *Service) AddComment(ctx context.Context, tenant, author, operationID, ticketRef, body string) (CommentResult, error) {
+func (s *Service) AddComment(ctx context.Context, tenant, author, operationID, ticketRef, body string) (res CommentResult, err error) {
+	defer func() { s.report(ActionAddComment, res.Replayed, err) }()
 	id, err := operations.ParseID(operationID)
 	if err != nil {
 		return CommentResult{}, invalidField("operation_id", "%v", err)

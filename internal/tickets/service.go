@@ -20,6 +20,12 @@ import (
 // operation IDs together with the tenant.
 const ActionCreateTicket = "create_ticket"
 
+// Actions lists the ledger actions of the service's writes, for metrics
+// that show every action from the start.
+func Actions() []string {
+	return []string{ActionCreateTicket, ActionUpdateTicket, ActionAddComment}
+}
+
 // Page sizes for lists.
 const (
 	DefaultLimit = 50
@@ -32,6 +38,12 @@ type Options struct {
 	// CursorKey signs pagination cursors. Replicas behind one load balancer
 	// need the same key; empty means a random key per process.
 	CursorKey []byte
+	// OnWrite, when set, is told the result of every write (CreateTicket,
+	// UpdateTicket, AddComment): its ledger action, whether it was a replay
+	// and its error (nil on success). Operation metrics hang off it, so the
+	// writes of every transport, the console's included, are counted in one
+	// place. It must be cheap and safe for concurrent use.
+	OnWrite func(action string, replayed bool, err error)
 }
 
 // Service is the one application layer both transports call.
@@ -39,11 +51,19 @@ type Service struct {
 	db      *gorm.DB
 	ledger  *operations.Ledger
 	cursors cursor.Codec
+	onWrite func(action string, replayed bool, err error)
 }
 
 // NewService returns a Service over a migrated database.
 func NewService(db *gorm.DB, opts Options) *Service {
-	return &Service{db: db, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey)}
+	return &Service{db: db, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey), onWrite: opts.OnWrite}
+}
+
+// report tells Options.OnWrite the result of one write.
+func (s *Service) report(action string, replayed bool, err error) {
+	if s.onWrite != nil {
+		s.onWrite(action, replayed, err)
+	}
 }
 
 // CreateResult is the outcome of CreateTicket.
@@ -61,7 +81,8 @@ type CreateResult struct {
 // Errors: ErrInvalid (bad ID or input, or unknown project; nothing recorded,
 // the ID stays usable), operations.ErrConflict, operations.ErrInProgress,
 // operations.ErrOutcomeUnknown, ErrUnavailable, operations.ErrUnavailable.
-func (s *Service) CreateTicket(ctx context.Context, tenant, reporter, operationID string, in NewTicket) (CreateResult, error) {
+func (s *Service) CreateTicket(ctx context.Context, tenant, reporter, operationID string, in NewTicket) (res CreateResult, err error) {
+	defer func() { s.report(ActionCreateTicket, res.Replayed, err) }()
 	id, err := operations.ParseID(operationID)
 	if err != nil {
 		return CreateResult{}, invalidField("operation_id", "%v", err)

@@ -218,7 +218,8 @@ type UpdateResult struct {
 // (*VersionConflictError; nothing recorded), operations.ErrConflict,
 // operations.ErrInProgress, operations.ErrOutcomeUnknown, ErrUnavailable,
 // operations.ErrUnavailable.
-func (s *Service) UpdateTicket(ctx context.Context, tenant, actor, operationID, ticketRef string, in TicketUpdate) (UpdateResult, error) {
+func (s *Service) UpdateTicket(ctx context.Context, tenant, actor, operationID, ticketRef string, in TicketUpdate) (result UpdateResult, err error) {
+	defer func() { s.report(ActionUpdateTicket, result.Replayed, err) }()
 	id, err := operations.ParseID(operationID)
 	if err != nil {
 		return UpdateResult{}, invalidField("operation_id", "%v", err)

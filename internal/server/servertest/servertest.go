@@ -18,6 +18,7 @@ import (
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
@@ -38,6 +39,9 @@ type Env struct {
 	Service       *tickets.Service
 	// Secret signs tokens the verifier accepts.
 	Secret []byte
+	// Metrics are the server's, served at URL+"/metrics"; Service reports
+	// its writes to them.
+	Metrics *observe.Metrics
 }
 
 // Options adjusts Start. The zero value is fine.
@@ -54,10 +58,12 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 	tb.Helper()
 	ts := httptest.NewUnstartedServer(nil)
 	base := "http://" + ts.Listener.Addr().String()
+	metrics := observe.New(observe.Options{Actions: tickets.Actions()})
 	e := &Env{
 		URL: base, Endpoint: base + server.MCPPath, DB: d,
-		Service: tickets.NewService(d.Gorm, tickets.Options{}),
+		Service: tickets.NewService(d.Gorm, tickets.Options{OnWrite: server.ObserveWrites(metrics)}),
 		Secret:  []byte("servertest-secret-of-at-least-32-bytes!"),
+		Metrics: metrics,
 	}
 	ready := opts.Ready
 	if ready == nil {
@@ -77,7 +83,7 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 	}
 	h, err := server.New(server.Config{
 		Service: e.Service, Verifier: v, PublicURL: base, Issuer: Issuer, Logger: opts.Logger,
-		Ready: ready,
+		Ready: ready, Metrics: metrics,
 	})
 	if err != nil {
 		tb.Fatalf("servertest: server.New: %v", err)
