@@ -40,6 +40,7 @@ const (
 // done.
 func serve(ctx context.Context, self string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	pprofAddr := fs.String("pprof-addr", "", "serve net/http/pprof on this loopback address, e.g. 127.0.0.1:6060 (default off)")
 	cfg, err := parseConfig(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupMetrics, args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
@@ -53,6 +54,13 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 	}
 	for _, w := range cfg.warnings() {
 		logger.Warn(w)
+	}
+	if *pprofAddr != "" {
+		stopPprof, err := startPprof(ctx, *pprofAddr, logger)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
 	}
 	// The JWKS refresh outlives ctx by the shutdown, so requests still in
 	// flight can verify against fresh keys.

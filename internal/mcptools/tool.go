@@ -2,6 +2,8 @@ package mcptools
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -68,8 +70,19 @@ func newTool[In, Out any](sp spec[In, Out]) Tool {
 			DestructiveHint: jsonschema.Ptr(sp.destructive), OpenWorldHint: jsonschema.Ptr(false),
 		},
 	}
+	// The SDK marshals a *jsonschema.Schema input schema on every 2026-07-28
+	// call to look for x-mcp-header annotations (docs/upstream-go-sdk.md);
+	// given the JSON once, it only decodes it. It still resolves the schema
+	// once at registration, so validation and defaults are unchanged, and
+	// Def keeps the typed schema.
+	inJSON, err := json.Marshal(in)
+	if err != nil {
+		panic(fmt.Sprintf("tool %s: marshal input schema: %v", sp.name, err))
+	}
 	add := func(s *mcp.Server, def *mcp.Tool, svc *tickets.Service) {
-		mcp.AddTool(s, def, func(ctx context.Context, req *mcp.CallToolRequest, args In) (*mcp.CallToolResult, outcome[Out], error) {
+		reg := *def
+		reg.InputSchema = json.RawMessage(inJSON)
+		mcp.AddTool(s, &reg, func(ctx context.Context, req *mcp.CallToolRequest, args In) (*mcp.CallToolResult, outcome[Out], error) {
 			c := call{operationID: operationIDOf(args)}
 			p, err := authorize(ctx, req, sp.scope)
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -158,15 +159,6 @@ func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, result
 		}
 	}()
 
-	postgres := tx.Dialector.Name() == "postgres"
-	if postgres {
-		// Only the claim may wait briefly on a concurrent holder of the key;
-		// the rest of the transaction is bounded by the write timeout.
-		if err := tx.Exec(fmt.Sprintf("SET LOCAL lock_timeout = %d", l.opts.LockTimeout.Milliseconds())).Error; err != nil {
-			return Outcome{}, fmt.Errorf("%w: set lock timeout: %v", ErrUnavailable, err)
-		}
-	}
-
 	// The record is claimed already complete: nobody sees it before COMMIT
 	// (and a rollback removes it), so there is no pending state to update.
 	now := time.Now().UTC().Truncate(time.Microsecond) // as stored by PostgreSQL
@@ -174,7 +166,12 @@ func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, result
 		TenantID: key.Tenant, Action: key.Action, OperationID: key.OperationID.String(), Fingerprint: fingerprint,
 		Status: string(StatusSucceeded), ResultID: &resultID, CreatedAt: now, UpdatedAt: now,
 	}
-	claim := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
+	var claim *gorm.DB
+	if tx.Dialector.Name() == "postgres" {
+		claim = l.claimPostgres(tx, &row)
+	} else {
+		claim = tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
+	}
 	if claim.Error != nil {
 		if isLockTimeout(claim.Error) {
 			return Outcome{Record: Record{Key: key, Status: StatusPending}}, fmt.Errorf("%w (key %s)", ErrInProgress, key)
@@ -194,12 +191,6 @@ func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, result
 		}
 		return answer(rec, fingerprint)
 	}
-	if postgres {
-		if err := tx.Exec("SET LOCAL lock_timeout = 0").Error; err != nil {
-			return Outcome{}, fmt.Errorf("%w: reset lock timeout: %v", ErrUnavailable, err)
-		}
-	}
-
 	if err := write(tx); err != nil {
 		return Outcome{}, err
 	}
@@ -214,6 +205,30 @@ func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, result
 	}
 	rec, err := row.toRecord()
 	return Outcome{Record: rec}, err
+}
+
+// claimPostgresSQL inserts the record unless the key exists, waiting at
+// most lock_timeout for a concurrent holder of the key, in one round trip
+// instead of three (SET LOCAL, INSERT, SET LOCAL back). The set_config in
+// the row source runs before the insert can wait; the one in RETURNING runs
+// only once the row is in, and restores "wait forever" so the rest of the
+// transaction is bounded by the write timeout alone. On a conflict nothing
+// is returned and the transaction only reads and rolls back.
+const claimPostgresSQL = `INSERT INTO "operations" (tenant_id, action, operation_id, fingerprint, status, result_id,
+	created_at, updated_at)
+SELECT @tenant, @action, CAST(@op AS uuid), @fingerprint, @status, @result,
+	CAST(@now AS timestamptz), CAST(@now AS timestamptz)
+FROM (SELECT set_config('lock_timeout', @timeout, true)) AS bounded
+ON CONFLICT DO NOTHING
+RETURNING set_config('lock_timeout', '0', true)`
+
+func (l *Ledger) claimPostgres(tx *gorm.DB, row *record) *gorm.DB {
+	var reset string
+	return tx.Raw(claimPostgresSQL, map[string]any{
+		"tenant": row.TenantID, "action": row.Action, "op": row.OperationID, "fingerprint": row.Fingerprint,
+		"status": row.Status, "result": row.ResultID, "now": row.CreatedAt,
+		"timeout": strconv.FormatInt(l.opts.LockTimeout.Milliseconds(), 10),
+	}).Scan(&reset)
 }
 
 // Lookup returns the record for key, or ErrNotFound. It never sees another

@@ -146,6 +146,11 @@ func New(cfg Config) (http.Handler, error) {
 		// either way, which a rebinding page cannot supply.
 		DisableLocalhostProtection: !IsLoopbackHost(publicHost(public)),
 		MaxRequestBodyBytes:        MaxBodyBytes,
+		// One JSON body per answer instead of an SSE stream: a stateless
+		// server sends nothing before the result (no progress, no server
+		// requests), and SSE framing and its flushes cost 10-15% of the CPU
+		// per call (docs/perf.md). Clients must accept both anyway.
+		JSONResponse: true,
 	})
 	requireToken := auth.RequireBearerToken(mcptools.TokenVerifier(cfg.Verifier), &auth.RequireBearerTokenOptions{
 		// No Scopes: a valid token is enough to reach the tools, which

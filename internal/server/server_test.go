@@ -117,6 +117,29 @@ func TestMCPNeedsAValidToken(t *testing.T) {
 	})
 }
 
+// TestMCPAnswersPlainJSON: a client accepting both JSON and SSE, as the
+// TypeScript and Go SDKs do, gets the answer as one JSON-RPC message in a
+// JSON body, which costs less than an SSE stream.
+func TestMCPAnswersPlainJSON(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{})
+	resp, body := postMCP(t, env.URL, "", env.Token(t, "acme", authn.ScopeRead), listToolsBody)
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || !strings.HasPrefix(ct, "application/json") {
+		t.Fatalf("status %d, Content-Type %q; want 200 application/json", resp.StatusCode, ct)
+	}
+	var msg struct {
+		ID     int `json:"id"`
+		Result struct {
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(body), &msg); err != nil || msg.ID != 1 || len(msg.Result.Tools) == 0 {
+		t.Errorf("body is not one tools/list answer (%v): %s", err, body)
+	}
+}
+
 func TestProtectedResourceMetadata(t *testing.T) {
 	t.Parallel()
 	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{})
