@@ -95,33 +95,42 @@ func Normalize(in NewTicket) (NewTicket, error) {
 		bad("priority", "must be one of low, normal, high, urgent; got %q", in.Priority)
 	}
 
-	out.Labels = make([]string, 0, len(in.Labels))
-	for i, l := range in.Labels {
-		field := fmt.Sprintf("labels[%d]", i)
-		if msg := checkText(l); msg != "" {
-			bad(field, "%s", msg)
-			continue
-		}
-		l = canonicalText(l, true)
-		switch n := utf8.RuneCountInString(l); {
-		case n == 0:
-			bad(field, "must not be blank")
-		case n > MaxLabel:
-			bad(field, "must be at most %d characters after trimming, got %d", MaxLabel, n)
-		default:
-			out.Labels = append(out.Labels, l)
-		}
-	}
-	slices.Sort(out.Labels)
-	out.Labels = slices.Compact(out.Labels)
-	if len(out.Labels) > MaxLabels {
-		bad("labels", "at most %d distinct labels, got %d", MaxLabels, len(out.Labels))
-	}
+	out.Labels = normalizeLabels("labels", in.Labels, bad)
 
 	if len(errs) > 0 {
 		return NewTicket{}, &ValidationError{Fields: errs}
 	}
 	return out, nil
+}
+
+// normalizeLabels trims, folds, composes, sorts and de-duplicates labels, the
+// one rule for create_ticket's labels and update_ticket's add_labels and
+// remove_labels, reporting each bad label (and too many) through bad. The
+// result is never nil.
+func normalizeLabels(field string, in []string, bad func(field, format string, args ...any)) []string {
+	out := make([]string, 0, len(in))
+	for i, l := range in {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if msg := checkText(l); msg != "" {
+			bad(f, "%s", msg)
+			continue
+		}
+		l = canonicalText(l, true)
+		switch n := utf8.RuneCountInString(l); {
+		case n == 0:
+			bad(f, "must not be blank")
+		case n > MaxLabel:
+			bad(f, "must be at most %d characters after trimming, got %d", MaxLabel, n)
+		default:
+			out = append(out, l)
+		}
+	}
+	slices.Sort(out)
+	out = slices.Compact(out)
+	if len(out) > MaxLabels {
+		bad(field, "at most %d distinct labels, got %d", MaxLabels, len(out))
+	}
+	return out
 }
 
 // canonicalText lower-cases (when fold is set), composes (NFC) and trims, in

@@ -126,33 +126,8 @@ func normalizeUpdate(in TicketUpdate) (TicketUpdate, error) {
 		}
 		out.Status = &st
 	}
-	labels := func(field string, in []string) []string {
-		var out []string
-		for i, l := range in {
-			f := fmt.Sprintf("%s[%d]", field, i)
-			if msg := checkText(l); msg != "" {
-				bad(f, "%s", msg)
-				continue
-			}
-			l = canonicalText(l, true)
-			switch n := utf8.RuneCountInString(l); {
-			case n == 0:
-				bad(f, "must not be blank")
-			case n > MaxLabel:
-				bad(f, "must be at most %d characters after trimming, got %d", MaxLabel, n)
-			default:
-				out = append(out, l)
-			}
-		}
-		slices.Sort(out)
-		out = slices.Compact(out)
-		if len(out) > MaxLabels {
-			bad(field, "at most %d distinct labels, got %d", MaxLabels, len(out))
-		}
-		return out
-	}
-	out.AddLabels = labels("add_labels", in.AddLabels)
-	out.RemoveLabels = labels("remove_labels", in.RemoveLabels)
+	out.AddLabels = normalizeLabels("add_labels", in.AddLabels, bad)
+	out.RemoveLabels = normalizeLabels("remove_labels", in.RemoveLabels, bad)
 	for _, l := range out.AddLabels {
 		if slices.Contains(out.RemoveLabels, l) {
 			bad("remove_labels", "label %q is also in add_labels; say one or the other", l)
