@@ -111,7 +111,7 @@ func (nopWriteCloser) Close() error { return nil }
 func TestMissingPrincipalIsAnErrorNotAPanic(t *testing.T) {
 	t.Parallel()
 	env := startEnv(t, dbtest.SQLite(t))
-	s := mcptools.NewServer(env.Service, nil)
+	s := mcptools.NewServer(env.Service, nil, mcptools.Options{})
 	mcp.AddTool(s, &mcp.Tool{Name: "explode"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		panic("boom")
 	})

@@ -29,6 +29,13 @@ type Config struct {
 	// advertised in WWW-Authenticate, so a client can find the authorisation
 	// server after a 401. Empty leaves the parameter out.
 	ResourceMetadataURL string
+	// ChallengeScopes are named in every 401 challenge (scope="…"), so an
+	// OAuth client knows what to ask for. Empty leaves the parameter out.
+	ChallengeScopes []string
+	// AfterAuth wraps every authenticated route, after the token is
+	// verified and the principal is in the context: the HTTP edge's
+	// per-tenant limits go here.
+	AfterAuth []func(http.Handler) http.Handler
 }
 
 // api is the state the handlers share.
@@ -36,6 +43,8 @@ type api struct {
 	svc                 *tickets.Service
 	verifier            *authn.Verifier
 	resourceMetadataURL string
+	challengeScopes     []string
+	afterAuth           []func(http.Handler) http.Handler
 	mux                 *chi.Mux // the root router, asked which methods a path allows
 }
 
@@ -52,6 +61,8 @@ func NewRouter(cfg Config) http.Handler {
 		svc:                 cfg.Service,
 		verifier:            cfg.Verifier,
 		resourceMetadataURL: cfg.ResourceMetadataURL,
+		challengeScopes:     cfg.ChallengeScopes,
+		afterAuth:           cfg.AfterAuth,
 	}
 	return a.routes()
 }
