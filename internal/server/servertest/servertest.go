@@ -46,6 +46,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Ready replaces the readiness check, a ping of the database.
 	Ready func(ctx context.Context) error
+	// Edge configures the edge (allowed origins and hosts, tenant limits,
+	// read-only); the zero value is the defaults.
+	Edge server.Edge
 }
 
 // Start serves d (a fresh, migrated database, as dbtest gives) over
@@ -77,7 +80,7 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 	}
 	h, err := server.New(server.Config{
 		Service: e.Service, Verifier: v, PublicURL: base, Issuer: Issuer, Logger: opts.Logger,
-		Ready: ready,
+		Ready: ready, Edge: opts.Edge,
 	})
 	if err != nil {
 		tb.Fatalf("servertest: server.New: %v", err)
