@@ -278,12 +278,6 @@ func ParsePublicURL(raw string) (string, error) {
 	return u.Scheme + "://" + u.Host, nil
 }
 
-// publicHost returns the host of an origin ParsePublicURL accepted.
-func publicHost(origin string) string {
-	u, _ := url.Parse(origin)
-	return u.Hostname()
-}
-
 // IsLoopbackHost reports whether host is localhost (any case) or a loopback
 // address: the one definition both dev mode's bind check and the SDK's
 // DNS-rebinding guard rely on.
