@@ -29,6 +29,7 @@ const (
 	groupDev                       // --dev and its data directory
 	groupToken                     // the stdio principal's token
 	groupMetrics                   // where /metrics is served
+	groupEdge                      // Origin/Host allow-lists, tenant limits, read-only
 )
 
 // Defaults that also appear in help and error messages.
@@ -65,6 +66,15 @@ type config struct {
 	Token         string
 	MetricsAddr   string
 
+	// The edge (DESIGN §12), parsed and checked by edge().
+	AllowedOrigins    string
+	AllowedHosts      string
+	RateLimitWrites   string
+	RateLimitReads    string
+	RateLimitBurst    string
+	TenantConcurrency string
+	ReadOnly          bool
+
 	// derivedPublicURL records that PublicURL came from Addr, which is
 	// wrong for clients when Addr is a wildcard such as 0.0.0.0.
 	derivedPublicURL bool
@@ -98,6 +108,13 @@ var stringSettings = []stringSetting{
 	{groupCursor, "TICKETD_CURSOR_SECRET", "cursor-secret", "", "key signing list cursors, at least 32 bytes; give replicas the same one (default random per process)", func(c *config) *string { return &c.CursorSecret }},
 	{groupDev, "TICKETD_DATA_DIR", "data-dir", defaultDataDir, "where --dev keeps its secret and SQLite database", func(c *config) *string { return &c.DataDir }},
 	{groupMetrics, "TICKETD_METRICS_ADDR", "metrics-addr", "", "serve /metrics on this host:port of its own instead of on TICKETD_ADDR (keeps it off a public listener)", func(c *config) *string { return &c.MetricsAddr }},
+	// The edge, in one block: edge() parses and checks these.
+	{groupEdge, "TICKETD_ALLOWED_ORIGINS", "allowed-origins", "", "comma-separated origins (scheme://host[:port]) besides the public URL's that browsers may call from", func(c *config) *string { return &c.AllowedOrigins }},
+	{groupEdge, "TICKETD_ALLOWED_HOSTS", "allowed-hosts", "", "comma-separated Host names besides the public URL's host the server answers to (e.g. an internal name behind a proxy)", func(c *config) *string { return &c.AllowedHosts }},
+	{groupEdge, "TICKETD_RATE_LIMIT_WRITES", "rate-limit-writes", "50", "writes per second per tenant (0 = no limit)", func(c *config) *string { return &c.RateLimitWrites }},
+	{groupEdge, "TICKETD_RATE_LIMIT_READS", "rate-limit-reads", "200", "reads per second per tenant (0 = no limit)", func(c *config) *string { return &c.RateLimitReads }},
+	{groupEdge, "TICKETD_RATE_LIMIT_BURST", "rate-limit-burst", "0", "requests a tenant may send at once above its rate (0 = twice the rate)", func(c *config) *string { return &c.RateLimitBurst }},
+	{groupEdge, "TICKETD_TENANT_CONCURRENCY", "tenant-concurrency", "64", "requests in flight per tenant (0 = no cap)", func(c *config) *string { return &c.TenantConcurrency }},
 	{groupToken, "TICKETD_TOKEN", "token", "", "bearer token whose principal the stdio session acts as (required; prefer the variable)", func(c *config) *string { return &c.Token }},
 }
 
@@ -125,6 +142,16 @@ func parseConfig(fs *flag.FlagSet, groups group, args []string, getenv func(stri
 				return nil, fmt.Errorf("TICKETD_MIGRATE=%q: want true or false", v)
 			}
 			c.Migrate = b
+		}
+	}
+	if groups&groupEdge != 0 {
+		fs.BoolVar(&c.ReadOnly, "read-only", false, "serve the read tools only and refuse REST writes (env TICKETD_READ_ONLY)")
+		if v := getenv("TICKETD_READ_ONLY"); v != "" {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, fmt.Errorf("TICKETD_READ_ONLY=%q: want true or false", v)
+			}
+			c.ReadOnly = b
 		}
 	}
 	if groups&groupDev != 0 {

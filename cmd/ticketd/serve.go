@@ -41,7 +41,7 @@ const (
 func serve(ctx context.Context, self string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	pprofAddr := fs.String("pprof-addr", "", "serve net/http/pprof on this loopback address, e.g. 127.0.0.1:6060 (default off)")
-	cfg, err := parseConfig(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupMetrics, args, getenv, stdout)
+	cfg, err := parseConfig(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupMetrics|groupEdge, args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -49,6 +49,10 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		return err
 	}
 	logger, cursorKey, err := cfg.prepare(stderr)
+	if err != nil {
+		return err
+	}
+	edgeCfg, err := cfg.edge()
 	if err != nil {
 		return err
 	}
@@ -101,17 +105,19 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		}
 	}
 
-	sqlDB, err := store.Gorm.DB()
+	readyCheck, closeProbe, err := openProbe(ctx, cfg.DatabaseURL)
 	if err != nil {
-		return fmt.Errorf("database handle: %w", err)
+		return err
 	}
+	defer closeProbe()
 	handler, err := server.New(server.Config{
 		Service:   svc,
 		Verifier:  verifier,
 		PublicURL: cfg.PublicURL,
 		Issuer:    cfg.Issuer,
 		Logger:    logger,
-		Ready:     sqlDB.PingContext,
+		Ready:     readyCheck,
+		Edge:      edgeCfg,
 		Metrics:   metrics,
 		// With a listener of their own, metrics stay off the public one.
 		MetricsElsewhere: cfg.MetricsAddr != "",
@@ -281,4 +287,24 @@ func migrateUp(ctx context.Context, store *db.DB) (int64, error) {
 		return 0, fmt.Errorf("migrate: %w", err)
 	}
 	return v, nil
+}
+
+// openProbe opens the readiness check's own one-connection pool, so /readyz
+// answers from the database's state, never from the service's pool being
+// busy: with all 20 of its connections taken by a flood, a ping through it
+// would queue and time out, and a healthy replica would be taken out of
+// rotation just when it is needed.
+func openProbe(ctx context.Context, databaseURL string) (check func(context.Context) error, closeFn func(), err error) {
+	probe, err := db.Open(ctx, databaseURL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("readiness probe database (TICKETD_DATABASE_URL): %w", err)
+	}
+	sqlDB, err := probe.Gorm.DB()
+	if err != nil {
+		_ = probe.Close()
+		return nil, nil, fmt.Errorf("readiness probe database handle: %w", err)
+	}
+	sqlDB.SetMaxOpenConns(1)
+	sqlDB.SetMaxIdleConns(1)
+	return sqlDB.PingContext, func() { _ = probe.Close() }, nil
 }

@@ -8,6 +8,7 @@
 package authn
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"time"
@@ -28,9 +29,22 @@ type Principal struct {
 	Subject string
 	// Scopes are the token's scopes, verbatim and in token order.
 	Scopes []string
-	// Expires is the token's exp claim; authorisation is re-checked per call,
-	// so a long-lived stdio principal can be refused once this has passed.
+	// Expires is the token's exp claim.
 	Expires time.Time
+	// AcceptUntil is the last instant the token is accepted: Expires plus
+	// the verifier's leeway. It is the one expiry policy of every
+	// transport: REST's verification, the HTTP MCP endpoint's bearer check
+	// and the per-call check (which refuses a long-lived stdio principal
+	// once it has passed) all accept a token up to the same leeway past
+	// exp, so a token never works on one transport and fails on another.
+	AcceptUntil time.Time
+}
+
+// Expired reports whether p's token is no longer accepted at now: past
+// AcceptUntil, or past Expires for a Principal built without a verifier.
+func (p Principal) Expired(now time.Time) bool {
+	deadline := cmp.Or(p.AcceptUntil, p.Expires)
+	return !deadline.IsZero() && !now.Before(deadline)
 }
 
 // HasScope reports whether p grants scope. Scopes are compared literally with

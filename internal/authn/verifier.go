@@ -108,6 +108,7 @@ type Verifier struct {
 	keys        keySource
 	audience    string
 	tenantClaim string
+	leeway      time.Duration
 }
 
 // NewVerifier checks cfg and loads its key, so a misconfiguration stops
@@ -134,7 +135,7 @@ func NewVerifier(ctx context.Context, cfg Config) (*Verifier, error) {
 		return nil, fmt.Errorf("leeway must not be negative (got %s)", cfg.Leeway)
 	}
 
-	v := &Verifier{audience: cfg.Audience, tenantClaim: cmp.Or(cfg.TenantClaim, defaultTenantClaim)}
+	v := &Verifier{audience: cfg.Audience, tenantClaim: cmp.Or(cfg.TenantClaim, defaultTenantClaim), leeway: cmp.Or(cfg.Leeway, defaultLeeway)}
 	switch {
 	case len(cfg.HS256Secret) > 0:
 		if err := checkHS256Secret(cfg.HS256Secret); err != nil {
@@ -162,7 +163,7 @@ func NewVerifier(ctx context.Context, cfg Config) (*Verifier, error) {
 		jwt.WithIssuer(cfg.Issuer),
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),
-		jwt.WithLeeway(cmp.Or(cfg.Leeway, defaultLeeway)),
+		jwt.WithLeeway(v.leeway),
 		// Strict base64 rejects non-canonical encodings, so a token has
 		// exactly one accepted spelling.
 		jwt.WithStrictDecoding(),
@@ -245,7 +246,7 @@ func (v *Verifier) principal(claims jwt.MapClaims) (Principal, error) {
 	}
 	// The parser has already required a well-formed exp.
 	exp, _ := claims.GetExpirationTime()
-	return Principal{Tenant: tenant, Subject: sub, Scopes: scopes, Expires: exp.Time}, nil
+	return Principal{Tenant: tenant, Subject: sub, Scopes: scopes, Expires: exp.Time, AcceptUntil: exp.Add(v.leeway)}, nil
 }
 
 // scopesFrom reads "scope" (RFC 9068) or, if absent, "scp" (used by Azure AD

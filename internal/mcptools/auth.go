@@ -26,9 +26,12 @@ func TokenVerifier(v *authn.Verifier) auth.TokenVerifier {
 			return nil, sdkInvalidToken{err}
 		}
 		return &auth.TokenInfo{
-			UserID:     p.Subject,
-			Scopes:     p.Scopes,
-			Expiration: p.Expires,
+			UserID: p.Subject,
+			Scopes: p.Scopes,
+			// The SDK refuses a TokenInfo past Expiration; AcceptUntil
+			// includes the verifier's leeway, so /mcp and /api/v1 accept
+			// a token for exactly as long as each other.
+			Expiration: p.AcceptUntil,
 			Extra:      map[string]any{tokenInfoPrincipal: p},
 		}, nil
 	}
@@ -53,4 +56,28 @@ func PrincipalFrom(info *auth.TokenInfo) (p authn.Principal, ok bool) {
 	}
 	p, ok = info.Extra[tokenInfoPrincipal].(authn.Principal)
 	return p, ok
+}
+
+// GrantedScopes lists the ticketd scopes p may use, with what
+// tickets:admin implies spelled out (authn.Principal.HasScope), so a check
+// that compares scope names literally (step-up, tools/list filtering)
+// agrees with the per-call check.
+func GrantedScopes(p authn.Principal) []string {
+	var granted []string
+	for _, s := range []string{authn.ScopeRead, authn.ScopeWrite, authn.ScopeAdmin} {
+		if p.HasScope(s) {
+			granted = append(granted, s)
+		}
+	}
+	return granted
+}
+
+// TokenScopes returns the scopes granted to the token auth.RequireBearerToken
+// verified for ctx (edge.StepUpOptions.Scopes), or nil.
+func TokenScopes(ctx context.Context) []string {
+	p, ok := PrincipalFrom(auth.TokenInfoFromContext(ctx))
+	if !ok {
+		return nil
+	}
+	return GrantedScopes(p)
 }

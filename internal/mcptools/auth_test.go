@@ -41,7 +41,7 @@ func TestTokenVerifierWithMiddleware(t *testing.T) {
 			http.Error(w, "no principal", http.StatusInternalServerError)
 			return
 		}
-		if info.UserID != p.Subject || !slices.Equal(info.Scopes, p.Scopes) || !info.Expiration.Equal(p.Expires) {
+		if info.UserID != p.Subject || !slices.Equal(info.Scopes, p.Scopes) || !info.Expiration.Equal(p.AcceptUntil) {
 			http.Error(w, "TokenInfo disagrees with Principal", http.StatusInternalServerError)
 			return
 		}

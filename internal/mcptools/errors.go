@@ -116,7 +116,7 @@ func authorize(ctx context.Context, req *mcp.CallToolRequest, scope string) (aut
 	if !ok {
 		return authn.Principal{}, fmt.Errorf("%w: no verified token came with this call", authn.ErrUnauthenticated)
 	}
-	if !p.Expires.IsZero() && !time.Now().Before(p.Expires) {
+	if p.Expired(time.Now()) {
 		return authn.Principal{}, fmt.Errorf("%w: the token expired at %s", authn.ErrUnauthenticated,
 			p.Expires.UTC().Format(time.RFC3339))
 	}

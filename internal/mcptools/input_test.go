@@ -3,6 +3,9 @@ package mcptools_test
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/db"
@@ -94,10 +97,17 @@ func TestTenantArgumentIsRejectedByEveryTool(t *testing.T) {
 // TestScopesAreCheckedPerTool: a read-only token reaches the server and the
 // read tools, but create_ticket answers forbidden and writes nothing, also
 // for an operation ID that a writer already used (a replay is re-authorised).
+// Over HTTP the edge refuses such a call first with a 403 step-up (see
+// internal/server); over stdio the tool's own check answers, as here.
 func TestScopesAreCheckedPerTool(t *testing.T) {
 	t.Parallel()
 	env := startEnv(t, dbtest.SQLite(t))
-	reader := env.Connect(t, env.Token(t, tenant, authn.ScopeRead))
+	stdioAs := func(scope string) *mcp.ClientSession {
+		cs, _ := serveStdio(t, env.Service, authn.Principal{Tenant: tenant, Subject: "agent", Scopes: []string{scope}, Expires: time.Now().Add(time.Hour)})
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	reader := stdioAs(authn.ScopeRead)
 	args := ticketArgs(newOperationID(t))
 
 	e := toolError(t, servertest.Call(t, reader, mcptools.ToolCreateTicket, args), "forbidden")
@@ -115,7 +125,7 @@ func TestScopesAreCheckedPerTool(t *testing.T) {
 	created(t, servertest.Call(t, env.Connect(t, writer(t, env)), mcptools.ToolCreateTicket, args))
 	toolError(t, servertest.Call(t, reader, mcptools.ToolCreateTicket, args), "forbidden")
 
-	writeOnly := env.Connect(t, env.Token(t, tenant, authn.ScopeWrite))
+	writeOnly := stdioAs(authn.ScopeWrite)
 	toolError(t, servertest.Call(t, writeOnly, mcptools.ToolGetOperationStatus, map[string]any{"operation_id": args["operation_id"]}), "forbidden")
 	if n := env.CountTickets(t, tenant); n != 1 {
 		t.Errorf("%d tickets, want 1", n)

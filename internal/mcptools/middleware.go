@@ -1,6 +1,7 @@
 package mcptools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -110,11 +111,18 @@ func logToolCall(ctx context.Context, logger *slog.Logger, call *mcp.CallToolReq
 	return outcome
 }
 
-// recoverPanics turns a panic while serving a request into an answer: a
-// tool call gets an internal tool error (retryable with the same
-// operation_id, which makes a retry after a panic safe), any other method a
-// JSON-RPC internal error. The SDK has no recover of its own, so without
-// this a bug in one call would end the process and every call in flight.
+// recoverPanics turns a panic while serving a request into an answer, so a
+// bug in one call cannot end the process and every call in flight (the SDK
+// has no recover of its own).
+//
+// A tools/call whose arguments are not a JSON object panicked because of
+// the caller's input (the SDK's defaults step assigns into a nil map for
+// "arguments": null): it gets invalid_input, which says to fix the call,
+// and the log gets one warning line without a stack, so a flood of such
+// calls cannot flood the log. Any other panic is a bug: a tool call gets
+// an internal tool error (retryable with the same operation_id, which
+// makes a retry after a panic safe), any other method a JSON-RPC internal
+// error, and the log gets the stack.
 func recoverPanics(logger *slog.Logger) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (res mcp.Result, err error) {
@@ -123,8 +131,15 @@ func recoverPanics(logger *slog.Logger) mcp.Middleware {
 				if v == nil {
 					return
 				}
-				logger.ErrorContext(ctx, "panic serving MCP request", "method", method, "panic", v, "stack", string(debug.Stack()))
 				call, ok := req.(*mcp.CallToolRequest)
+				if ok && !argumentsAreObject(call) {
+					logger.WarnContext(ctx, "panic on tool arguments that are not an object", "method", method, "tool", call.Params.Name, "panic", fmt.Sprint(v))
+					r, out := errorResult(errcode.InvalidInput, "invalid arguments: arguments must be a JSON object (use {} for none)", "", fmt.Errorf("panic: %v", v), "")
+					r.StructuredContent = out
+					res, err = r, nil
+					return
+				}
+				logger.ErrorContext(ctx, "panic serving MCP request", "method", method, "panic", v, "stack", string(debug.Stack()))
 				if !ok {
 					res, err = nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error"}
 					return
@@ -136,6 +151,15 @@ func recoverPanics(logger *slog.Logger) mcp.Middleware {
 			return next(ctx, method, req)
 		}
 	}
+}
+
+// argumentsAreObject reports whether a call's arguments are a JSON object.
+func argumentsAreObject(call *mcp.CallToolRequest) bool {
+	if call.Params == nil {
+		return false
+	}
+	raw := bytes.TrimLeft(call.Params.Arguments, " \t\r\n")
+	return len(raw) > 0 && raw[0] == '{'
 }
 
 // shapeArgumentErrors gives the SDK's own argument rejections (schema
@@ -193,13 +217,16 @@ func argumentMessage(tool, sdk string) (msg, next string) {
 // value: a megabyte of bad argument must not come back twice in the answer.
 const maxArgumentMessage = 300
 
-// truncate shortens s to at most n runes, marking the cut.
+// truncate shortens s to at most n runes (plus the mark) by cutting from
+// its middle: the validator quotes the offending value first and names the
+// rule it broke (the limit) last, so the end is always kept.
 func truncate(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {
 		return s
 	}
-	return string(r[:n]) + "…"
+	head := n / 2
+	return string(r[:head]) + "…" + string(r[len(r)-(n-head):])
 }
 
 func contentText(r *mcp.CallToolResult) string {

@@ -31,7 +31,8 @@ var toolNames = []string{
 func listTools(t *testing.T) []*mcp.Tool {
 	t.Helper()
 	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{})
-	cs := env.Connect(t, env.Token(t, "acme", authn.ScopeRead))
+	// tools/list shows a token only the tools it may call: all of them.
+	cs := env.Connect(t, env.Token(t, "acme", authn.ScopeRead, authn.ScopeWrite))
 	res, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatalf("tools/list: %v", err)

@@ -20,7 +20,9 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/buildinfo"
+	"github.com/ticketd/ticketd/internal/edge"
 	"github.com/ticketd/ticketd/internal/observe"
+	"github.com/ticketd/ticketd/internal/stdioguard"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -33,13 +35,27 @@ If a call times out, fails with a retryable error, or you are unsure whether it 
 Never change the operation_id to make a retry go through; a new operation_id means a new ticket.
 get_operation_status answers authoritatively whether a ticket was created under an operation_id; preview_ticket is a dry run that writes nothing.`
 
+// Options adjusts NewServer.
+type Options struct {
+	// ReadOnly serves only the tools that need no more than tickets:read
+	// (--read-only): the others are not registered, so they are neither
+	// listed nor callable.
+	ReadOnly bool
+	// Metrics counts tool calls; nil counts nothing.
+	Metrics *observe.Metrics
+}
+
 // NewServer returns the MCP server exposing ticketd's tools over svc. It
 // holds no per-request state, so the same server serves every stateless
 // HTTP request and may be shared by all of them. Tool calls are logged to
 // logger (tool, tenant, operation ID, outcome, duration; never tokens);
-// a nil logger discards them. They are counted in metrics as requests of
-// transport mcp; nil metrics counts nothing.
-func NewServer(svc *tickets.Service, logger *slog.Logger, metrics *observe.Metrics) *mcp.Server {
+// a nil logger discards them. They are counted in opts.Metrics as requests
+// of transport mcp; nil metrics counts nothing.
+//
+// tools/list shows each caller only the tools its scopes allow (the token
+// over HTTP, the start-up principal on stdio), and is marked
+// cacheScope "private" because of it.
+func NewServer(svc *tickets.Service, logger *slog.Logger, opts Options) *mcp.Server {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -51,13 +67,49 @@ func NewServer(svc *tickets.Service, logger *slog.Logger, metrics *observe.Metri
 		// Advertise tools only: ticketd implements no logging, prompts or
 		// resources, and the SDK would otherwise advertise logging.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		// FilterTools makes tools/list depend on the caller.
+		SetCacheable: edge.PrivateToolList,
 	})
 	registerTools(s, svc)
+	if opts.ReadOnly {
+		for _, t := range Tools() {
+			if t.Scope != authn.ScopeRead {
+				s.RemoveTools(t.Name)
+			}
+		}
+	}
 	// The first middleware is the outermost: the log line sees the result
-	// after a panic was turned into an internal error and after the SDK's
-	// argument rejections were given the contract's error shape.
-	s.AddReceivingMiddleware(logCalls(logger, metrics), recoverPanics(logger), shapeArgumentErrors())
+	// after a panic was turned into an error and after the SDK's argument
+	// rejections were given the contract's error shape. FilterTools is
+	// innermost: it only edits a tools/list result.
+	s.AddReceivingMiddleware(logCalls(logger, opts.Metrics), recoverPanics(logger), shapeArgumentErrors(),
+		edge.FilterTools(ScopeFor(opts), callerScopes))
 	return s
+}
+
+// ScopeFor returns the edge's view of the tools a server built with opts
+// serves: the scope each needs, and known=false for a tool it does not
+// serve (so a step-up check lets the SDK answer "unknown tool").
+func ScopeFor(opts Options) edge.ScopeFor {
+	scopes := make(map[string]string)
+	for _, t := range Tools() {
+		if !opts.ReadOnly || t.Scope == authn.ScopeRead {
+			scopes[t.Name] = t.Scope
+		}
+	}
+	return func(tool string) (string, bool) {
+		scope, ok := scopes[tool]
+		return scope, ok
+	}
+}
+
+// callerScopes returns the scopes the caller of req is granted.
+func callerScopes(ctx context.Context, req mcp.Request) []string {
+	p, ok := principalOf(ctx, req.GetExtra())
+	if !ok {
+		return nil
+	}
+	return GrantedScopes(p)
 }
 
 // ServeStdio serves the tools over in and out (newline-delimited JSON-RPC,
@@ -66,15 +118,28 @@ func NewServer(svc *tickets.Service, logger *slog.Logger, metrics *observe.Metri
 // verified at start-up; its scopes and expiry are re-checked on every call.
 // Nothing but protocol is written to out, so logger must write elsewhere
 // (stderr).
+//
+// The input goes through stdioguard: a malformed line, a batch or anything
+// edge.CheckMessage refuses is answered with a JSON-RPC error and the
+// session goes on; when in ends, requests already read are answered (up to
+// stdioguard.DefaultDrainTimeout) before ServeStdio returns.
 func ServeStdio(ctx context.Context, svc *tickets.Service, p authn.Principal, logger *slog.Logger, in io.ReadCloser, out io.WriteCloser) error {
 	if p.Tenant == "" {
 		return errors.New("serve stdio: the principal has no tenant")
 	}
-	s := NewServer(svc, logger, nil)
+	s := NewServer(svc, logger, Options{})
 	// Added last, so outermost: every later middleware and handler sees the
 	// principal in its context, the stdio counterpart of the HTTP token.
 	s.AddReceivingMiddleware(withPrincipal(p))
-	err := s.Run(ctx, &mcp.IOTransport{Reader: in, Writer: out})
+	w := stdioguard.NewWriter(out)
+	transport := &stdioguard.Transport{Transport: &mcp.IOTransport{
+		Reader: stdioguard.Filter(in, w, stdioguard.FilterOptions{}),
+		Writer: w,
+	}}
+	err := s.Run(ctx, transport)
+	if cerr := out.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("serve stdio: %w", err)
 	}

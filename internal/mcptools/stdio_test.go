@@ -111,7 +111,7 @@ func (nopWriteCloser) Close() error { return nil }
 func TestMissingPrincipalIsAnErrorNotAPanic(t *testing.T) {
 	t.Parallel()
 	env := startEnv(t, dbtest.SQLite(t))
-	s := mcptools.NewServer(env.Service, nil, nil)
+	s := mcptools.NewServer(env.Service, nil, mcptools.Options{})
 	mcp.AddTool(s, &mcp.Tool{Name: "explode"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		panic("boom")
 	})
@@ -213,4 +213,59 @@ func parseLogs(t *testing.T, out string) (calls []map[string]any, requestIDs map
 		}
 	}
 	return calls, requestIDs
+}
+
+// TestServeStdioSurvivesBadLinesAndAnswersBeforeEOF: a malformed line, a
+// batch and null arguments are each answered with an error and the session
+// goes on; a create_ticket written just before stdin closes is answered and
+// committed before ServeStdio returns.
+func TestServeStdioSurvivesBadLinesAndAnswersBeforeEOF(t *testing.T) {
+	t.Parallel()
+	env := startEnv(t, dbtest.SQLite(t))
+	p := authn.Principal{Tenant: tenant, Subject: "local-agent", Scopes: []string{authn.ScopeRead, authn.ScopeWrite}, Expires: time.Now().Add(time.Hour)}
+	args, err := json.Marshal(ticketArgs(newOperationID(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	input := strings.Join([]string{
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"v0"}}}`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+		`this is not json`,
+		`[{"jsonrpc":"2.0","id":2,"method":"tools/list"}]`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_tickets","arguments":null}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"create_ticket","arguments":` + string(args) + `}}`,
+	}, "\n") + "\n"
+	var out logtest.Buffer
+	if err := mcptools.ServeStdio(context.Background(), env.Service, p, nil, io.NopCloser(strings.NewReader(input)), nopWriteCloser{&out}); err != nil {
+		t.Fatalf("ServeStdio = %v, want nil at the end of input", err)
+	}
+	answers := map[string]string{}
+	var errorsWithoutID int
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+			Error  json.RawMessage `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(line), &msg); err != nil {
+			t.Fatalf("output line %q is not JSON: %v", line, err)
+		}
+		if string(msg.ID) == "null" && msg.Error != nil {
+			errorsWithoutID++
+			continue
+		}
+		answers[string(msg.ID)] = string(msg.Result) + string(msg.Error)
+	}
+	if errorsWithoutID != 2 {
+		t.Errorf("%d error answers without id, want 2 (the bad line and the batch):\n%s", errorsWithoutID, out.String())
+	}
+	if !strings.Contains(answers["3"], "invalid_input") {
+		t.Errorf("null arguments answered %q, want invalid_input", answers["3"])
+	}
+	if !strings.Contains(answers["4"], `"ticket_id"`) {
+		t.Errorf("create_ticket written before EOF answered %q, want the created ticket", answers["4"])
+	}
+	if n := env.CountTickets(t, tenant); n != 1 {
+		t.Errorf("%d tickets after EOF, want 1", n)
+	}
 }

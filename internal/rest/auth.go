@@ -11,9 +11,14 @@ import (
 
 // authenticate admits requests that carry a valid bearer token and puts the
 // principal in the context. It answers 401 itself, as a problem document, so
-// every refusal an operator sees has the same shape. The token is used for
-// this request only: it is never logged and never passed on.
+// every refusal an operator sees has the same shape; a valid token that
+// grants no ticketd scope at all gets 403 insufficient_scope, as on /mcp.
+// Config.AfterAuth runs after it. The token is used for this request only:
+// it is never logged and never passed on.
 func (a *api) authenticate(next http.Handler) http.Handler {
+	for i := len(a.afterAuth) - 1; i >= 0; i-- {
+		next = a.afterAuth[i](next)
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		raw, ok := bearerToken(r.Header.Get("Authorization"))
 		if !ok {
@@ -27,6 +32,13 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		reqinfo.From(r.Context()).SetCaller(p.Tenant, p.Subject)
+		if !p.HasScope(authn.ScopeRead) && !p.HasScope(authn.ScopeWrite) {
+			w.Header().Set("WWW-Authenticate", a.challenge(`error="insufficient_scope"`, a.scopeParam()))
+			pr := newProblem(errcode.Forbidden, "This token grants no ticketd scope (tickets:read, tickets:write or tickets:admin).")
+			noteError(r, pr.Code, nil)
+			writeProblem(w, r, pr)
+			return
+		}
 		w.Header().Set("Cache-Control", "no-store")
 		next.ServeHTTP(w, r.WithContext(authn.ContextWithPrincipal(r.Context(), p)))
 	})
@@ -47,9 +59,31 @@ func bearerToken(header string) (string, bool) {
 // an OAuth client where the Protected Resource Metadata is (RFC 9728 §5.1).
 // cause, the verifier's reason, goes to the log line only.
 func (a *api) unauthenticated(w http.ResponseWriter, r *http.Request, cause error, errorParam, detail string) {
-	w.Header().Set("WWW-Authenticate", a.challenge(errorParam))
+	w.Header().Set("WWW-Authenticate", a.challenge(errorParam, a.scopeParam()))
 	p := newProblem(errcode.Unauthenticated, detail)
 	noteError(r, p.Code, cause)
+	writeProblem(w, r, p)
+}
+
+// scopeParam is the scope auth-param naming ChallengeScopes, or "".
+func (a *api) scopeParam() string {
+	if len(a.challengeScopes) == 0 {
+		return ""
+	}
+	return `scope="` + strings.Join(a.challengeScopes, " ") + `"`
+}
+
+// Reject answers a refusal made in front of the API (the HTTP edge's Origin,
+// body budget and tenant limits) as a problem document with the contract
+// code, so a REST caller meets one error shape whatever refused it. A
+// Retry-After the caller already set is kept.
+func Reject(w http.ResponseWriter, r *http.Request, status int, code, message string) {
+	p := newProblem(errcode.Code(code), message)
+	p.Status = status
+	if w.Header().Get("Retry-After") != "" {
+		p.retryAfter = 0
+	}
+	noteError(r, p.Code, nil)
 	writeProblem(w, r, p)
 }
 

@@ -42,7 +42,7 @@ func TestAuthentication(t *testing.T) {
 			t.Run("NoTokenIs401On "+rt.method+" "+rt.path, func(t *testing.T) {
 				r := do(t, e, req{method: rt.method, path: rt.path, body: rt.body, key: newKey()})
 				wantProblem(t, r, http.StatusUnauthorized, "unauthenticated")
-				want := `Bearer resource_metadata="` + resourceMetadata + `"`
+				want := `Bearer resource_metadata="` + resourceMetadata + `", scope="tickets:read tickets:write"`
 				if got := r.header.Get("WWW-Authenticate"); got != want {
 					t.Errorf("WWW-Authenticate = %q, want %q", got, want)
 				}

@@ -59,6 +59,8 @@ func newEnv(tb testing.TB, d *db.DB) *env {
 	h, err := server.New(server.Config{
 		Service: svc, Verifier: verifier(tb), PublicURL: publicURL, Issuer: issuer,
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+		// The public URL is a name; the test server is reached by address.
+		Edge: server.Edge{AllowedHosts: []string{"127.0.0.1"}},
 	})
 	if err != nil {
 		tb.Fatalf("server.New: %v", err)

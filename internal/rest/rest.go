@@ -33,6 +33,13 @@ type Config struct {
 	// Metrics counts and times every request by route pattern and status;
 	// nil counts nothing.
 	Metrics *observe.Metrics
+	// ChallengeScopes are named in every 401 challenge (scope="…"), so an
+	// OAuth client knows what to ask for. Empty leaves the parameter out.
+	ChallengeScopes []string
+	// AfterAuth wraps every authenticated route, after the token is
+	// verified and the principal is in the context: the HTTP edge's
+	// per-tenant limits go here.
+	AfterAuth []func(http.Handler) http.Handler
 }
 
 // api is the state the handlers share.
@@ -41,6 +48,8 @@ type api struct {
 	verifier            *authn.Verifier
 	resourceMetadataURL string
 	metrics             *observe.Metrics
+	challengeScopes     []string
+	afterAuth           []func(http.Handler) http.Handler
 	mux                 *chi.Mux // the root router, asked which methods a path allows
 }
 
@@ -58,6 +67,8 @@ func NewRouter(cfg Config) http.Handler {
 		verifier:            cfg.Verifier,
 		resourceMetadataURL: cfg.ResourceMetadataURL,
 		metrics:             cfg.Metrics,
+		challengeScopes:     cfg.ChallengeScopes,
+		afterAuth:           cfg.AfterAuth,
 	}
 	return a.routes()
 }

@@ -7,6 +7,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,7 +26,9 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/console"
+	"github.com/ticketd/ticketd/internal/edge"
 	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/limits"
 	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/rest"
@@ -72,7 +75,8 @@ type Config struct {
 	// Logger receives the access log and the tool-call log; nil discards.
 	Logger *slog.Logger
 	// Ready reports whether the server can serve (a database ping); /readyz
-	// answers 503 while it fails. Nil means always ready.
+	// answers 503 while it fails. Nil means always ready. It must not wait
+	// behind the service's connection pool: give it a pool of its own.
 	Ready func(ctx context.Context) error
 	// Metrics counts every request (REST by route, MCP by tool) and is
 	// served at /metrics. For operation outcomes, build Service with
@@ -82,7 +86,38 @@ type Config struct {
 	// MetricsElsewhere leaves /metrics off this handler, for when it is
 	// served on a listener of its own (TICKETD_METRICS_ADDR).
 	MetricsElsewhere bool
+	// Edge configures the checks in front of /mcp and /api/v1 (DESIGN §12).
+	Edge Edge
 }
+
+// Edge is what the edge in front of /mcp and /api/v1 needs beyond the
+// public URL. The zero value is the documented defaults.
+type Edge struct {
+	// AllowedOrigins are origins besides the public URL's that may call
+	// (TICKETD_ALLOWED_ORIGINS).
+	AllowedOrigins []string
+	// AllowedHosts are Host names besides the public URL's host the server
+	// answers to (TICKETD_ALLOWED_HOSTS).
+	AllowedHosts []string
+	// Limits are the per-tenant rate limits and concurrency cap; its zero
+	// rates turn the buckets off (TICKETD_RATE_LIMIT_*,
+	// TICKETD_TENANT_CONCURRENCY).
+	Limits limits.Config
+	// ReadOnly serves read tools only and refuses REST writes
+	// (TICKETD_READ_ONLY).
+	ReadOnly bool
+	// BodyBudget bounds the request body bytes held at once across all
+	// requests; DefaultBodyBudget if zero.
+	BodyBudget int64
+}
+
+// DefaultBodyBudget bounds the body bytes all requests hold at once: 64
+// bodies of the largest size, which 200 stalled uploads cannot pass.
+const DefaultBodyBudget = 64 * MaxBodyBytes
+
+// challengeScopes are the scopes a 401 challenge names: what an agent needs
+// to use every tool (DESIGN §12), and all an MCP client may ask for.
+var challengeScopes = []string{authn.ScopeRead, authn.ScopeWrite}
 
 // New returns the HTTP handler serving:
 //
@@ -128,23 +163,41 @@ func New(cfg Config) (http.Handler, error) {
 	if metrics == nil {
 		metrics = observe.New(observe.Options{Logger: logger})
 	}
+	tenants, err := limits.New(cfg.Edge.Limits)
+	if err != nil {
+		return nil, fmt.Errorf("server: tenant limits: %w", err)
+	}
+	budget, err := limits.NewBytes(cmp.Or(cfg.Edge.BodyBudget, DefaultBodyBudget))
+	if err != nil {
+		return nil, fmt.Errorf("server: body budget: %w", err)
+	}
+	origin, err := edge.Origin(edge.OriginOptions{
+		PublicURL: public, AllowedOrigins: cfg.Edge.AllowedOrigins, AllowedHosts: cfg.Edge.AllowedHosts,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	apiOrigin, err := edge.Origin(edge.OriginOptions{
+		PublicURL: public, AllowedOrigins: cfg.Edge.AllowedOrigins, AllowedHosts: cfg.Edge.AllowedHosts, Reject: rest.Reject,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	bodies := edge.Bodies(edge.BodiesOptions{Budget: budget, MaxBytes: MaxBodyBytes})
 
 	// One server for all requests: stateless serving keeps nothing in it
 	// between calls, and the handler asks for it twice per request.
-	mcpServer := mcptools.NewServer(cfg.Service, logger, metrics)
+	toolOpts := mcptools.Options{ReadOnly: cfg.Edge.ReadOnly, Metrics: metrics}
+	mcpServer := mcptools.NewServer(cfg.Service, logger, toolOpts)
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer }, &mcp.StreamableHTTPOptions{
 		// Stateless: any replica answers any request, and protocol
 		// 2026-07-28 (sessionless) is served as well as older clients.
 		Stateless: true,
 		Logger:    logger.With("component", "mcp"),
-		// The DNS-rebinding guard refuses a loopback connection whose Host
-		// is not loopback. It protects a server that is itself only on
-		// loopback (dev mode), so it stays on when the public URL is
-		// loopback; with a public name, the server sits behind a proxy
-		// that may well connect over loopback with the public Host, and
-		// the guard would refuse every request. /mcp needs a bearer token
-		// either way, which a rebinding page cannot supply.
-		DisableLocalhostProtection: !IsLoopbackHost(publicHost(public)),
+		// edge.Origin checks Host in every mode, in front of this; the
+		// SDK's own guard would refuse a proxy that connects over loopback
+		// with the public Host.
+		DisableLocalhostProtection: true,
 		MaxRequestBodyBytes:        MaxBodyBytes,
 		// One JSON body per answer instead of an SSE stream: a stateless
 		// server sends nothing before the result (no progress, no server
@@ -153,32 +206,73 @@ func New(cfg Config) (http.Handler, error) {
 		JSONResponse: true,
 	})
 	requireToken := auth.RequireBearerToken(mcptools.TokenVerifier(cfg.Verifier), &auth.RequireBearerTokenOptions{
-		// No Scopes: a valid token is enough to reach the tools, which
-		// answer a missing scope with a forbidden tool error.
+		// No Scopes: they are endpoint-wide; StepUp checks each tool's.
 		ResourceMetadataURL: metadataURL,
 	})
 	metadata := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
-		Resource:               resource,
-		AuthorizationServers:   authorizationServers(cfg.Issuer),
-		ScopesSupported:        []string{authn.ScopeRead, authn.ScopeWrite, authn.ScopeAdmin},
+		Resource:             resource,
+		AuthorizationServers: authorizationServers(cfg.Issuer),
+		// Only what an MCP client may usefully ask for: no tool needs
+		// tickets:admin, which is for operators' tokens on /api/v1.
+		ScopesSupported:        challengeScopes,
 		BearerMethodsSupported: []string{"header"},
 		ResourceName:           "ticketd",
 	})
+	limitMCP := edge.MCPLimits(edge.MCPLimitsOptions{
+		Limits: tenants,
+		Tenant: func(ctx context.Context) (string, bool) {
+			p, ok := mcptools.PrincipalFrom(auth.TokenInfoFromContext(ctx))
+			return p.Tenant, ok
+		},
+		KindFor: toolKind(toolOpts),
+	})
+	restAPI := rest.NewRouter(rest.Config{
+		Service: cfg.Service, Verifier: cfg.Verifier, ResourceMetadataURL: metadataURL,
+		ChallengeScopes: challengeScopes, Metrics: metrics,
+		AfterAuth: []func(http.Handler) http.Handler{edge.Limit(edge.LimitOptions{
+			Limits: tenants,
+			Tenant: func(r *http.Request) (string, bool) {
+				p, ok := authn.PrincipalFromContext(r.Context())
+				return p.Tenant, ok
+			},
+			Reject: rest.Reject,
+		})},
+	})
 
 	mux := http.NewServeMux()
-	mux.Handle(MCPPath, nameSpan(MCPPath, requireToken(mcpHandler)))
-	// Clients try the path-suffixed form first (resource = the MCP URL),
-	// then the root form; both describe the one protected resource.
+	// /mcp, outermost first, in the order package edge documents.
+	mux.Handle(MCPPath, nameSpan(MCPPath, chain(mcpHandler,
+		origin,
+		bodies,
+		edge.SingleAuthorization(nil),
+		scopedChallenge,
+		requireToken,
+		requireTicketdScope(metadataURL),
+		edge.MCPBody(edge.MCPBodyOptions{MaxBytes: MaxBodyBytes}),
+		edge.StepUp(edge.StepUpOptions{ScopeFor: mcptools.ScopeFor(toolOpts), Scopes: mcptools.TokenScopes, ResourceMetadataURL: metadataURL}),
+		limitMCP,
+	)))
+	// /api/v1: the same outer checks; the tenant limit runs inside the
+	// REST router, after it authenticates (AfterAuth).
+	apiEdge := []func(http.Handler) http.Handler{
+		apiOrigin,
+		edge.Bodies(edge.BodiesOptions{Budget: budget, MaxBytes: MaxBodyBytes, Reject: rest.Reject}),
+		edge.SingleAuthorization(rest.Reject),
+	}
+	if cfg.Edge.ReadOnly {
+		apiEdge = append(apiEdge, refuseWrites)
+	}
+	mux.Handle(APIPrefix, chain(restAPI, apiEdge...))
+	// Outside every limit and Host check: clients try the path-suffixed
+	// form first (resource = the MCP URL), then the root form; both
+	// describe the one protected resource. Probes are called by address.
 	mux.Handle(MCPResourceMetadataPath, metadata)
 	mux.Handle(ResourceMetadataPath, metadata)
 	mux.HandleFunc("GET "+HealthPath, health)
 	mux.Handle("GET "+ReadyPath, ready(cfg.Ready, logger))
-	mux.Handle(APIPrefix, rest.NewRouter(rest.Config{
-		Service: cfg.Service, Verifier: cfg.Verifier, ResourceMetadataURL: metadataURL, Metrics: metrics,
-	}))
-
-	// Operators' views: the console (its own CSP and CSRF checks inside),
-	// and the metrics unless they have a listener of their own.
+	// Operators' views: the console (its own CSP, cross-origin and CSRF
+	// checks inside), and the metrics unless they have a listener of their
+	// own.
 	mux.Handle(console.Prefix, nameSpan(console.Prefix, console.New(console.Config{
 		Service: cfg.Service, Verifier: cfg.Verifier, Logger: logger.With("component", "console"),
 		Secure: strings.HasPrefix(public, "https://"),
@@ -187,9 +281,8 @@ func New(cfg Config) (http.Handler, error) {
 	if !cfg.MetricsElsewhere {
 		mux.Handle("GET "+MetricsPath, metrics.Handler())
 	}
-	// The edge, outermost first. Each is a plain func(http.Handler)
-	// http.Handler, so another (an Origin check, a rate limit) is one more
-	// entry here.
+
+	// The edge every route shares, outermost first.
 	return chain(mux,
 		observe.TraceHTTP,
 		withRequestID,
@@ -220,12 +313,6 @@ func ParsePublicURL(raw string) (string, error) {
 		return "", fmt.Errorf("public URL %q must be an origin such as https://tickets.example.com, without path, query or credentials", shown)
 	}
 	return u.Scheme + "://" + u.Host, nil
-}
-
-// publicHost returns the host of an origin ParsePublicURL accepted.
-func publicHost(origin string) string {
-	u, _ := url.Parse(origin)
-	return u.Hostname()
 }
 
 // IsLoopbackHost reports whether host is localhost (any case) or a loopback

@@ -158,7 +158,7 @@ func TestProtectedResourceMetadata(t *testing.T) {
 			t.Fatalf("GET %s: %v in %s", path, err, body)
 		}
 		if prm.Resource != env.Endpoint || len(prm.AuthorizationServers) != 1 || prm.AuthorizationServers[0] != servertest.Issuer ||
-			strings.Join(prm.ScopesSupported, " ") != "tickets:read tickets:write tickets:admin" ||
+			strings.Join(prm.ScopesSupported, " ") != "tickets:read tickets:write" ||
 			strings.Join(prm.BearerMethodsSupported, " ") != "header" {
 			t.Errorf("GET %s = %+v", path, prm)
 		}

@@ -50,6 +50,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Ready replaces the readiness check, a ping of the database.
 	Ready func(ctx context.Context) error
+	// Edge configures the edge (allowed origins and hosts, tenant limits,
+	// read-only); the zero value is the defaults.
+	Edge server.Edge
 }
 
 // Start serves d (a fresh, migrated database, as dbtest gives) over
@@ -83,7 +86,7 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 	}
 	h, err := server.New(server.Config{
 		Service: e.Service, Verifier: v, PublicURL: base, Issuer: Issuer, Logger: opts.Logger,
-		Ready: ready, Metrics: metrics,
+		Ready: ready, Metrics: metrics, Edge: opts.Edge,
 	})
 	if err != nil {
 		tb.Fatalf("servertest: server.New: %v", err)
