@@ -43,6 +43,9 @@ type Options struct {
 	ReadOnly bool
 	// Metrics counts tool calls; nil counts nothing.
 	Metrics *observe.Metrics
+	// MaxConcurrentPages bounds the list pages built at once across the
+	// server; DefaultMaxConcurrentPages if zero.
+	MaxConcurrentPages int
 }
 
 // NewServer returns the MCP server exposing ticketd's tools over svc. It
@@ -82,7 +85,7 @@ func NewServer(svc *tickets.Service, logger *slog.Logger, opts Options) *mcp.Ser
 	// after a panic was turned into an error and after the SDK's argument
 	// rejections were given the contract's error shape. FilterTools is
 	// innermost: it only edits a tools/list result.
-	s.AddReceivingMiddleware(logCalls(logger, opts.Metrics), recoverPanics(logger), shapeArgumentErrors(),
+	s.AddReceivingMiddleware(logCalls(logger, opts.Metrics), recoverPanics(logger), boundPages(opts.MaxConcurrentPages), shapeArgumentErrors(),
 		edge.FilterTools(ScopeFor(opts), callerScopes))
 	return s
 }

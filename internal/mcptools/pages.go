@@ -1,0 +1,43 @@
+package mcptools
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultMaxConcurrentPages bounds how many list pages the server builds at
+// once. A page is capped at about 1 MiB of JSON (tickets.MaxPageBytes), but
+// the SDK holds several copies of it while it encodes and validates the
+// result (about 13 MiB per full page, measured), so 40 hostile list calls
+// at once reached 538 MiB; 8 at a time keeps that near 100 MiB while one
+// page still takes milliseconds, so honest callers barely wait.
+const DefaultMaxConcurrentPages = 8
+
+// pageTools are the tools whose answer is a page of up to a MiB.
+var pageTools = map[string]bool{ToolListTickets: true, ToolListComments: true}
+
+// boundPages lets at most n page-building calls run at once across the
+// server; the others wait their turn (or give up when their caller does),
+// so memory stays bounded however many callers list at once.
+func boundPages(n int) mcp.Middleware {
+	if n <= 0 {
+		n = DefaultMaxConcurrentPages
+	}
+	slots := make(chan struct{}, n)
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			call, ok := req.(*mcp.CallToolRequest)
+			if !ok || call.Params == nil || !pageTools[call.Params.Name] {
+				return next(ctx, method, req)
+			}
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			defer func() { <-slots }()
+			return next(ctx, method, req)
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package mcptools
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestBoundPagesCapsConcurrentLists: however many list calls arrive at once,
+// no more than the bound build pages together; other tools are not held.
+func TestBoundPagesCapsConcurrentLists(t *testing.T) {
+	t.Parallel()
+	const bound, callers = 3, 24
+	var running, peak atomic.Int32
+	next := func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		n := running.Add(1)
+		for {
+			p := peak.Load()
+			if n <= p || peak.CompareAndSwap(p, n) {
+				break
+			}
+		}
+		time.Sleep(5 * time.Millisecond) // long enough for the callers to pile up
+		running.Add(-1)
+		return &mcp.CallToolResult{}, nil
+	}
+	h := boundPages(bound)(next)
+	call := func(name string) error {
+		_, err := h(context.Background(), "tools/call", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name}})
+		return err
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	for i := range callers {
+		name := ToolListTickets
+		if i%2 == 1 {
+			name = ToolListComments
+		}
+		wg.Go(func() { errs <- call(name) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a bounded list call failed: %v", err)
+		}
+	}
+	if got := peak.Load(); got > bound {
+		t.Errorf("%d list calls ran at once, want at most %d", got, bound)
+	}
+
+	// A caller that gives up while waiting leaves without a slot.
+	held := make(chan struct{})
+	release := make(chan struct{})
+	blocking := boundPages(1)(func(_ context.Context, _ string, req mcp.Request) (mcp.Result, error) {
+		if req.(*mcp.CallToolRequest).Params.Name == ToolListTickets {
+			close(held)
+			<-release
+		}
+		return &mcp.CallToolResult{}, nil
+	})
+	list := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolListTickets}}
+	done := make(chan error, 1)
+	go func() { _, err := blocking(context.Background(), "tools/call", list); done <- err }()
+	<-held
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := blocking(ctx, "tools/call", list); err == nil {
+		t.Error("a cancelled waiter got a page slot")
+	}
+	// Tools other than lists are never held behind the bound.
+	if _, err := blocking(ctx, "tools/call", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolGetTicket}}); err != nil {
+		t.Errorf("get_ticket waited behind the list bound: %v", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Error(err)
+	}
+}
