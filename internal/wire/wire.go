@@ -65,6 +65,16 @@ type OperationStatus struct {
 	CreatedAt   *time.Time `json:"created_at,omitempty"`
 	UpdatedAt   *time.Time `json:"updated_at,omitempty"`
 	NextStep    string     `json:"next_step" jsonschema:"what to do next, in one sentence"`
+	Deliveries  []Delivery `json:"deliveries,omitempty" jsonschema:"what registered webhooks have been told of this write, one per webhook; the write succeeded either way"`
+}
+
+// Delivery is what one registered webhook has been told of an operation's
+// event.
+type Delivery struct {
+	WebhookID string `json:"webhook_id" jsonschema:"the registered webhook (GET /api/v1/webhooks/{id})"`
+	Status    string `json:"status" jsonschema:"pending, delivered or failed"`
+	Attempts  int    `json:"attempts" jsonschema:"requests made so far"`
+	LastError string `json:"last_error,omitempty" jsonschema:"why the last attempt did not deliver"`
 }
 
 // FromOperation converts the service's answer for a recorded operation.
@@ -80,6 +90,11 @@ func FromOperation(st tickets.OperationStatus) OperationStatus {
 	if st.Ticket != nil {
 		t := FromTicket(*st.Ticket)
 		out.Ticket = &t
+	}
+	for _, d := range st.Deliveries {
+		out.Deliveries = append(out.Deliveries, Delivery{
+			WebhookID: d.WebhookID.String(), Status: d.Status, Attempts: d.Attempts, LastError: d.LastError,
+		})
 	}
 	return out
 }
