@@ -14,6 +14,7 @@ import (
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/webhooks"
 	"github.com/ticketd/ticketd/migrations"
 )
 
@@ -37,7 +38,7 @@ const (
 // done.
 func serve(ctx context.Context, self string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	cfg, err := parseConfig(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev, args, getenv, stdout)
+	cfg, err := parseConfig(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupWebhook, args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -46,6 +47,9 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 	}
 	logger, cursorKey, err := cfg.prepare(stderr)
 	if err != nil {
+		return err
+	}
+	if err := cfg.checkWebhook(); err != nil {
 		return err
 	}
 	for _, w := range cfg.warnings() {
@@ -60,11 +64,24 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		return err
 	}
 
-	store, svc, err := openStore(ctx, cfg, cursorKey, logger)
+	store, svc, hooks, err := openStore(ctx, cfg, cursorKey, logger)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	// Deliveries run beside the HTTP server on every replica and stop after
+	// it, so a write accepted during the shutdown is still delivered (by
+	// this replica or, if it is killed first, by any other).
+	if err := hooks.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("start webhook delivery: %w", err)
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		if err := hooks.Stop(stopCtx); err != nil {
+			logger.Warn("webhook delivery did not stop cleanly; unfinished attempts are retried after restart", "err", err)
+		}
+	}()
 	if cfg.Dev {
 		if err := seedDev(ctx, svc); err != nil {
 			return err
@@ -82,6 +99,7 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		Issuer:    cfg.Issuer,
 		Logger:    logger,
 		Ready:     sqlDB.PingContext,
+		Webhooks:  hooks,
 	})
 	if err != nil {
 		return fmt.Errorf("build HTTP handler: %w", err)
@@ -161,24 +179,38 @@ func (c *config) prepare(stderr io.Writer) (*slog.Logger, []byte, error) {
 }
 
 // openStore opens the database, applies migrations unless disabled, and
-// builds the ticket service on it.
-func openStore(ctx context.Context, cfg *config, cursorKey []byte, logger *slog.Logger) (*db.DB, *tickets.Service, error) {
+// builds the ticket service on it with the webhook outbox, so that every
+// write, whichever command makes it, is told to the registered webhooks.
+// The webhook service delivers only once started (serve does).
+func openStore(ctx context.Context, cfg *config, cursorKey []byte, logger *slog.Logger) (*db.DB, *tickets.Service, *webhooks.Service, error) {
 	if err := ensureDevDir(cfg); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	store, err := db.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
-		return nil, nil, fmt.Errorf("database (TICKETD_DATABASE_URL): %w", err)
+		return nil, nil, nil, fmt.Errorf("database (TICKETD_DATABASE_URL): %w", err)
 	}
 	if cfg.Migrate {
 		v, err := migrateUp(ctx, store)
 		if err != nil {
 			_ = store.Close()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		logger.Info("database ready", "dialect", store.Dialect, "schema_version", v)
 	}
-	return store, tickets.NewService(store.Gorm, tickets.Options{CursorKey: cursorKey}), nil
+	hooks, err := webhooks.New(store, webhooks.Options{
+		RetryMin:    cfg.WebhookRetryMin,
+		MaxAttempts: cfg.WebhookMaxAttempts,
+		// Development receivers listen on loopback (ticketd webhooks listen).
+		AllowPrivate: cfg.WebhookAllowPrivate || cfg.Dev,
+		Logger:       logger,
+	})
+	if err != nil {
+		_ = store.Close()
+		return nil, nil, nil, err
+	}
+	svc := tickets.NewService(store.Gorm, tickets.Options{CursorKey: cursorKey, Outbox: webhooks.TicketOutbox(hooks)})
+	return store, svc, hooks, nil
 }
 
 func migrateUp(ctx context.Context, store *db.DB) (int64, error) {
@@ -188,6 +220,10 @@ func migrateUp(ctx context.Context, store *db.DB) (int64, error) {
 	}
 	v, err := migrations.Up(ctx, sqlDB, string(store.Dialect))
 	if err != nil {
+		return 0, fmt.Errorf("migrate: %w", err)
+	}
+	// The webhook queue's own tables, versioned by River.
+	if err := webhooks.Migrate(ctx, store); err != nil {
 		return 0, fmt.Errorf("migrate: %w", err)
 	}
 	return v, nil

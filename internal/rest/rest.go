@@ -17,6 +17,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/webhooks"
 )
 
 // Config wires the router to its dependencies.
@@ -29,6 +30,8 @@ type Config struct {
 	// advertised in WWW-Authenticate, so a client can find the authorisation
 	// server after a 401. Empty leaves the parameter out.
 	ResourceMetadataURL string
+	// Webhooks serves /api/v1/webhooks; nil leaves those routes out.
+	Webhooks *webhooks.Service
 }
 
 // api is the state the handlers share.
@@ -36,6 +39,7 @@ type api struct {
 	svc                 *tickets.Service
 	verifier            *authn.Verifier
 	resourceMetadataURL string
+	hooks               *webhooks.Service
 	mux                 *chi.Mux // the root router, asked which methods a path allows
 }
 
@@ -52,6 +56,7 @@ func NewRouter(cfg Config) http.Handler {
 		svc:                 cfg.Service,
 		verifier:            cfg.Verifier,
 		resourceMetadataURL: cfg.ResourceMetadataURL,
+		hooks:               cfg.Webhooks,
 	}
 	return a.routes()
 }

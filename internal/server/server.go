@@ -26,6 +26,7 @@ import (
 	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/rest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/webhooks"
 )
 
 // Routes. MCPPath is part of every token's audience (PublicURL+MCPPath).
@@ -69,6 +70,8 @@ type Config struct {
 	// Ready reports whether the server can serve (a database ping); /readyz
 	// answers 503 while it fails. Nil means always ready.
 	Ready func(ctx context.Context) error
+	// Webhooks serves the REST webhook routes; nil leaves them out.
+	Webhooks *webhooks.Service
 }
 
 // New returns the HTTP handler serving:
@@ -147,7 +150,7 @@ func New(cfg Config) (http.Handler, error) {
 	mux.HandleFunc("GET "+HealthPath, health)
 	mux.Handle("GET "+ReadyPath, ready(cfg.Ready, logger))
 	mux.Handle(APIPrefix, rest.NewRouter(rest.Config{
-		Service: cfg.Service, Verifier: cfg.Verifier, ResourceMetadataURL: metadataURL,
+		Service: cfg.Service, Verifier: cfg.Verifier, ResourceMetadataURL: metadataURL, Webhooks: cfg.Webhooks,
 	}))
 	// The edge, outermost first. Each is a plain func(http.Handler)
 	// http.Handler, so another (an Origin check, a rate limit) is one more
