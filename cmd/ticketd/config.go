@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/server"
@@ -30,6 +31,7 @@ const (
 	groupToken                     // the stdio principal's token
 	groupMetrics                   // where /metrics is served
 	groupEdge                      // Origin/Host allow-lists, tenant limits, read-only
+	groupWebhook                   // webhook delivery
 )
 
 // Defaults that also appear in help and error messages.
@@ -74,6 +76,10 @@ type config struct {
 	RateLimitBurst    string
 	TenantConcurrency string
 	ReadOnly          bool
+
+	WebhookRetryMin     time.Duration
+	WebhookMaxAttempts  int
+	WebhookAllowPrivate bool
 
 	// derivedPublicURL records that PublicURL came from Addr, which is
 	// wrong for clients when Addr is a wildcard such as 0.0.0.0.
@@ -154,6 +160,11 @@ func parseConfig(fs *flag.FlagSet, groups group, args []string, getenv func(stri
 			c.ReadOnly = b
 		}
 	}
+	if groups&groupWebhook != 0 {
+		if err := c.webhookSettings(fs, getenv); err != nil {
+			return nil, err
+		}
+	}
 	if groups&groupDev != 0 {
 		fs.BoolVar(&c.Dev, "dev", false, "development mode: HS256 secret generated in DATA_DIR (kept across starts), issuer "+devIssuer+
 			", SQLite in DATA_DIR unless TICKETD_DATABASE_URL is set, tenant "+devTenant+" seeded, loopback only")
@@ -178,6 +189,47 @@ func printHelp(fs *flag.FlagSet, out io.Writer) {
 	fs.SetOutput(out)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
+}
+
+// webhookSettings declares the webhook delivery settings and reads their
+// variables (DESIGN §11).
+func (c *config) webhookSettings(fs *flag.FlagSet, getenv func(string) string) error {
+	fs.DurationVar(&c.WebhookRetryMin, "webhook-retry-min", 5*time.Second, "delay before a webhook delivery's first retry; later ones double, with jitter (env TICKETD_WEBHOOK_RETRY_MIN)")
+	fs.IntVar(&c.WebhookMaxAttempts, "webhook-max-attempts", 12, "attempts of one webhook delivery before it is failed (env TICKETD_WEBHOOK_MAX_ATTEMPTS)")
+	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private", false, "allow http:// and loopback or private webhook URLs; --dev allows loopback (env TICKETD_WEBHOOK_ALLOW_PRIVATE)")
+	if v := getenv("TICKETD_WEBHOOK_RETRY_MIN"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("TICKETD_WEBHOOK_RETRY_MIN=%q: want a positive duration such as 5s", v)
+		}
+		c.WebhookRetryMin = d
+	}
+	if v := getenv("TICKETD_WEBHOOK_MAX_ATTEMPTS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("TICKETD_WEBHOOK_MAX_ATTEMPTS=%q: want a whole number of at least 1", v)
+		}
+		c.WebhookMaxAttempts = n
+	}
+	if v := getenv("TICKETD_WEBHOOK_ALLOW_PRIVATE"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("TICKETD_WEBHOOK_ALLOW_PRIVATE=%q: want true or false", v)
+		}
+		c.WebhookAllowPrivate = b
+	}
+	return nil
+}
+
+// checkWebhook validates the webhook settings a flag may have set.
+func (c *config) checkWebhook() error {
+	if c.WebhookRetryMin <= 0 {
+		return fmt.Errorf("--webhook-retry-min %s: want a positive duration such as 5s", c.WebhookRetryMin)
+	}
+	if c.WebhookMaxAttempts < 1 {
+		return fmt.Errorf("--webhook-max-attempts %d: want at least 1", c.WebhookMaxAttempts)
+	}
+	return nil
 }
 
 // resolve fills the derived defaults.

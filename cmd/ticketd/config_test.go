@@ -46,6 +46,10 @@ func TestServeConfigErrors(t *testing.T) {
 		{"BadLogLevel", []string{"TICKETD_LOG_LEVEL", "loud"}, nil, "TICKETD_LOG_LEVEL"},
 		{"BadMigrate", []string{"TICKETD_MIGRATE", "sometimes"}, nil, "TICKETD_MIGRATE"},
 		{"ShortCursorSecret", []string{"TICKETD_CURSOR_SECRET", "short"}, nil, "TICKETD_CURSOR_SECRET"},
+		{"BadWebhookRetryMin", []string{"TICKETD_WEBHOOK_RETRY_MIN", "soon"}, nil, "TICKETD_WEBHOOK_RETRY_MIN"},
+		{"NegativeWebhookRetryMinFlag", nil, []string{"--webhook-retry-min", "-1s"}, "--webhook-retry-min -1s"},
+		{"ZeroWebhookMaxAttempts", []string{"TICKETD_WEBHOOK_MAX_ATTEMPTS", "0"}, nil, "TICKETD_WEBHOOK_MAX_ATTEMPTS"},
+		{"BadWebhookAllowPrivate", []string{"TICKETD_WEBHOOK_ALLOW_PRIVATE", "maybe"}, nil, "TICKETD_WEBHOOK_ALLOW_PRIVATE"},
 		{"FlagOverridesEnv", nil, []string{"--database-url", "mysql://db/x"}, "TICKETD_DATABASE_URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

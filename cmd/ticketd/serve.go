@@ -15,6 +15,7 @@ import (
 	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/webhooks"
 	"github.com/ticketd/ticketd/migrations"
 )
 
@@ -41,7 +42,7 @@ const (
 func serve(ctx context.Context, self string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	pprofAddr := fs.String("pprof-addr", "", "serve net/http/pprof on this loopback address, e.g. 127.0.0.1:6060 (default off)")
-	cfg, err := parseConfig(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupMetrics|groupEdge, args, getenv, stdout)
+	cfg, err := parseConfig(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupMetrics|groupEdge|groupWebhook, args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -50,6 +51,9 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 	}
 	logger, cursorKey, err := cfg.prepare(stderr)
 	if err != nil {
+		return err
+	}
+	if err := cfg.checkWebhook(); err != nil {
 		return err
 	}
 	edgeCfg, err := cfg.edge()
@@ -91,7 +95,7 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 	}()
 	metrics := observe.New(observe.Options{Logger: logger, Actions: tickets.Actions()})
 
-	store, svc, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey, OnWrite: server.ObserveWrites(metrics)}, logger)
+	store, svc, hooks, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey, OnWrite: server.ObserveWrites(metrics)}, logger)
 	if err != nil {
 		return err
 	}
@@ -99,6 +103,19 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 	if err := collectStore(metrics, store); err != nil {
 		return err
 	}
+	// Deliveries run beside the HTTP server on every replica and stop after
+	// it, so a write accepted during the shutdown is still delivered (by
+	// this replica or, if it is killed first, by any other).
+	if err := hooks.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("start webhook delivery: %w", err)
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		if err := hooks.Stop(stopCtx); err != nil {
+			logger.Warn("webhook delivery did not stop cleanly; unfinished attempts are retried after restart", "err", err)
+		}
+	}()
 	if cfg.Dev {
 		if err := seedDev(ctx, svc); err != nil {
 			return err
@@ -119,6 +136,7 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		Ready:     readyCheck,
 		Edge:      edgeCfg,
 		Metrics:   metrics,
+		Webhooks:  hooks,
 		// With a listener of their own, metrics stay off the public one.
 		MetricsElsewhere: cfg.MetricsAddr != "",
 	})
@@ -208,29 +226,44 @@ func (c *config) prepare(stderr io.Writer) (*slog.Logger, []byte, error) {
 }
 
 // openStore opens the database, applies migrations unless disabled, and
-// builds the ticket service on it with opts.
-func openStore(ctx context.Context, cfg *config, opts tickets.Options, logger *slog.Logger) (*db.DB, *tickets.Service, error) {
+// builds the ticket service on it with opts and the webhook outbox, so that
+// every write, whichever command makes it, is told to the registered
+// webhooks. The webhook service delivers only once started (serve does).
+func openStore(ctx context.Context, cfg *config, opts tickets.Options, logger *slog.Logger) (*db.DB, *tickets.Service, *webhooks.Service, error) {
 	if err := ensureDevDir(cfg); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	store, err := db.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
-		return nil, nil, fmt.Errorf("database (TICKETD_DATABASE_URL): %w", err)
+		return nil, nil, nil, fmt.Errorf("database (TICKETD_DATABASE_URL): %w", err)
 	}
 	// SQL spans under the request's; a no-op unless observe.Setup turned tracing on.
 	if err := observe.TraceGORM(store.Gorm); err != nil {
 		_ = store.Close()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if cfg.Migrate {
 		v, err := migrateUp(ctx, store)
 		if err != nil {
 			_ = store.Close()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		logger.Info("database ready", "dialect", store.Dialect, "schema_version", v)
 	}
-	return store, tickets.NewService(store.Gorm, opts), nil
+	hooks, err := webhooks.New(store, webhooks.Options{
+		RetryMin:    cfg.WebhookRetryMin,
+		MaxAttempts: cfg.WebhookMaxAttempts,
+		// Development receivers listen on loopback (examples/webhook-receiver).
+		AllowPrivate: cfg.WebhookAllowPrivate || cfg.Dev,
+		Logger:       logger,
+	})
+	if err != nil {
+		_ = store.Close()
+		return nil, nil, nil, err
+	}
+	opts.Outbox = webhooks.TicketOutbox(hooks)
+	svc := tickets.NewService(store.Gorm, opts)
+	return store, svc, hooks, nil
 }
 
 // collectStore adds the database's gauges to metrics: the connection pool,
@@ -284,6 +317,10 @@ func migrateUp(ctx context.Context, store *db.DB) (int64, error) {
 	}
 	v, err := migrations.Up(ctx, sqlDB, string(store.Dialect))
 	if err != nil {
+		return 0, fmt.Errorf("migrate: %w", err)
+	}
+	// The webhook queue's own tables, versioned by River.
+	if err := webhooks.Migrate(ctx, store); err != nil {
 		return 0, fmt.Errorf("migrate: %w", err)
 	}
 	return v, nil

@@ -17,9 +17,11 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"slices"
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/webhooks"
 )
 
 // Prefix is the path the console is served under; the handler expects full
@@ -44,6 +46,9 @@ type Config struct {
 	// reached over https through a proxy that terminates TLS; a request that
 	// arrives over TLS gets a Secure cookie anyway.
 	Secure bool
+	// Webhooks adds the failed-deliveries page (tickets:admin); nil leaves
+	// it out.
+	Webhooks *webhooks.Service
 }
 
 // console is the state the handlers share.
@@ -53,6 +58,8 @@ type console struct {
 	log      *slog.Logger
 	secure   bool
 	pages    pages
+	hooks    *webhooks.Service
+	nav      []nav
 }
 
 // New returns the console's handler for the full /console/... paths. It
@@ -62,7 +69,11 @@ func New(cfg Config) http.Handler {
 	if cfg.Service == nil || cfg.Verifier == nil {
 		panic("console.New: Config.Service and Config.Verifier are required")
 	}
-	c := &console{svc: cfg.Service, verifier: cfg.Verifier, log: cfg.Logger, secure: cfg.Secure, pages: mustParsePages()}
+	c := &console{svc: cfg.Service, verifier: cfg.Verifier, log: cfg.Logger, secure: cfg.Secure, pages: mustParsePages(),
+		hooks: cfg.Webhooks, nav: navigation}
+	if c.hooks != nil {
+		c.nav = append(slices.Clone(navigation), deliveriesNav)
+	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}
@@ -92,6 +103,10 @@ func (c *console) routes() http.Handler {
 	mux.Handle("GET /console/operations", c.reader(c.operationsPage))
 	mux.Handle("GET /console/operations/{id}", c.reader(c.operationPage))
 	mux.Handle("GET /console/projects", c.reader(c.projectsPage))
+	if c.hooks != nil {
+		mux.Handle("GET /console/deliveries", c.admin(c.deliveriesPage))
+		mux.Handle("POST /console/webhooks/{webhook}/deliveries/{delivery}/retry", c.admin(c.retryDelivery))
+	}
 	mux.HandleFunc("/console/", c.notFound)
 
 	// Cross-origin POSTs are refused before any handler runs, the sign-in

@@ -15,7 +15,7 @@ import (
 )
 
 // pageNames are the templates under templates/, each rendered inside base.html.
-var pageNames = []string{"signin", "error", "tickets", "ticket", "new", "operations", "operation", "projects"}
+var pageNames = []string{"signin", "error", "tickets", "ticket", "new", "operations", "operation", "projects", "deliveries"}
 
 type pages map[string]*template.Template
 
@@ -55,8 +55,7 @@ func mustParsePages() pages {
 	return p
 }
 
-// nav is one entry of the navigation bar. Failed webhook deliveries get an
-// entry here when their page exists.
+// nav is one entry of the navigation bar.
 type nav struct {
 	Path, Label string
 }
@@ -67,6 +66,10 @@ var navigation = []nav{
 	{"/console/operations", "Operations"},
 	{"/console/projects", "Projects"},
 }
+
+// deliveriesNav is the failed-deliveries entry, shown when the console has
+// webhooks.
+var deliveriesNav = nav{"/console/deliveries", "Failed deliveries"}
 
 // layout is what base.html needs besides the page itself.
 type layout struct {
@@ -94,7 +97,7 @@ func (c *console) render(w http.ResponseWriter, r *http.Request, req *request, s
 		l.Who, l.CSRF, l.CanWrite = &req.principal, req.csrf, req.principal.HasScope(authn.ScopeWrite)
 	}
 	var buf bytes.Buffer
-	if err := c.pages[name].ExecuteTemplate(&buf, "base", view{layout: l, Navigation: navigation, Page: page}); err != nil {
+	if err := c.pages[name].ExecuteTemplate(&buf, "base", view{layout: l, Navigation: c.nav, Page: page}); err != nil {
 		c.log.ErrorContext(r.Context(), "console: render page", "page", name, "err", err)
 		http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
 		return
@@ -140,6 +143,8 @@ var codes = map[errcode.Code]codeForm{
 		"Something with that identifier already exists. Use it, or choose another identifier."},
 	errcode.VersionConflict: {http.StatusConflict,
 		"The ticket changed since the form was shown, so nothing was written. The form now shows the current values: check them and make your change again."},
+	errcode.StateConflict: {http.StatusConflict,
+		"This does not fit the current state (the message says why), so nothing was changed. Reload the page and decide again."},
 	errcode.Forbidden: {http.StatusForbidden,
 		"Your token lacks the scope for this. Sign out and sign in with a token that has it."},
 	errcode.Unauthenticated: {http.StatusUnauthorized,

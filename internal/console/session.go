@@ -85,6 +85,9 @@ func (c *console) writer(h handlerFunc) http.Handler {
 	return c.session(c.require(authn.ScopeWrite, h))
 }
 
+// admin guards the webhook pages with the scope REST's webhook routes need.
+func (c *console) admin(h handlerFunc) http.Handler { return c.session(c.require(authn.ScopeAdmin, h)) }
+
 func (c *console) require(scope string, h handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, req *request) {
 		if !req.principal.HasScope(scope) {

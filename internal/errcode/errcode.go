@@ -14,6 +14,8 @@ import (
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/webhooks"
+	"github.com/ticketd/ticketd/internal/webhooks/ssrf"
 )
 
 // Code is a contract error code.
@@ -29,6 +31,7 @@ const (
 	NotFound            Code = "not_found"
 	AlreadyExists       Code = "already_exists"
 	VersionConflict     Code = "version_conflict"
+	StateConflict       Code = "state_conflict"
 	Forbidden           Code = "forbidden"
 	Unauthenticated     Code = "unauthenticated"
 	RateLimited         Code = "rate_limited"
@@ -143,6 +146,13 @@ var Table = []Row{
 		OperatorStep: "The ticket changed since the version you sent; nothing was written or recorded. The ETag header names the current version: GET the ticket, decide again, and send that version in If-Match (the same Idempotency-Key is fine).",
 	},
 	{
+		Code: StateConflict, Meaning: "the request does not fit the resource's state (a webhook delivery still pending, a disabled webhook)", Retry: "no; once the state changes",
+		MCP: MCPNone, Status: http.StatusConflict, Title: "State conflict", ShowCause: true,
+		Public:       "the request does not fit the current state of what it names",
+		AgentStep:    "The request does not fit the current state of what it names; read it again and decide.",
+		OperatorStep: "The request does not fit the current state of what it names (the message says which); GET it again and decide.",
+	},
+	{
 		Code: Forbidden, Meaning: "the token lacks the scope", Retry: "no",
 		MCP: MCPToolError, Status: http.StatusForbidden, Title: "Forbidden", ShowCause: true,
 		Public:       "your token lacks the scope this action needs",
@@ -222,10 +232,12 @@ func Of(err error) Code {
 		return OperationInProgress
 	case errors.Is(err, operations.ErrFailed):
 		return OperationFailed
-	case errors.Is(err, tickets.ErrInvalid):
+	case errors.Is(err, tickets.ErrInvalid), errors.Is(err, webhooks.ErrInvalid), errors.Is(err, ssrf.ErrRefused):
 		return InvalidInput
-	case errors.Is(err, tickets.ErrNotFound), errors.Is(err, operations.ErrNotFound):
+	case errors.Is(err, tickets.ErrNotFound), errors.Is(err, operations.ErrNotFound), errors.Is(err, webhooks.ErrNotFound):
 		return NotFound
+	case errors.Is(err, webhooks.ErrConflict):
+		return StateConflict
 	case errors.Is(err, tickets.ErrExists):
 		return AlreadyExists
 	case errors.Is(err, tickets.ErrVersionConflict):

@@ -13,6 +13,8 @@ import (
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/webhooks"
+	"github.com/ticketd/ticketd/internal/webhooks/ssrf"
 )
 
 func TestOf(t *testing.T) {
@@ -35,6 +37,10 @@ func TestOf(t *testing.T) {
 		{wrap(tickets.ErrExists), errcode.AlreadyExists},
 		{wrap(&tickets.VersionConflictError{Expected: 1}), errcode.VersionConflict},
 		{wrap(tickets.ErrUnavailable), errcode.Unavailable},
+		{wrap(webhooks.ErrInvalid), errcode.InvalidInput},
+		{wrap(fmt.Errorf("%w: 10.0.0.1 is private", ssrf.ErrRefused)), errcode.InvalidInput},
+		{wrap(webhooks.ErrNotFound), errcode.NotFound},
+		{wrap(webhooks.ErrConflict), errcode.StateConflict},
 		{wrap(authn.ErrForbidden), errcode.Forbidden},
 		{wrap(authn.ErrInvalidToken), errcode.Unauthenticated},
 		{wrap(operations.ErrUnavailable), errcode.Unavailable},
@@ -52,7 +58,7 @@ func TestRetryableAndNextStep(t *testing.T) {
 	t.Parallel()
 	retryable := map[errcode.Code]bool{
 		errcode.InvalidInput: false, errcode.IdempotencyConflict: false, errcode.OperationInProgress: true,
-		errcode.OutcomeUnknown: true, errcode.OperationFailed: false, errcode.NotFound: false, errcode.AlreadyExists: false, errcode.VersionConflict: false, errcode.Forbidden: false,
+		errcode.OutcomeUnknown: true, errcode.OperationFailed: false, errcode.NotFound: false, errcode.AlreadyExists: false, errcode.VersionConflict: false, errcode.StateConflict: false, errcode.Forbidden: false,
 		errcode.Unauthenticated: false, errcode.Unavailable: true, errcode.Internal: true,
 	}
 	steps := map[string]errcode.Code{}

@@ -11,7 +11,9 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/rest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/webhooks"
 	"github.com/ticketd/ticketd/internal/wire"
 )
 
@@ -64,16 +66,21 @@ func generateOpenAPI(raw []byte) ([]byte, error) {
 		return err
 	}
 	for name, s := range map[string]*jsonschema.Schema{
-		"NewTicket":       wire.TicketFieldsSchema(),
-		"TicketUpdate":    wire.TicketUpdateFieldsSchema(),
-		"NewComment":      wire.CommentFieldsSchema(),
-		"Comment":         wire.CommentSchema(),
-		"Event":           wire.EventSchema(),
-		"Ticket":          wire.TicketSchema(),
-		"Project":         wire.Infer[wire.Project](),
-		"OperationStatus": wire.OperationStatusSchema(wire.LedgerStatuses...),
-		"Priority":        {Type: "string", Enum: wire.StringEnum(tickets.Priorities...)},
-		"TicketStatus":    {Type: "string", Enum: wire.StringEnum(tickets.Statuses...)},
+		"NewTicket":           wire.TicketFieldsSchema(),
+		"TicketUpdate":        wire.TicketUpdateFieldsSchema(),
+		"NewComment":          wire.CommentFieldsSchema(),
+		"Comment":             wire.CommentSchema(),
+		"Event":               wire.EventSchema(),
+		"Ticket":              wire.TicketSchema(),
+		"Project":             wire.Infer[wire.Project](),
+		"OperationStatus":     wire.OperationStatusSchema(wire.LedgerStatuses...),
+		"Priority":            {Type: "string", Enum: wire.StringEnum(tickets.Priorities...)},
+		"TicketStatus":        {Type: "string", Enum: wire.StringEnum(tickets.Statuses...)},
+		"NewWebhook":          newWebhookSchema(),
+		"Webhook":             wire.Infer[rest.Webhook](),
+		"WebhookList":         wire.Infer[rest.WebhookList](),
+		"WebhookDelivery":     wire.Infer[rest.WebhookDelivery](),
+		"WebhookDeliveryList": wire.Infer[rest.WebhookDeliveryList](),
 	} {
 		if err := described(name, s); err != nil {
 			return nil, err
@@ -106,6 +113,13 @@ func generateOpenAPI(raw []byte) ([]byte, error) {
 		return nil, err
 	}
 	return append(out, '\n'), nil
+}
+
+// newWebhookSchema is the registration body with its event vocabulary.
+func newWebhookSchema() *jsonschema.Schema {
+	s := wire.Infer[rest.NewWebhook]()
+	s.Properties["events"].Items.Enum = wire.StringEnum(webhooks.EventTypes...)
+	return s
 }
 
 // asJSON turns a schema into the generic value the document holds.

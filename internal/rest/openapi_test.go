@@ -15,6 +15,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/rest"
+	"github.com/ticketd/ticketd/internal/webhooks"
 	"github.com/ticketd/ticketd/internal/wire"
 )
 
@@ -127,11 +128,15 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		}
 	}
 	routed := map[string]bool{}
-	router, ok := rest.NewRouter(rest.Config{Service: e.svc, Verifier: verifier(t)}).(chi.Routes)
+	hooks, err := webhooks.New(dbtest.SQLite(t), webhooks.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	router, ok := rest.NewRouter(rest.Config{Service: e.svc, Verifier: verifier(t), Webhooks: hooks}).(chi.Routes)
 	if !ok {
 		t.Fatal("NewRouter does not return chi.Routes")
 	}
-	err := chi.Walk(router, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+	err = chi.Walk(router, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		routed[method+" "+route] = true
 		return nil
 	})
@@ -148,8 +153,8 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 			t.Errorf("openapi.json describes %s, which is not routed", d)
 		}
 	}
-	if len(routed) != 12 {
-		t.Errorf("%d routes, want the 12 of DESIGN §6 and §10: %v", len(routed), slices.Sorted(maps.Keys(routed)))
+	if len(routed) != 18 {
+		t.Errorf("%d routes, want the 12 of DESIGN §6 and §10 and the 6 of §11: %v", len(routed), slices.Sorted(maps.Keys(routed)))
 	}
 
 	t.Run("ServedDocumentIsTheEmbeddedOne", func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/webhooks"
 )
 
 // Config wires the router to its dependencies.
@@ -40,6 +41,8 @@ type Config struct {
 	// verified and the principal is in the context: the HTTP edge's
 	// per-tenant limits go here.
 	AfterAuth []func(http.Handler) http.Handler
+	// Webhooks serves /api/v1/webhooks; nil leaves those routes out.
+	Webhooks *webhooks.Service
 }
 
 // api is the state the handlers share.
@@ -50,6 +53,7 @@ type api struct {
 	metrics             *observe.Metrics
 	challengeScopes     []string
 	afterAuth           []func(http.Handler) http.Handler
+	hooks               *webhooks.Service
 	mux                 *chi.Mux // the root router, asked which methods a path allows
 }
 
@@ -69,6 +73,7 @@ func NewRouter(cfg Config) http.Handler {
 		metrics:             cfg.Metrics,
 		challengeScopes:     cfg.ChallengeScopes,
 		afterAuth:           cfg.AfterAuth,
+		hooks:               cfg.Webhooks,
 	}
 	return a.routes()
 }

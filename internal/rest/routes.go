@@ -42,6 +42,18 @@ func (a *api) routes() http.Handler {
 
 			r.With(a.require(authn.ScopeRead)).Get("/operations", a.listOperations)
 			r.With(a.require(authn.ScopeRead)).Get("/operations/{operation_id}", a.getOperation)
+
+			if a.hooks != nil {
+				r.Group(func(r chi.Router) {
+					r.Use(a.require(authn.ScopeAdmin))
+					r.Post("/webhooks", a.createWebhook)
+					r.Get("/webhooks", a.listWebhooks)
+					r.Get("/webhooks/{webhook_id}", a.getWebhook)
+					r.Delete("/webhooks/{webhook_id}", a.deleteWebhook)
+					r.Get("/webhooks/{webhook_id}/deliveries", a.listWebhookDeliveries)
+					r.Post("/webhooks/{webhook_id}/deliveries/{delivery_id}/retry", a.retryWebhookDelivery)
+				})
+			}
 		})
 	})
 	return r

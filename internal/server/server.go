@@ -33,6 +33,7 @@ import (
 	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/rest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/webhooks"
 )
 
 // Routes. MCPPath is part of every token's audience (PublicURL+MCPPath).
@@ -88,6 +89,8 @@ type Config struct {
 	MetricsElsewhere bool
 	// Edge configures the checks in front of /mcp and /api/v1 (DESIGN §12).
 	Edge Edge
+	// Webhooks serves the REST webhook routes; nil leaves them out.
+	Webhooks *webhooks.Service
 }
 
 // Edge is what the edge in front of /mcp and /api/v1 needs beyond the
@@ -228,7 +231,7 @@ func New(cfg Config) (http.Handler, error) {
 	})
 	restAPI := rest.NewRouter(rest.Config{
 		Service: cfg.Service, Verifier: cfg.Verifier, ResourceMetadataURL: metadataURL,
-		ChallengeScopes: challengeScopes, Metrics: metrics,
+		ChallengeScopes: challengeScopes, Metrics: metrics, Webhooks: cfg.Webhooks,
 		AfterAuth: []func(http.Handler) http.Handler{edge.Limit(edge.LimitOptions{
 			Limits: tenants,
 			Tenant: func(r *http.Request) (string, bool) {
@@ -275,7 +278,7 @@ func New(cfg Config) (http.Handler, error) {
 	// own.
 	mux.Handle(console.Prefix, nameSpan(console.Prefix, console.New(console.Config{
 		Service: cfg.Service, Verifier: cfg.Verifier, Logger: logger.With("component", "console"),
-		Secure: strings.HasPrefix(public, "https://"),
+		Secure: strings.HasPrefix(public, "https://"), Webhooks: cfg.Webhooks,
 	})))
 	mux.Handle("GET /{$}", http.RedirectHandler(console.Prefix, http.StatusSeeOther))
 	if !cfg.MetricsElsewhere {

@@ -112,11 +112,17 @@ func (s *Service) AddComment(ctx context.Context, tenant, author, operationID, t
 		return CommentResult{OperationID: id}, fmt.Errorf("add comment: %w", err)
 	}
 	key := operations.Key{Tenant: tenant, Action: ActionAddComment, OperationID: id}
-	commentID := uuid.Must(uuid.NewV7())
+	commentID, eventID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	var added Comment
 	out, err := s.ledger.Run(ctx, key, commentFingerprint(t.ID, body), commentID.String(), func(tx *gorm.DB) error {
-		added, err = insertComment(tx, tenant, author, id, commentID, t.ID, body)
-		return err
+		var now Ticket
+		if added, now, err = insertComment(tx, tenant, author, id, commentID, eventID, t.ID, body); err != nil {
+			return err
+		}
+		return s.enqueue(tx, OutboxCommentCreated, eventID, id, tenant, added.CreatedAt, outboxData{
+			Ticket:  toOutboxTicket(now),
+			Comment: &outboxComment{ID: added.ID, Author: added.Author, Body: added.Body, CreatedAt: added.CreatedAt},
+		})
 	})
 	if err != nil {
 		return CommentResult{OperationID: id}, fmt.Errorf("add comment: %w", err)
@@ -131,32 +137,39 @@ func (s *Service) AddComment(ctx context.Context, tenant, author, operationID, t
 	return CommentResult{OperationID: id, Comment: c, Replayed: true}, nil
 }
 
-func insertComment(tx *gorm.DB, tenant, author string, opID, commentID, ticketID uuid.UUID, body string) (Comment, error) {
-	t, err := lockTicket(tx, tenant, ticketID)
+// insertComment adds the comment and its `commented` event under the
+// ticket's row lock, and returns the ticket as the comment found it.
+func insertComment(tx *gorm.DB, tenant, author string, opID, commentID, eventID, ticketID uuid.UUID, body string) (Comment, Ticket, error) {
+	row, err := lockTicket(tx, tenant, ticketID)
 	if err != nil {
-		return Comment{}, err
+		return Comment{}, Ticket{}, err
+	}
+	t, err := row.toTicket()
+	if err != nil {
+		return Comment{}, Ticket{}, err
 	}
 	seq, err := nextSeq(tx, tenant, ticketID)
 	if err != nil {
-		return Comment{}, err
+		return Comment{}, Ticket{}, err
 	}
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	row := commentRow{
+	c := commentRow{
 		ID: commentID.String(), TenantID: tenant, TicketID: ticketID.String(), Seq: seq, Author: author, Body: body,
 		OperationID: opID.String(), CreatedAt: now,
 	}
 	// The comment goes first: its event refers to it.
-	if err := tx.Create(&row).Error; err != nil {
-		return Comment{}, fmt.Errorf("%w: insert comment: %v", ErrUnavailable, err)
+	if err := tx.Create(&c).Error; err != nil {
+		return Comment{}, Ticket{}, fmt.Errorf("%w: insert comment: %v", ErrUnavailable, err)
 	}
 	err = insertEvent(tx, tenant, Event{
-		ID: uuid.Must(uuid.NewV7()), TicketID: ticketID, Seq: seq, Version: t.Version, Kind: EventCommented,
+		ID: eventID, TicketID: ticketID, Seq: seq, Version: t.Version, Kind: EventCommented,
 		Actor: author, OperationID: opID, CommentID: &commentID, CreatedAt: now,
 	})
 	if err != nil {
-		return Comment{}, err
+		return Comment{}, Ticket{}, err
 	}
-	return row.toComment()
+	added, err := c.toComment()
+	return added, t, err
 }
 
 func (s *Service) commentByID(ctx context.Context, tenant, id string) (Comment, error) {

@@ -24,6 +24,9 @@ type OperationStatus struct {
 	Version int64
 	// CommentID is the comment an add_comment added.
 	CommentID *uuid.UUID
+	// Deliveries says what the outside world has been told of the write's
+	// event, one per webhook it matched (none without an outbox).
+	Deliveries []Delivery
 }
 
 // GetOperation returns the tenant's record for operationID and, when it
@@ -46,6 +49,11 @@ func (s *Service) GetOperation(ctx context.Context, tenant, operationID string) 
 	st, err := s.outcome(ctx, tenant, rec)
 	if err != nil {
 		return OperationStatus{}, fmt.Errorf("get operation: %w", err)
+	}
+	if s.outbox != nil && rec.Status == operations.StatusSucceeded {
+		if st.Deliveries, err = s.outbox.Deliveries(ctx, tenant, id); err != nil {
+			return OperationStatus{}, fmt.Errorf("%w: get operation: deliveries: %v", ErrUnavailable, err)
+		}
 	}
 	return st, nil
 }

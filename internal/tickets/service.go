@@ -35,6 +35,9 @@ const (
 // Options configures a Service. Zero values take the defaults.
 type Options struct {
 	Ledger operations.Options
+	// Outbox receives every write's event in the write's transaction; nil
+	// tells nobody.
+	Outbox Outbox
 	// CursorKey signs pagination cursors. Replicas behind one load balancer
 	// need the same key; empty means a random key per process.
 	CursorKey []byte
@@ -52,11 +55,12 @@ type Service struct {
 	ledger  *operations.Ledger
 	cursors cursor.Codec
 	onWrite func(action string, replayed bool, err error)
+	outbox  Outbox
 }
 
 // NewService returns a Service over a migrated database.
 func NewService(db *gorm.DB, opts Options) *Service {
-	return &Service{db: db, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey), onWrite: opts.OnWrite}
+	return &Service{db: db, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey), onWrite: opts.OnWrite, outbox: opts.Outbox}
 }
 
 // report tells Options.OnWrite the result of one write.
@@ -95,11 +99,13 @@ func (s *Service) CreateTicket(ctx context.Context, tenant, reporter, operationI
 		return CreateResult{}, err
 	}
 	key := operations.Key{Tenant: tenant, Action: ActionCreateTicket, OperationID: id}
-	ticketID := uuid.Must(uuid.NewV7())
+	ticketID, eventID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	var created Ticket
 	out, err := s.ledger.Run(ctx, key, Fingerprint(n), ticketID.String(), func(tx *gorm.DB) error {
-		created, err = insertTicket(tx, tenant, reporter, ticketID, id, n)
-		return err
+		if created, err = insertTicket(tx, tenant, reporter, ticketID, eventID, id, n); err != nil {
+			return err
+		}
+		return s.enqueue(tx, OutboxTicketCreated, eventID, id, tenant, created.CreatedAt, outboxData{Ticket: toOutboxTicket(created)})
 	})
 	if err != nil {
 		return CreateResult{OperationID: id}, fmt.Errorf("create ticket: %w", err)
@@ -117,7 +123,7 @@ func (s *Service) CreateTicket(ctx context.Context, tenant, reporter, operationI
 // insertTicket allocates the project's next number and inserts the ticket
 // and its `created` event, inside the ledger's transaction: a rollback
 // returns the number, so numbers stay contiguous.
-func insertTicket(tx *gorm.DB, tenant, reporter string, ticketID, opID uuid.UUID, n NewTicket) (Ticket, error) {
+func insertTicket(tx *gorm.DB, tenant, reporter string, ticketID, eventID, opID uuid.UUID, n NewTicket) (Ticket, error) {
 	// PostgreSQL keeps microseconds: the answer to the first call must read
 	// exactly like every later read and replay.
 	now := time.Now().UTC().Truncate(time.Microsecond)
@@ -133,7 +139,7 @@ func insertTicket(tx *gorm.DB, tenant, reporter string, ticketID, opID uuid.UUID
 		OperationID: &opIDText, Version: 1, CreatedAt: now, UpdatedAt: now,
 	}
 	created := Event{
-		ID: uuid.Must(uuid.NewV7()), TicketID: ticketID, Seq: 1, Version: 1, Kind: EventCreated, Actor: reporter,
+		ID: eventID, TicketID: ticketID, Seq: 1, Version: 1, Kind: EventCreated, Actor: reporter,
 		OperationID: opID, Changes: Changes{}, CreatedAt: now,
 	}
 	var found bool

@@ -223,7 +223,11 @@ func (s *Service) UpdateTicket(ctx context.Context, tenant, actor, operationID, 
 		var err error
 		res.Ticket, res.Changes, err = applyUpdate(tx, tenant, actor, id, eventID, t.ID, n)
 		res.Version = res.Ticket.Version
-		return err
+		if err != nil {
+			return err
+		}
+		return s.enqueue(tx, OutboxTicketUpdated, eventID, id, tenant, res.Ticket.UpdatedAt,
+			outboxData{Ticket: toOutboxTicket(res.Ticket), Changes: outboxChanges(res.Changes)})
 	})
 	if err != nil {
 		return UpdateResult{OperationID: id}, fmt.Errorf("update ticket %s: %w", t.Key, err)

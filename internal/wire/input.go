@@ -130,7 +130,11 @@ func OperationStatusSchema(statuses ...string) *jsonschema.Schema {
 func ConstrainOperationStatus(s *jsonschema.Schema, statuses ...string) {
 	s.Properties["status"].Enum = StringEnum(statuses...)
 	ConstrainTicket(s.Properties["ticket"])
+	s.Properties["deliveries"].Items.Properties["status"].Enum = StringEnum(DeliveryStatuses...)
 }
+
+// DeliveryStatuses are the statuses a webhook delivery can have.
+var DeliveryStatuses = []string{"pending", "delivered", "failed"}
 
 // LedgerStatuses are the statuses an operation record can have.
 var LedgerStatuses = []string{

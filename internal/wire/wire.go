@@ -69,16 +69,26 @@ type OperationStatus struct {
 	OperationID string `json:"operation_id"`
 	// Action is absent only from a not_found answer: nothing ran, so no
 	// action is known.
-	Action    string     `json:"action,omitempty" jsonschema:"the write the ID was used for: create_ticket, update_ticket or add_comment (absent when status is not_found)"`
-	Status    string     `json:"status" jsonschema:"succeeded, failed, pending, unknown or not_found"`
-	TicketID  string     `json:"ticket_id,omitempty" jsonschema:"the ticket the operation created, updated or commented on, when succeeded"`
-	Ticket    *Ticket    `json:"ticket,omitempty" jsonschema:"that ticket as it is now, when succeeded"`
-	Version   int64      `json:"version,omitempty" jsonschema:"update_ticket: the version this update produced (the ticket may be later now)"`
-	CommentID string     `json:"comment_id,omitempty" jsonschema:"add_comment: the comment it added"`
-	Error     string     `json:"error,omitempty" jsonschema:"why it failed, when failed"`
-	CreatedAt *time.Time `json:"created_at,omitempty"`
-	UpdatedAt *time.Time `json:"updated_at,omitempty"`
-	NextStep  string     `json:"next_step" jsonschema:"what to do next, in one sentence"`
+	Action     string     `json:"action,omitempty" jsonschema:"the write the ID was used for: create_ticket, update_ticket or add_comment (absent when status is not_found)"`
+	Status     string     `json:"status" jsonschema:"succeeded, failed, pending, unknown or not_found"`
+	TicketID   string     `json:"ticket_id,omitempty" jsonschema:"the ticket the operation created, updated or commented on, when succeeded"`
+	Ticket     *Ticket    `json:"ticket,omitempty" jsonschema:"that ticket as it is now, when succeeded"`
+	Version    int64      `json:"version,omitempty" jsonschema:"update_ticket: the version this update produced (the ticket may be later now)"`
+	CommentID  string     `json:"comment_id,omitempty" jsonschema:"add_comment: the comment it added"`
+	Error      string     `json:"error,omitempty" jsonschema:"why it failed, when failed"`
+	CreatedAt  *time.Time `json:"created_at,omitempty"`
+	UpdatedAt  *time.Time `json:"updated_at,omitempty"`
+	NextStep   string     `json:"next_step" jsonschema:"what to do next, in one sentence"`
+	Deliveries []Delivery `json:"deliveries,omitempty" jsonschema:"what registered webhooks have been told of this write, one per webhook; the write succeeded either way"`
+}
+
+// Delivery is what one registered webhook has been told of an operation's
+// event.
+type Delivery struct {
+	WebhookID string `json:"webhook_id" jsonschema:"the registered webhook (GET /api/v1/webhooks/{id})"`
+	Status    string `json:"status" jsonschema:"pending, delivered or failed"`
+	Attempts  int    `json:"attempts" jsonschema:"requests made so far"`
+	LastError string `json:"last_error,omitempty" jsonschema:"why the last attempt did not deliver"`
 }
 
 // FromOperation converts the service's answer for a recorded operation.
@@ -102,6 +112,11 @@ func FromOperation(st tickets.OperationStatus) OperationStatus {
 	if st.Ticket != nil {
 		t := FromTicket(*st.Ticket)
 		out.Ticket = &t
+	}
+	for _, d := range st.Deliveries {
+		out.Deliveries = append(out.Deliveries, Delivery{
+			WebhookID: d.WebhookID.String(), Status: d.Status, Attempts: d.Attempts, LastError: d.LastError,
+		})
 	}
 	return out
 }
