@@ -163,7 +163,9 @@ func TestTimeoutIsAnUnknownAttemptAndRetried(t *testing.T) {
 	t.Parallel()
 	d := dbtest.SQLite(t)
 	opts := fastOptions()
-	opts.AttemptTimeout = 200 * time.Millisecond
+	// Long enough that only the hanging first request times out, even on a
+	// loaded machine; the attempts after it are answered at once.
+	opts.AttemptTimeout = time.Second
 	release := make(chan struct{})
 	rec := newRecorder(t)
 	var answered atomic.Bool
@@ -185,12 +187,15 @@ func TestTimeoutIsAnUnknownAttemptAndRetried(t *testing.T) {
 	ev := newEvent(webhooks.TypeTicketCreated)
 	enqueue(t, d, svc, ev, true)
 	got := waitStatus(t, svc, ev.OperationID, webhooks.StatusDelivered)
-	if got.Attempts != 2 {
-		t.Errorf("attempts = %d, want 2", got.Attempts)
+	if got.Attempts < 2 {
+		t.Errorf("attempts = %d, want the timed-out one and at least one retry", got.Attempts)
 	}
 	ds, err := svc.Deliveries(context.Background(), tenant, sub.ID, 0)
-	if err != nil || len(ds) != 1 || len(ds[0].Attempts) != 2 {
+	if err != nil || len(ds) != 1 || len(ds[0].Attempts) != got.Attempts {
 		t.Fatalf("deliveries = %+v, %v", ds, err)
+	}
+	if last := ds[0].Attempts[len(ds[0].Attempts)-1]; last.Outcome != webhooks.OutcomeDelivered {
+		t.Errorf("last attempt = %+v, want delivered", last)
 	}
 	first := ds[0].Attempts[0]
 	if first.Outcome != webhooks.OutcomeUnknown || first.StatusCode != 0 || !strings.Contains(first.Error, "no answer") {
