@@ -21,6 +21,7 @@ import (
 	"github.com/ticketd/ticketd/internal/logtest"
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/webhooks"
 )
 
 const (
@@ -53,12 +54,17 @@ func newEnv(tb testing.TB, d *db.DB) *env {
 			tb.Fatalf("seed project: %v", err)
 		}
 	}
+	return serveEnv(tb, d, svc, nil)
+}
+
+// serveEnv serves svc (and hooks, when not nil) behind the real edge, as the
+// binary does: the edge assigns request IDs and writes the log line.
+func serveEnv(tb testing.TB, d *db.DB, svc *tickets.Service, hooks *webhooks.Service) *env {
+	tb.Helper()
 	logs := &logtest.Buffer{}
-	// The router behind the real edge, as the binary serves it: the edge
-	// assigns request IDs and writes the log line.
 	h, err := server.New(server.Config{
 		Service: svc, Verifier: verifier(tb), PublicURL: publicURL, Issuer: issuer,
-		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+		Logger: slog.New(slog.NewJSONHandler(logs, nil)), Webhooks: hooks,
 		// The public URL is a name; the test server is reached by address.
 		Edge: server.Edge{AllowedHosts: []string{"127.0.0.1"}},
 	})

@@ -2,7 +2,6 @@ package rest_test
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,8 +14,6 @@ import (
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
-	"github.com/ticketd/ticketd/internal/logtest"
-	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/webhooks"
 )
@@ -45,17 +42,7 @@ func newWebhookEnv(tb testing.TB, d *db.DB) (*env, *webhooks.Service) {
 	if _, err := svc.CreateProject(ctx, tenantA, tickets.Project{ID: "support", Key: "SUP", Name: "Support"}); err != nil {
 		tb.Fatalf("seed project: %v", err)
 	}
-	logs := &logtest.Buffer{}
-	h, err := server.New(server.Config{
-		Service: svc, Verifier: verifier(tb), PublicURL: publicURL, Issuer: issuer,
-		Logger: slog.New(slog.NewJSONHandler(logs, nil)), Webhooks: hooks,
-	})
-	if err != nil {
-		tb.Fatalf("server.New: %v", err)
-	}
-	srv := httptest.NewServer(h)
-	tb.Cleanup(srv.Close)
-	return &env{d: d, svc: svc, url: srv.URL, logs: logs}, hooks
+	return serveEnv(tb, d, svc, hooks), hooks
 }
 
 type webhook struct {
