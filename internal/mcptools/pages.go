@@ -9,10 +9,11 @@ import (
 // DefaultMaxConcurrentPages bounds how many list pages the server builds at
 // once. A page is capped at about 1 MiB of JSON (tickets.MaxPageBytes), but
 // the SDK holds several copies of it while it encodes and validates the
-// result (about 13 MiB per full page, measured), so 40 hostile list calls
-// at once reached 538 MiB; 8 at a time keeps that near 100 MiB while one
-// page still takes milliseconds, so honest callers barely wait.
-const DefaultMaxConcurrentPages = 8
+// result (about 13 MiB per full page, measured), so 40 hostile list calls at
+// once reached 538 MiB, and 329 MiB with 8 at a time (scripts/edge-measure.sh).
+// Building a full page is CPU-bound, so more at once than about two per core
+// adds memory, not throughput; small pages take milliseconds and barely wait.
+const DefaultMaxConcurrentPages = 4
 
 // pageTools are the tools whose answer is a page of up to a MiB.
 var pageTools = map[string]bool{ToolListTickets: true, ToolListComments: true}
