@@ -13,7 +13,6 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/ticketd/ticketd/internal/authn"
-	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
@@ -32,12 +31,9 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	if err := cfg.checkDB(); err != nil {
 		return err
 	}
-	if err := ensureDevDir(cfg); err != nil {
-		return err
-	}
-	store, err := db.Open(ctx, cfg.DatabaseURL)
+	store, err := openDB(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("database (TICKETD_DATABASE_URL): %w", err)
+		return err
 	}
 	defer store.Close()
 	v, err := migrateUp(ctx, store)
@@ -122,14 +118,10 @@ func expiry(now time.Time, ttl time.Duration) string {
 func stdio(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("stdio", flag.ContinueOnError)
 	// Help goes to stderr: stdout is the protocol stream.
-	cfg, err := parseConfig(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupToken, args, getenv, stderr)
+	cfg, logger, cursorKey, err := setup(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupToken, args, getenv, stderr, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	logger, cursorKey, err := cfg.prepare(stderr)
 	if err != nil {
 		return err
 	}

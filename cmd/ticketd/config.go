@@ -124,6 +124,21 @@ var stringSettings = []stringSetting{
 	{groupToken, "TICKETD_TOKEN", "token", "", "bearer token whose principal the stdio session acts as (required; prefer the variable)", func(c *config) *string { return &c.Token }},
 }
 
+// setup is parseConfig then prepare, for the long-running commands (serve,
+// stdio): help is written to out and returned as flag.ErrHelp, which the
+// caller answers with success.
+func setup(fs *flag.FlagSet, groups group, args []string, getenv func(string) string, out, stderr io.Writer) (*config, *slog.Logger, []byte, error) {
+	cfg, err := parseConfig(fs, groups, args, getenv, out)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	logger, cursorKey, err := cfg.prepare(stderr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cfg, logger, cursorKey, nil
+}
+
 // parseConfig reads the groups' settings from the environment, then from
 // args, which win. For -h it writes help to out and returns flag.ErrHelp,
 // which the commands turn into success.

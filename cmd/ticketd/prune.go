@@ -8,7 +8,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/operations"
 )
 
@@ -42,12 +41,9 @@ func prune(ctx context.Context, args []string, getenv func(string) string, stdou
 		fmt.Fprintf(stderr, "ticketd: prune: warning: --older-than %s is shorter than the %s retention ticketd promises agents; a retry of a pruned operation ID creates a new ticket\n",
 			*olderThan, days(operations.DefaultRetention))
 	}
-	if err := ensureDevDir(cfg); err != nil {
-		return err
-	}
-	store, err := db.Open(ctx, cfg.DatabaseURL)
+	store, err := openDB(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("database (TICKETD_DATABASE_URL): %w", err)
+		return err
 	}
 	defer store.Close()
 

@@ -42,14 +42,10 @@ const (
 func serve(ctx context.Context, self string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	pprofAddr := fs.String("pprof-addr", "", "serve net/http/pprof on this loopback address, e.g. 127.0.0.1:6060 (default off)")
-	cfg, err := parseConfig(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupMetrics|groupEdge|groupWebhook, args, getenv, stdout)
+	cfg, logger, cursorKey, err := setup(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupMetrics|groupEdge|groupWebhook, args, getenv, stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
-	if err != nil {
-		return err
-	}
-	logger, cursorKey, err := cfg.prepare(stderr)
 	if err != nil {
 		return err
 	}
@@ -225,17 +221,27 @@ func (c *config) prepare(stderr io.Writer) (*slog.Logger, []byte, error) {
 	return logger, cursorKey, nil
 }
 
+// openDB opens the configured database, creating --dev's data directory
+// first when the database lives in it.
+func openDB(ctx context.Context, cfg *config) (*db.DB, error) {
+	if err := ensureDevDir(cfg); err != nil {
+		return nil, err
+	}
+	store, err := db.Open(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("database (TICKETD_DATABASE_URL): %w", err)
+	}
+	return store, nil
+}
+
 // openStore opens the database, applies migrations unless disabled, and
 // builds the ticket service on it with opts and the webhook outbox, so that
 // every write, whichever command makes it, is told to the registered
 // webhooks. The webhook service delivers only once started (serve does).
 func openStore(ctx context.Context, cfg *config, opts tickets.Options, logger *slog.Logger) (*db.DB, *tickets.Service, *webhooks.Service, error) {
-	if err := ensureDevDir(cfg); err != nil {
-		return nil, nil, nil, err
-	}
-	store, err := db.Open(ctx, cfg.DatabaseURL)
+	store, err := openDB(ctx, cfg)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("database (TICKETD_DATABASE_URL): %w", err)
+		return nil, nil, nil, err
 	}
 	// SQL spans under the request's; a no-op unless observe.Setup turned tracing on.
 	if err := observe.TraceGORM(store.Gorm); err != nil {
