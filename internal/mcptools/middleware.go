@@ -54,6 +54,25 @@ func logCalls(logger *slog.Logger, metrics *observe.Metrics) mcp.Middleware {
 	}
 }
 
+// summarize decodes what the log line needs from a result's structured
+// content, best effort: a log line must not fail a call. Content the SDK
+// already holds as JSON is read in place rather than encoded again.
+func summarize(content any, into any) {
+	var b []byte
+	switch c := content.(type) {
+	case json.RawMessage:
+		b = c
+	case []byte:
+		b = c
+	default:
+		var err error
+		if b, err = json.Marshal(c); err != nil {
+			return
+		}
+	}
+	_ = json.Unmarshal(b, into)
+}
+
 // logToolCall logs one tool call and returns its outcome: ok or the error code.
 func logToolCall(ctx context.Context, logger *slog.Logger, call *mcp.CallToolRequest, res mcp.Result, err error, d time.Duration) string {
 	attrs := []slog.Attr{slog.String("tool", call.Params.Name)}
@@ -78,8 +97,10 @@ func logToolCall(ctx context.Context, logger *slog.Logger, call *mcp.CallToolReq
 		level, outcome = slog.LevelError, "protocol_error"
 		attrs = append(attrs, slog.Any("error", err))
 	case r != nil:
-		if b, mErr := json.Marshal(r.StructuredContent); mErr == nil {
-			_ = json.Unmarshal(b, &summary) // best effort: a log line must not fail a call
+		// A successful page carries no operation to log, and re-reading up to
+		// a MiB for nothing would cost every list call a copy.
+		if r.IsError || !pageTools[call.Params.Name] {
+			summarize(r.StructuredContent, &summary)
 		}
 		if r.IsError {
 			outcome = "error"
