@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/cursor"
 	"github.com/ticketd/ticketd/internal/operations"
 )
@@ -23,7 +24,7 @@ const ActionCreateTicket = "create_ticket"
 // Actions lists the ledger actions of the service's writes, for metrics
 // that show every action from the start.
 func Actions() []string {
-	return []string{ActionCreateTicket, ActionUpdateTicket, ActionAddComment}
+	return []string{ActionCreateTicket, ActionUpdateTicket, ActionBulkUpdateTickets, ActionAddComment}
 }
 
 // Page sizes for lists.
@@ -47,6 +48,9 @@ type Options struct {
 	// writes of every transport, the console's included, are counted in one
 	// place. It must be cheap and safe for concurrent use.
 	OnWrite func(action string, replayed bool, err error)
+	// Approvals, when set, gates the writes its policy names behind a
+	// person's yes (DESIGN §15); nil asks nobody.
+	Approvals *approval.Gate
 }
 
 // Service is the one application layer both transports call.
@@ -56,11 +60,14 @@ type Service struct {
 	cursors cursor.Codec
 	onWrite func(action string, replayed bool, err error)
 	outbox  Outbox
+	// approvals gates consequential writes; nil asks nobody.
+	approvals *approval.Gate
 }
 
 // NewService returns a Service over a migrated database.
 func NewService(db *gorm.DB, opts Options) *Service {
-	return &Service{db: db, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey), onWrite: opts.OnWrite, outbox: opts.Outbox}
+	return &Service{db: db, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey), onWrite: opts.OnWrite, outbox: opts.Outbox,
+		approvals: opts.Approvals}
 }
 
 // report tells Options.OnWrite the result of one write.
@@ -101,7 +108,9 @@ func (s *Service) CreateTicket(ctx context.Context, tenant, reporter, operationI
 	key := operations.Key{Tenant: tenant, Action: ActionCreateTicket, OperationID: id}
 	ticketID, eventID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	var created Ticket
-	out, err := s.ledger.Run(ctx, key, Fingerprint(n), ticketID.String(), func(tx *gorm.DB) error {
+	fp := Fingerprint(n)
+	gate := s.gate(key, fp, reporter, createProposal(id.String(), n))
+	out, err := s.ledger.RunGated(ctx, key, fp, ticketID.String(), gate, func(tx *gorm.DB) error {
 		if created, err = insertTicket(tx, tenant, reporter, ticketID, eventID, id, n); err != nil {
 			return err
 		}
