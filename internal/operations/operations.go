@@ -68,8 +68,8 @@ type Record struct {
 	// ApprovalID names the person's approval the write needed (DESIGN §15);
 	// empty when it needed none.
 	ApprovalID string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // Outcome is the answer to Run: the record and whether it was replayed from
