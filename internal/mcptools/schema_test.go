@@ -22,7 +22,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the tool snapshots in testdata/")
 
 var toolNames = []string{
-	mcptools.ToolAddComment, mcptools.ToolCreateTicket, mcptools.ToolGetOperationStatus, mcptools.ToolGetTicket,
+	mcptools.ToolAddComment, mcptools.ToolBulkUpdateTickets, mcptools.ToolCreateTicket, mcptools.ToolGetOperationStatus, mcptools.ToolGetTicket,
 	mcptools.ToolListComments, mcptools.ToolListProjects, mcptools.ToolListTickets, mcptools.ToolPreviewTicket,
 	mcptools.ToolUpdateTicket,
 }

@@ -165,7 +165,7 @@ const noProjectsNextStep = "Your tenant %s has no project yet, so no ticket can 
 // Adding a tool is one value below and its entry here.
 func Tools() []Tool {
 	return []Tool{
-		createTicket, previewTicket, updateTicket, addComment, getOperationStatus,
+		createTicket, previewTicket, updateTicket, bulkUpdateTickets, addComment, getOperationStatus,
 		getTicket, listTickets, listComments, listProjects,
 	}
 }
