@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
@@ -32,6 +33,8 @@ const (
 	AlreadyExists       Code = "already_exists"
 	VersionConflict     Code = "version_conflict"
 	StateConflict       Code = "state_conflict"
+	ApprovalRequired    Code = "approval_required"
+	ApprovalDeclined    Code = "approval_declined"
 	Forbidden           Code = "forbidden"
 	Unauthenticated     Code = "unauthenticated"
 	RateLimited         Code = "rate_limited"
@@ -153,6 +156,22 @@ var Table = []Row{
 		OperatorStep: "The request does not fit the current state of what it names (the message says which); GET it again and decide.",
 	},
 	{
+		Code: ApprovalRequired, Meaning: "the write needs a person's yes first (urgent, or a large bulk); nothing written", Retry: "yes, same ID, once a person approved at `approval_url`", Retryable: true,
+		MCP: MCPToolError, Status: http.StatusPreconditionRequired, Title: "Approval required", ShowCause: true,
+		Public: "this write needs a person's approval first; nothing was written",
+		// A person takes seconds at least; polling faster only adds load.
+		RetryAfter:   5 * time.Second,
+		AgentStep:    "Nothing was written. Ask the user to open approval_url and approve this change, then retry with the same operation_id and arguments (before expires_at).",
+		OperatorStep: "Nothing was written. Open approval_url (signed in to the console as the same user) and approve, then send the same request again with the same Idempotency-Key before expires_at.",
+	},
+	{
+		Code: ApprovalDeclined, Meaning: "the person asked said no; nothing written or recorded", Retry: "no; only if the person changes their mind (then it asks again)",
+		MCP: MCPToolError, Status: http.StatusForbidden, Title: "Approval declined", ShowCause: true,
+		Public:       "the person asked to approve this write declined it; nothing was written",
+		AgentStep:    "The person declined this change; nothing was written. Do not retry it unless the user asks for it again (the same operation_id then asks again).",
+		OperatorStep: "The approval was declined; nothing was written. Send the request again only if it should be asked again (the same Idempotency-Key is fine).",
+	},
+	{
 		Code: Forbidden, Meaning: "the token lacks the scope", Retry: "no",
 		MCP: MCPToolError, Status: http.StatusForbidden, Title: "Forbidden", ShowCause: true,
 		Public:       "your token lacks the scope this action needs",
@@ -230,6 +249,18 @@ func Of(err error) Code {
 		return IdempotencyConflict
 	case errors.Is(err, operations.ErrInProgress):
 		return OperationInProgress
+	case errors.Is(err, approval.ErrRequired):
+		return ApprovalRequired
+	case errors.Is(err, approval.ErrDeclined):
+		return ApprovalDeclined
+	case errors.Is(err, approval.ErrBadState):
+		return InvalidInput
+	case errors.Is(err, approval.ErrNotFound):
+		return NotFound
+	case errors.Is(err, approval.ErrDecided):
+		return StateConflict
+	case errors.Is(err, approval.ErrUnavailable):
+		return Unavailable
 	case errors.Is(err, operations.ErrFailed):
 		return OperationFailed
 	case errors.Is(err, tickets.ErrInvalid), errors.Is(err, webhooks.ErrInvalid), errors.Is(err, ssrf.ErrRefused):

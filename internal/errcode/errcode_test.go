@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/operations"
@@ -45,6 +46,12 @@ func TestOf(t *testing.T) {
 		{wrap(authn.ErrInvalidToken), errcode.Unauthenticated},
 		{wrap(operations.ErrUnavailable), errcode.Unavailable},
 		{wrap(context.DeadlineExceeded), errcode.Unavailable},
+		{wrap(&approval.RequiredError{}), errcode.ApprovalRequired},
+		{wrap(approval.ErrDeclined), errcode.ApprovalDeclined},
+		{wrap(approval.ErrBadState), errcode.InvalidInput},
+		{wrap(approval.ErrNotFound), errcode.NotFound},
+		{wrap(approval.ErrDecided), errcode.StateConflict},
+		{wrap(approval.ErrUnavailable), errcode.Unavailable},
 		{errors.New("surprise"), errcode.Internal},
 	}
 	for _, c := range cases {
