@@ -32,6 +32,7 @@ const (
 	groupMetrics                   // where /metrics is served
 	groupEdge                      // Origin/Host allow-lists, tenant limits, read-only
 	groupWebhook                   // webhook delivery
+	groupApproval                  // approval of consequential writes
 )
 
 // Defaults that also appear in help and error messages.
@@ -77,6 +78,11 @@ type config struct {
 	TenantConcurrency string
 	ReadOnly          bool
 
+	// Approval (DESIGN §15), parsed and checked by approvalOptions().
+	Approval              string
+	ApprovalBulkThreshold string
+	ApprovalSecret        string
+
 	WebhookRetryMin     time.Duration
 	WebhookMaxAttempts  int
 	WebhookAllowPrivate bool
@@ -121,6 +127,9 @@ var stringSettings = []stringSetting{
 	{groupEdge, "TICKETD_RATE_LIMIT_READS", "rate-limit-reads", "200", "reads per second per tenant (0 = no limit)", func(c *config) *string { return &c.RateLimitReads }},
 	{groupEdge, "TICKETD_RATE_LIMIT_BURST", "rate-limit-burst", "0", "requests a tenant may send at once above its rate (0 = twice the rate)", func(c *config) *string { return &c.RateLimitBurst }},
 	{groupEdge, "TICKETD_TENANT_CONCURRENCY", "tenant-concurrency", "64", "requests in flight per tenant (0 = no cap)", func(c *config) *string { return &c.TenantConcurrency }},
+	{groupApproval, "TICKETD_APPROVAL", "approval", "on", "on: urgent tickets and large bulk updates need a person's yes before they are written; off: nobody is asked", func(c *config) *string { return &c.Approval }},
+	{groupApproval, "TICKETD_APPROVAL_BULK_THRESHOLD", "approval-bulk-threshold", "10", "bulk updates of at least this many tickets need approval", func(c *config) *string { return &c.ApprovalBulkThreshold }},
+	{groupApproval, "TICKETD_APPROVAL_SECRET", "approval-secret", "", "key signing approval request states, at least 32 bytes; give replicas the same one (default: with --dev kept in DATA_DIR, else random per process)", func(c *config) *string { return &c.ApprovalSecret }},
 	{groupToken, "TICKETD_TOKEN", "token", "", "bearer token whose principal the stdio session acts as (required; prefer the variable)", func(c *config) *string { return &c.Token }},
 }
 

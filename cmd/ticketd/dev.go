@@ -24,6 +24,9 @@ import (
 // The dev principal and the data dev mode seeds.
 const (
 	devSecretFile = "hs256.secret"
+	// devApprovalSecretFile keeps the approval state key across restarts,
+	// so an elicitation asked before a restart can still be answered.
+	devApprovalSecretFile = "approval.secret"
 	devTenant     = "demo"
 	devSubject    = "dev"
 )
@@ -44,7 +47,13 @@ var (
 // secret, so `TICKETD_JWT_HS256_SECRET=$(cat .ticketd/hs256.secret)` gives a
 // non-dev server the same key.
 func devSecret(dir string) (secret []byte, path string, err error) {
-	path = filepath.Join(dir, devSecretFile)
+	return devKey(dir, devSecretFile)
+}
+
+// devKey returns the secret kept in dir under file, generating it on first
+// use: the dev HS256 secret, and the key signing approval request states.
+func devKey(dir, file string) (secret []byte, path string, err error) {
+	path = filepath.Join(dir, file)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, path, fmt.Errorf("dev data directory: %w", err)
 	}

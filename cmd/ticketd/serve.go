@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/server"
@@ -42,7 +43,7 @@ const (
 func serve(ctx context.Context, self string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	pprofAddr := fs.String("pprof-addr", "", "serve net/http/pprof on this loopback address, e.g. 127.0.0.1:6060 (default off)")
-	cfg, logger, cursorKey, err := setup(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupMetrics|groupEdge|groupWebhook, args, getenv, stdout, stderr)
+	cfg, logger, cursorKey, err := setup(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupMetrics|groupEdge|groupWebhook|groupApproval, args, getenv, stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -89,9 +90,14 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 			logger.Warn("tracing", "error", err)
 		}
 	}()
-	metrics := observe.New(observe.Options{Logger: logger, Actions: tickets.Actions()})
+	metrics := observe.New(observe.Options{Logger: logger, Actions: tickets.Actions(), ApprovalEvents: approval.Events()})
 
-	store, svc, hooks, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey, OnWrite: server.ObserveWrites(metrics)}, logger)
+	approvals, err := cfg.approvalOptions()
+	if err != nil {
+		return err
+	}
+	approvals.OnEvent = metrics.Approval
+	store, svc, hooks, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey, OnWrite: server.ObserveWrites(metrics)}, &approvals, logger)
 	if err != nil {
 		return err
 	}
@@ -238,7 +244,7 @@ func openDB(ctx context.Context, cfg *config) (*db.DB, error) {
 // builds the ticket service on it with opts and the webhook outbox, so that
 // every write, whichever command makes it, is told to the registered
 // webhooks. The webhook service delivers only once started (serve does).
-func openStore(ctx context.Context, cfg *config, opts tickets.Options, logger *slog.Logger) (*db.DB, *tickets.Service, *webhooks.Service, error) {
+func openStore(ctx context.Context, cfg *config, opts tickets.Options, approvals *approval.Options, logger *slog.Logger) (*db.DB, *tickets.Service, *webhooks.Service, error) {
 	store, err := openDB(ctx, cfg)
 	if err != nil {
 		return nil, nil, nil, err
@@ -268,6 +274,9 @@ func openStore(ctx context.Context, cfg *config, opts tickets.Options, logger *s
 		return nil, nil, nil, err
 	}
 	opts.Outbox = webhooks.TicketOutbox(hooks)
+	if approvals != nil {
+		opts.Approvals = approval.New(store.Gorm, *approvals)
+	}
 	svc := tickets.NewService(store.Gorm, opts)
 	return store, svc, hooks, nil
 }

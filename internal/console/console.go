@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/webhooks"
@@ -49,6 +50,9 @@ type Config struct {
 	// Webhooks adds the failed-deliveries page (tickets:admin); nil leaves
 	// it out.
 	Webhooks *webhooks.Service
+	// Approvals adds the approval pages, where a person approves or declines
+	// a write an agent asked for (DESIGN §15); nil leaves them out.
+	Approvals *approval.Gate
 }
 
 // console is the state the handlers share.
@@ -59,6 +63,7 @@ type console struct {
 	secure   bool
 	pages    pages
 	hooks    *webhooks.Service
+	gate     *approval.Gate
 	nav      []nav
 }
 
@@ -70,7 +75,7 @@ func New(cfg Config) http.Handler {
 		panic("console.New: Config.Service and Config.Verifier are required")
 	}
 	c := &console{svc: cfg.Service, verifier: cfg.Verifier, log: cfg.Logger, secure: cfg.Secure, pages: mustParsePages(),
-		hooks: cfg.Webhooks, nav: navigation}
+		hooks: cfg.Webhooks, gate: cfg.Approvals, nav: navigation}
 	if c.hooks != nil {
 		c.nav = append(slices.Clone(navigation), deliveriesNav)
 	}

@@ -278,7 +278,7 @@ func New(cfg Config) (http.Handler, error) {
 	// own.
 	mux.Handle(console.Prefix, nameSpan(console.Prefix, console.New(console.Config{
 		Service: cfg.Service, Verifier: cfg.Verifier, Logger: logger.With("component", "console"),
-		Secure: strings.HasPrefix(public, "https://"), Webhooks: cfg.Webhooks,
+		Secure: strings.HasPrefix(public, "https://"), Webhooks: cfg.Webhooks, Approvals: cfg.Service.Approvals(),
 	})))
 	mux.Handle("GET /{$}", http.RedirectHandler(console.Prefix, http.StatusSeeOther))
 	if !cfg.MetricsElsewhere {

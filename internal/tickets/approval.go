@@ -10,6 +10,10 @@ import (
 	"github.com/ticketd/ticketd/internal/operations"
 )
 
+// Approvals is the service's approval gate (nil when nobody is asked), for
+// the console's approval pages.
+func (s *Service) Approvals() *approval.Gate { return s.approvals }
+
 // gate is the approval step of a write (DESIGN §15), run by the ledger
 // between its fast path and its claim; nil without an approval gate.
 func (s *Service) gate(key operations.Key, fingerprint, actor string, p approval.Proposal) operations.GateFunc {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/operations"
 )
 
@@ -27,6 +28,9 @@ type OperationStatus struct {
 	// Deliveries says what the outside world has been told of the write's
 	// event, one per webhook it matched (none without an outbox).
 	Deliveries []Delivery
+	// Approval is the person's yes the write needed (DESIGN §15), when it
+	// needed one.
+	Approval *approval.Approval
 }
 
 // GetOperation returns the tenant's record for operationID and, when it
@@ -49,6 +53,13 @@ func (s *Service) GetOperation(ctx context.Context, tenant, operationID string) 
 	st, err := s.outcome(ctx, tenant, rec)
 	if err != nil {
 		return OperationStatus{}, fmt.Errorf("get operation: %w", err)
+	}
+	if rec.ApprovalID != "" && s.approvals != nil {
+		a, err := s.approvals.Lookup(ctx, tenant, rec.ApprovalID)
+		if err != nil {
+			return OperationStatus{}, fmt.Errorf("get operation: %w", err)
+		}
+		st.Approval = &a
 	}
 	if s.outbox != nil && rec.Status == operations.StatusSucceeded {
 		if st.Deliveries, err = s.outbox.Deliveries(ctx, tenant, id); err != nil {

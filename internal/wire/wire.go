@@ -5,6 +5,7 @@ package wire
 import (
 	"time"
 
+	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
@@ -80,6 +81,21 @@ type OperationStatus struct {
 	UpdatedAt  *time.Time `json:"updated_at,omitempty"`
 	NextStep   string     `json:"next_step" jsonschema:"what to do next, in one sentence"`
 	Deliveries []Delivery `json:"deliveries,omitempty" jsonschema:"what registered webhooks have been told of this write, one per webhook; the write succeeded either way"`
+	Approval   *Approval  `json:"approval,omitempty" jsonschema:"who approved this write, how and when, when it needed a person's yes"`
+}
+
+// Approval is who approved a write, how and when (DESIGN §15).
+type Approval struct {
+	ApprovalID  string     `json:"approval_id"`
+	RequestedBy string     `json:"requested_by" jsonschema:"subject of the token that asked for the write"`
+	DecidedBy   string     `json:"decided_by" jsonschema:"subject of the person who approved"`
+	DecidedVia  string     `json:"decided_via" jsonschema:"form (in the agent's client), url or console (the console's approval page)"`
+	DecidedAt   *time.Time `json:"decided_at,omitempty"`
+}
+
+// FromApproval converts a decided approval.
+func FromApproval(a approval.Approval) *Approval {
+	return &Approval{ApprovalID: a.ID, RequestedBy: a.RequestedBy, DecidedBy: a.DecidedBy, DecidedVia: string(a.DecidedVia), DecidedAt: a.DecidedAt}
 }
 
 // Delivery is what one registered webhook has been told of an operation's
@@ -112,6 +128,9 @@ func FromOperation(st tickets.OperationStatus) OperationStatus {
 	if st.Ticket != nil {
 		t := FromTicket(*st.Ticket)
 		out.Ticket = &t
+	}
+	if st.Approval != nil {
+		out.Approval = FromApproval(*st.Approval)
 	}
 	for _, d := range st.Deliveries {
 		out.Deliveries = append(out.Deliveries, Delivery{

@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
@@ -42,6 +43,8 @@ type Env struct {
 	// Metrics are the server's, served at URL+"/metrics"; Service reports
 	// its writes to them.
 	Metrics *observe.Metrics
+	// Approvals is the approval gate when Options.Approval asked for one.
+	Approvals *approval.Gate
 }
 
 // Options adjusts Start. The zero value is fine.
@@ -53,6 +56,10 @@ type Options struct {
 	// Edge configures the edge (allowed origins and hosts, tenant limits,
 	// read-only); the zero value is the defaults.
 	Edge server.Edge
+	// Approval, when set, gates the service's writes behind approvals
+	// (DESIGN §15); its PageURL defaults to the Env's console. Nil: nobody
+	// is asked, as every test that is not about approval wants.
+	Approval *approval.Options
 }
 
 // Start serves d (a fresh, migrated database, as dbtest gives) over
@@ -61,12 +68,26 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 	tb.Helper()
 	ts := httptest.NewUnstartedServer(nil)
 	base := "http://" + ts.Listener.Addr().String()
-	metrics := observe.New(observe.Options{Actions: tickets.Actions()})
+	metrics := observe.New(observe.Options{Actions: tickets.Actions(), ApprovalEvents: approval.Events()})
+	svcOpts := tickets.Options{OnWrite: server.ObserveWrites(metrics)}
+	var gate *approval.Gate
+	if opts.Approval != nil {
+		ao := *opts.Approval
+		if ao.PageURL == nil {
+			ao.PageURL = func(id string) string { return base + "/console/approvals/" + id }
+		}
+		if ao.OnEvent == nil {
+			ao.OnEvent = metrics.Approval
+		}
+		gate = approval.New(d.Gorm, ao)
+		svcOpts.Approvals = gate
+	}
 	e := &Env{
 		URL: base, Endpoint: base + server.MCPPath, DB: d,
-		Service: tickets.NewService(d.Gorm, tickets.Options{OnWrite: server.ObserveWrites(metrics)}),
-		Secret:  []byte("servertest-secret-of-at-least-32-bytes!"),
-		Metrics: metrics,
+		Service:   tickets.NewService(d.Gorm, svcOpts),
+		Secret:    []byte("servertest-secret-of-at-least-32-bytes!"),
+		Metrics:   metrics,
+		Approvals: gate,
 	}
 	ready := opts.Ready
 	if ready == nil {
@@ -161,14 +182,31 @@ func Connect(tb testing.TB, endpoint, token string) *mcp.ClientSession {
 // Dial is Connect for callers that expect it to fail (a bad token). The
 // caller closes the session.
 func Dial(endpoint, token string) (*mcp.ClientSession, error) {
+	return DialWith(endpoint, token, nil, nil)
+}
+
+// ConnectWith is Connect with client options (an elicitation handler, say)
+// and session options (an older protocol version).
+func (e *Env) ConnectWith(tb testing.TB, token string, client *mcp.ClientOptions, session *mcp.ClientSessionOptions) *mcp.ClientSession {
+	tb.Helper()
+	cs, err := DialWith(e.Endpoint, token, client, session)
+	if err != nil {
+		tb.Fatalf("servertest: connect to %s: %v", e.Endpoint, err)
+	}
+	tb.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// DialWith is Dial with client and session options; nil takes the defaults.
+func DialWith(endpoint, token string, client *mcp.ClientOptions, session *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), CallTimeout)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "servertest", Version: "v0"}, nil)
-	return client.Connect(ctx, &mcp.StreamableClientTransport{
+	c := mcp.NewClient(&mcp.Implementation{Name: "servertest", Version: "v0"}, client)
+	return c.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:   endpoint,
 		HTTPClient: &http.Client{Transport: Bearer(token, http.DefaultTransport)},
 		MaxRetries: -1,
-	}, nil)
+	}, session)
 }
 
 // Bearer returns a RoundTripper adding "Authorization: Bearer token" to
