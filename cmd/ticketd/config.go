@@ -21,18 +21,18 @@ import (
 type group uint
 
 const (
-	groupHTTP    group = 1 << iota // address and public URL (the audience derives from them)
-	groupDB                        // database URL
-	groupMigrate                   // migrate at start
-	groupAuth                      // JWT verification
-	groupLog                       // log format and level
-	groupCursor                    // cursor signing key
-	groupDev                       // --dev and its data directory
-	groupToken                     // the stdio principal's token
-	groupMetrics                   // where /metrics is served
-	groupEdge                      // Origin/Host allow-lists, tenant limits, read-only
-	groupWebhook                   // webhook delivery
-	groupApproval                  // approval of consequential writes
+	groupHTTP     group = 1 << iota // address and public URL (the audience derives from them)
+	groupDB                         // database URL
+	groupMigrate                    // migrate at start
+	groupAuth                       // JWT verification
+	groupLog                        // log format and level
+	groupCursor                     // cursor signing key
+	groupDev                        // --dev and its data directory
+	groupToken                      // the stdio principal's token
+	groupMetrics                    // where /metrics is served
+	groupEdge                       // Origin/Host allow-lists, tenant limits, read-only
+	groupWebhook                    // webhook delivery
+	groupApproval                   // approval of consequential writes
 )
 
 // Defaults that also appear in help and error messages.

@@ -27,8 +27,8 @@ const (
 	// devApprovalSecretFile keeps the approval state key across restarts,
 	// so an elicitation asked before a restart can still be answered.
 	devApprovalSecretFile = "approval.secret"
-	devTenant     = "demo"
-	devSubject    = "dev"
+	devTenant             = "demo"
+	devSubject            = "dev"
 )
 
 // defaultTokenTTL is how long `ticketd token` and the dev banner's tokens
