@@ -76,8 +76,12 @@ func New(cfg Config) http.Handler {
 	}
 	c := &console{svc: cfg.Service, verifier: cfg.Verifier, log: cfg.Logger, secure: cfg.Secure, pages: mustParsePages(),
 		hooks: cfg.Webhooks, gate: cfg.Approvals, nav: navigation}
+	c.nav = slices.Clone(navigation)
 	if c.hooks != nil {
-		c.nav = append(slices.Clone(navigation), deliveriesNav)
+		c.nav = append(c.nav, deliveriesNav)
+	}
+	if c.gate != nil {
+		c.nav = append(c.nav, approvalsNav)
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -111,6 +115,12 @@ func (c *console) routes() http.Handler {
 	if c.hooks != nil {
 		mux.Handle("GET /console/deliveries", c.admin(c.deliveriesPage))
 		mux.Handle("POST /console/webhooks/{webhook}/deliveries/{delivery}/retry", c.admin(c.retryDelivery))
+	}
+	if c.gate != nil {
+		mux.Handle("GET /console/approvals", c.reader(c.approvalsPage))
+		mux.Handle("GET /console/approvals/{id}", c.reader(c.approvalPage))
+		mux.Handle("POST /console/approvals/{id}/approve", c.writer(c.approve))
+		mux.Handle("POST /console/approvals/{id}/decline", c.writer(c.decline))
 	}
 	mux.HandleFunc("/console/", c.notFound)
 

@@ -15,7 +15,7 @@ import (
 )
 
 // pageNames are the templates under templates/, each rendered inside base.html.
-var pageNames = []string{"signin", "error", "tickets", "ticket", "new", "operations", "operation", "projects", "deliveries"}
+var pageNames = []string{"signin", "error", "tickets", "ticket", "new", "operations", "operation", "projects", "deliveries", "approvals", "approval"}
 
 type pages map[string]*template.Template
 
@@ -145,6 +145,10 @@ var codes = map[errcode.Code]codeForm{
 		"The ticket changed since the form was shown, so nothing was written. The form now shows the current values: check them and make your change again."},
 	errcode.StateConflict: {http.StatusConflict,
 		"This does not fit the current state (the message says why), so nothing was changed. Reload the page and decide again."},
+	errcode.ApprovalRequired: {http.StatusPreconditionRequired,
+		"This change needs a person's approval first; nothing was written. Open the Approvals page, approve it, then submit the form again as it is."},
+	errcode.ApprovalDeclined: {http.StatusForbidden,
+		"The approval was declined, so nothing was written. Submit the form again only if it should be asked again."},
 	errcode.Forbidden: {http.StatusForbidden,
 		"Your token lacks the scope for this. Sign out and sign in with a token that has it."},
 	errcode.Unauthenticated: {http.StatusUnauthorized,

@@ -28,6 +28,9 @@ func (s *Service) gate(key operations.Key, fingerprint, actor string, p approval
 // createProposal is what a create would do, as a person approving it reads it.
 func createProposal(opID string, n NewTicket) approval.Proposal {
 	changes := []approval.FieldChange{{Field: "title", To: n.Title}, {Field: "priority", To: string(n.Priority)}}
+	if n.Description != "" {
+		changes = append(changes, approval.FieldChange{Field: "description", To: n.Description})
+	}
 	if len(n.Labels) > 0 {
 		changes = append(changes, approval.FieldChange{Field: "labels", To: strings.Join(n.Labels, ", ")})
 	}
