@@ -41,7 +41,9 @@ func (c *console) approvalPage(w http.ResponseWriter, r *http.Request, req *requ
 	c.render(w, r, req, http.StatusOK, "approval", l, a)
 }
 
-func (c *console) approve(w http.ResponseWriter, r *http.Request, req *request) { c.decide(w, r, req, true) }
+func (c *console) approve(w http.ResponseWriter, r *http.Request, req *request) {
+	c.decide(w, r, req, true)
+}
 func (c *console) decline(w http.ResponseWriter, r *http.Request, req *request) {
 	c.decide(w, r, req, false)
 }
