@@ -43,6 +43,7 @@ Errors (isError: true, error.code, and a sentence saying what to do next):
 - outcome_unknown: the ticket may or may not have been created; call get_operation_status with this operation_id, or retry with the same operation_id and arguments (never a new one).
 - operation_failed: this operation_id was used before and that attempt was recorded as failed; nothing was created. Retrying it fails the same way: fix the cause, then use a new operation_id.
 - unavailable or internal: retry shortly with the same operation_id and arguments.
+- approval_required: priority urgent pages on-call, so a person must approve it first; nothing was written. Your client may ask the person itself; otherwise ask the user to open approval_url, then retry with the same operation_id and arguments. approval_declined: the person said no; nothing was written; do not retry unless the user asks again.
 - forbidden: your token lacks the tickets:write scope; retrying will not help.
 Use preview_ticket for a dry run that writes nothing, and list_projects to find project_id values.`
 

@@ -31,6 +31,7 @@ Errors (isError: true, error.code, and a sentence saying what to do next):
 - operation_in_progress: a call with this operation_id is still running; wait a few seconds and retry with the same operation_id and arguments.
 - outcome_unknown: the change may or may not have been applied; call get_operation_status with this operation_id, or retry with the same operation_id and arguments (never a new one).
 - unavailable or internal: retry shortly with the same operation_id and arguments.
+- approval_required: priority urgent pages on-call, so a person must approve it first; nothing was written. Your client may ask the person itself; otherwise ask the user to open approval_url, then retry with the same operation_id and arguments. approval_declined: the person said no; nothing was written; do not retry unless the user asks again.
 - forbidden: your token lacks the tickets:write scope; retrying will not help.`
 
 // UpdateTicketIn is the input of update_ticket.
