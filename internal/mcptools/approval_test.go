@@ -329,3 +329,40 @@ func TestBulkAtThresholdNeedsApproval(t *testing.T) {
 		t.Errorf("bulk replay = %+v (asked %d); want the recorded versions, not asked again", replay, p.asked.Load())
 	}
 }
+
+func TestURLElicitationDecidesFromTheStoredDecision(t *testing.T) {
+	t.Parallel()
+	env := approvalEnv(t, dbtest.SQLite(t), approval.Options{})
+	var asked atomic.Int32
+	var approveOnPage atomic.Bool
+	handler := func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked.Add(1)
+		p := req.Params
+		if p.Mode != "url" || !strings.HasPrefix(p.URL, env.URL+"/console/approvals/") || p.ElicitationID == "" {
+			t.Errorf("asked %+v; want a URL elicitation to the console page", p)
+		}
+		if approveOnPage.Load() {
+			// The person opens the page and approves there.
+			if _, err := env.Approvals.Decide(ctx, "acme", "alice", p.ElicitationID, true); err != nil {
+				t.Error(err)
+			}
+		}
+		// Accept only says the person agreed to open the page.
+		return &mcp.ElicitResult{Action: "accept"}, nil
+	}
+	cs := env.ConnectWith(t, writeToken(t, env, "alice"), &mcp.ClientOptions{
+		ElicitationHandler: handler,
+		Capabilities:       &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+	}, nil)
+	op := newOperationID(t)
+	// Opened but not decided: nothing is written and the agent is told.
+	toolError(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, ticketArgs(op)), "approval_required")
+	if env.CountTickets(t, "acme") != 0 || asked.Load() != 1 {
+		t.Fatalf("an accept without a decision on the page: %d tickets after %d asks; want none after 1", env.CountTickets(t, "acme"), asked.Load())
+	}
+	approveOnPage.Store(true)
+	created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, ticketArgs(op)))
+	if env.CountTickets(t, "acme") != 1 || asked.Load() != 2 {
+		t.Errorf("approved on the page: %d tickets after %d asks; want 1 after 2", env.CountTickets(t, "acme"), asked.Load())
+	}
+}
