@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/operations"
 )
 
@@ -62,7 +63,16 @@ func prune(ctx context.Context, args []string, getenv func(string) string, stdou
 	if res.Batches == 1 {
 		batches = "batch"
 	}
-	_, err = fmt.Fprintf(stdout, "deleted %d succeeded operation records last updated before %s in %d %s\n",
-		res.Deleted, cutoff.Format(time.RFC3339), res.Batches, batches)
+	if _, err := fmt.Fprintf(stdout, "deleted %d succeeded operation records last updated before %s in %d %s\n",
+		res.Deleted, cutoff.Format(time.RFC3339), res.Batches, batches); err != nil {
+		return err
+	}
+	// Approvals nobody answered or used in time are expired, so the console
+	// stops listing them and a late answer asks again (DESIGN §15).
+	expired, err := approval.New(store.Gorm, approval.Options{}).Expire(ctx)
+	if err != nil {
+		return fmt.Errorf("prune: %w", err)
+	}
+	_, err = fmt.Fprintf(stdout, "expired %d approvals past their expiry\n", expired)
 	return err
 }
