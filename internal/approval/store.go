@@ -156,3 +156,31 @@ func (g *Gate) ListPending(ctx context.Context, tenant, subject string, limit in
 func (g *Gate) Lookup(ctx context.Context, tenant, id string) (Approval, error) {
 	return g.byID(ctx, tenant, id)
 }
+
+// ForOperations returns, by operation ID, the approvals the tenant's writes
+// among ids used, for a history that says who approved each change.
+//
+// Errors: ErrUnavailable.
+func (g *Gate) ForOperations(ctx context.Context, tenant string, ids []uuid.UUID) (map[uuid.UUID]Approval, error) {
+	out := map[uuid.UUID]Approval{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	texts := make([]string, len(ids))
+	for i, id := range ids {
+		texts[i] = id.String()
+	}
+	var rows []approvalRow
+	if err := g.db.WithContext(ctx).Where("tenant_id = ? AND operation_id IN ? AND status = ?", tenant, texts, string(StatusUsed)).
+		Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("%w: read approvals of operations: %v", ErrUnavailable, err)
+	}
+	for _, r := range rows {
+		a, err := r.toApproval()
+		if err != nil {
+			return nil, err
+		}
+		out[a.OperationID] = a
+	}
+	return out, nil
+}

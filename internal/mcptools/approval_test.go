@@ -18,6 +18,7 @@ import (
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/server/servertest"
+	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/wire"
 )
 
@@ -121,6 +122,10 @@ func TestFormApprovalWritesOnceAndReplaysWithoutAsking(t *testing.T) {
 			map[string]any{"operation_id": op}))
 		if st.Approval == nil || st.Approval.DecidedBy != "alice" || st.Approval.DecidedVia != "form" || st.Approval.DecidedAt.IsZero() {
 			t.Errorf("get_operation_status approval = %+v; want decided by alice via form, with a time", st.Approval)
+		}
+		history, err := env.Service.ListEvents(context.Background(), "acme", first.TicketID, tickets.ListParams{})
+		if err != nil || len(history.Events) != 1 || history.Events[0].Approval == nil || history.Events[0].Approval.DecidedBy != "alice" {
+			t.Errorf("history = %+v, %v; want its created event to name alice's approval", history.Events, err)
 		}
 		// A write the policy does not name is never asked about.
 		created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, with(ticketArgs(newOperationID(t)), "priority", "high")))

@@ -151,6 +151,10 @@ func TestApprovalInTheConsole(t *testing.T) {
 	if out.Replayed || !replay.Replayed || replay.TicketID != out.TicketID || env.CountTickets(t, "acme") != 1 || env.CountOperations(t, "acme") != 1 {
 		t.Errorf("the agent's retry = %+v, then %+v; want one write, then a replay (%d tickets)", out, replay, env.CountTickets(t, "acme"))
 	}
+	open(env.URL + "/console/tickets/" + out.Ticket.Key)
+	if got := text(".history .approved"); !strings.Contains(got, "approved by alice via console") {
+		t.Errorf("the ticket's history says %q; want who approved and how", got)
+	}
 	st := servertest.Decode[map[string]any](t, servertest.Call(t, agent, mcptools.ToolGetOperationStatus, map[string]any{"operation_id": op}))
 	if a, _ := st["approval"].(map[string]any); a["decided_by"] != "alice" || a["decided_via"] != "console" {
 		t.Errorf("get_operation_status approval = %v; want decided by alice in the console", st["approval"])

@@ -11,6 +11,8 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/ticketd/ticketd/internal/approval"
 )
 
 // EventKind says what a write did to a ticket.
@@ -47,6 +49,9 @@ type Event struct {
 	CommentID   *uuid.UUID // set for EventCommented
 	Changes     Changes    // set for EventUpdated; empty for the others
 	CreatedAt   time.Time
+	// Approval is the person's yes the write needed (DESIGN §15), when it
+	// needed one; set by ListEvents.
+	Approval *approval.Approval
 }
 
 type eventRow struct {
@@ -254,7 +259,35 @@ func (s *Service) ListEvents(ctx context.Context, tenant, ticketRef string, p Li
 	}
 	items, next, err := listBySeq(ctx, s, "events", tenant, t.ID, p, func(r eventRow) (Event, error) { return r.toEvent() },
 		func(r eventRow) int64 { return r.Seq })
-	return EventPage{Events: items, NextCursor: next}, err
+	if err != nil {
+		return EventPage{}, err
+	}
+	if err := s.withApprovals(ctx, tenant, items); err != nil {
+		return EventPage{}, err
+	}
+	return EventPage{Events: items, NextCursor: next}, nil
+}
+
+// withApprovals names, on each event whose write needed a person's yes,
+// who gave it, how and when.
+func (s *Service) withApprovals(ctx context.Context, tenant string, events []Event) error {
+	if s.approvals == nil || len(events) == 0 {
+		return nil
+	}
+	ids := make([]uuid.UUID, len(events))
+	for i, e := range events {
+		ids[i] = e.OperationID
+	}
+	byOp, err := s.approvals.ForOperations(ctx, tenant, ids)
+	if err != nil {
+		return fmt.Errorf("list events: %w", err)
+	}
+	for i := range events {
+		if a, ok := byOp[events[i].OperationID]; ok {
+			events[i].Approval = &a
+		}
+	}
+	return nil
 }
 
 // listBySeq pages a ticket's rows of R (events or comments) in seq order,
