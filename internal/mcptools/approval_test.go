@@ -3,6 +3,7 @@ package mcptools_test
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -370,4 +371,60 @@ func TestURLElicitationDecidesFromTheStoredDecision(t *testing.T) {
 	if env.CountTickets(t, "acme") != 1 || asked.Load() != 2 {
 		t.Errorf("approved on the page: %d tickets after %d asks; want 1 after 2", env.CountTickets(t, "acme"), asked.Load())
 	}
+}
+
+// stdioWith runs ServeStdio as alice over pipes, for a client with opts at
+// protocol version (empty: the latest).
+func stdioWith(t *testing.T, svc *tickets.Service, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	t.Helper()
+	serverIn, clientOut := io.Pipe()
+	clientIn, serverOut := io.Pipe()
+	done := make(chan error, 1)
+	p := authn.Principal{Tenant: "acme", Subject: "alice", Scopes: []string{authn.ScopeRead, authn.ScopeWrite}, Expires: time.Now().Add(time.Hour)}
+	go func() {
+		done <- mcptools.ServeStdio(context.Background(), svc, p, nil, serverIn, serverOut)
+		_ = serverOut.Close()
+	}()
+	client := mcp.NewClient(&mcp.Implementation{Name: "stdio-approval-test", Version: "v0"}, opts)
+	cs, err := client.Connect(context.Background(), &mcp.IOTransport{Reader: clientIn, Writer: clientOut},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect over stdio pipes: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cs.Close()
+		<-done
+	})
+	return cs
+}
+
+// TestStdioAsksThroughTheSession: over stdio the session is stateful, so a
+// client of either protocol version that declared elicitation is asked in
+// its own client (the SDK elicits over the session for 2025-11-25, and the
+// client fulfils input_required for 2026-07-28); one that did not is told
+// approval_required.
+func TestStdioAsksThroughTheSession(t *testing.T) {
+	t.Parallel()
+	env := approvalEnv(t, dbtest.SQLite(t), approval.Options{})
+	for _, version := range []string{"2025-11-25", "2026-07-28"} {
+		t.Run(version, func(t *testing.T) {
+			p := newPerson(true)
+			cs := stdioWith(t, env.Service, &mcp.ClientOptions{ElicitationHandler: p.handle}, version)
+			op := newOperationID(t)
+			first := created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, ticketArgs(op)))
+			replay := created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, ticketArgs(op)))
+			if first.Replayed || !replay.Replayed || p.asked.Load() != 1 {
+				t.Errorf("over stdio at %s: replayed %v then %v after %d asks; want a write asked once, then a replay",
+					version, first.Replayed, replay.Replayed, p.asked.Load())
+			}
+		})
+	}
+	t.Run("NoElicitation", func(t *testing.T) {
+		cs := stdioWith(t, env.Service, nil, "")
+		before := env.CountTickets(t, "acme")
+		out := toolError(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, ticketArgs(newOperationID(t))), "approval_required")
+		if out.ApprovalURL == "" || env.CountTickets(t, "acme") != before {
+			t.Errorf("over stdio without elicitation: %+v; want approval_required with a URL, nothing written", out)
+		}
+	})
 }

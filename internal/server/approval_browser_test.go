@@ -105,6 +105,10 @@ func TestApprovalInTheConsole(t *testing.T) {
 	}
 
 	signIn("alice")
+	open(env.URL + "/console/approvals")
+	if pending := text("table.list"); !strings.Contains(pending, op) {
+		t.Errorf("the console's pending approvals %q do not list the operation", pending)
+	}
 	if resp := open(ask.ApprovalURL); resp.Status != 200 {
 		t.Fatalf("the asked person got %d", resp.Status)
 	}
