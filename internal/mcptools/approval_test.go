@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -151,6 +152,21 @@ func TestFormDeclineWritesNothingAndKeepsTheOperationID(t *testing.T) {
 	created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, ticketArgs(op)))
 	if env.CountTickets(t, "acme") != 1 || bob.asked.Load() != 2 {
 		t.Errorf("the same operation_id after a decline: %d tickets after %d asks; want 1 after 2", env.CountTickets(t, "acme"), bob.asked.Load())
+	}
+	resp, err := http.Get(env.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	scrape, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`ticketd_approvals_total{event="asked"} 2`, `ticketd_approvals_total{event="declined"} 1`,
+		`ticketd_approvals_total{event="approved"} 1`, `ticketd_approvals_total{event="expired"} 0`} {
+		if !strings.Contains(string(scrape), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
 	}
 }
 

@@ -200,6 +200,8 @@ func TestOutcomeOf(t *testing.T) {
 		{string(errcode.Unauthenticated), false, ""},
 		{string(errcode.Forbidden), false, ""},
 		{"rate_limited", false, ""},
+		{string(errcode.ApprovalRequired), false, ""},
+		{string(errcode.ApprovalDeclined), false, ""},
 	}
 	for _, c := range cases {
 		got, ok := observe.OutcomeOf(c.code, c.replayed)

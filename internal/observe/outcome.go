@@ -61,6 +61,9 @@ func (o Outcome) String() string {
 //	outcome_unknown         unknown (never merged with anything else)
 //	invalid_input, version_conflict, not_found, already_exists
 //	                        invalid: rejected on its input, nothing written
+//	approval_required, approval_declined
+//	                        not counted: a person has not said yes, so
+//	                        nothing ran (ticketd_approvals_total counts them)
 //	operation_failed, unavailable, internal and any code added later
 //	                        failed
 func OutcomeOf(code string, replayed bool) (Outcome, bool) {
@@ -78,7 +81,10 @@ func OutcomeOf(code string, replayed bool) (Outcome, bool) {
 		return Unknown, true
 	case "invalid_input", "version_conflict", "not_found", "already_exists":
 		return Invalid, true
-	case "unauthenticated", "forbidden", "rate_limited":
+	case "unauthenticated", "forbidden", "rate_limited",
+		// Waiting for, or refused by, a person: nothing ran, and
+		// ticketd_approvals_total counts these.
+		"approval_required", "approval_declined":
 		return 0, false
 	}
 	return Failed, true
