@@ -35,7 +35,7 @@ func TestApprovalRequiredIs428(t *testing.T) {
 	wantProblem(t, first, http.StatusPreconditionRequired, "approval_required")
 	var p struct {
 		ApprovalURL, ApprovalID, ExpiresAt, OperationID string
-		Retryable                                        bool
+		Retryable                                       bool
 	}
 	if err := json.Unmarshal(first.body, &struct {
 		ApprovalURL *string `json:"approval_url"`
