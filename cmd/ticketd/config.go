@@ -68,7 +68,7 @@ type config struct {
 	Token         string
 	MetricsAddr   string
 
-	// The edge (DESIGN §12), parsed and checked by edge().
+	// The edge (docs/architecture.md#the-edge-in-the-order-it-is-wired), parsed and checked by edge().
 	AllowedOrigins    string
 	AllowedHosts      string
 	RateLimitWrites   string
@@ -207,7 +207,7 @@ func printHelp(fs *flag.FlagSet, out io.Writer) {
 }
 
 // webhookSettings declares the webhook delivery settings and reads their
-// variables (DESIGN §11).
+// variables (docs/contract.md#webhooks).
 func (c *config) webhookSettings(fs *flag.FlagSet, getenv func(string) string) error {
 	fs.DurationVar(&c.WebhookRetryMin, "webhook-retry-min", 5*time.Second, "delay before a webhook delivery's first retry; later ones double, with jitter (env TICKETD_WEBHOOK_RETRY_MIN)")
 	fs.IntVar(&c.WebhookMaxAttempts, "webhook-max-attempts", 12, "attempts of one webhook delivery before it is failed (env TICKETD_WEBHOOK_MAX_ATTEMPTS)")

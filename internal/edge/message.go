@@ -49,7 +49,7 @@ type Reply struct {
 	Code int64
 }
 
-// invalidInput is the contract code for input the edge refuses (DESIGN §3).
+// invalidInput is the contract code for input the edge refuses (docs/contract.md#error-codes).
 const invalidInput = "invalid_input"
 
 // methodAllowed lists what ticketd serves: only the tools capability is
@@ -283,7 +283,7 @@ func rpcError(id json.RawMessage, code int64, message string) *Reply {
 	return &Reply{Body: body, Code: code}
 }
 
-// contractError is the "error" member of a tool error result (DESIGN §3).
+// contractError is the "error" member of a tool error result (docs/contract.md#error-codes).
 type contractError struct {
 	Code      string `json:"code"`
 	Message   string `json:"message"`
@@ -293,7 +293,7 @@ type contractError struct {
 }
 
 // toolError builds the tools/call result the tools themselves give for
-// invalid_input (DESIGN §3), so a model reads one shape whoever refused.
+// invalid_input (docs/contract.md#error-codes), so a model reads one shape whoever refused.
 func toolError(id json.RawMessage, message string) *Reply {
 	return toolResult(id, contractError{Code: invalidInput, Message: message},
 		invalidInput+": "+message+". Fix the input and call again; nothing was attempted.")

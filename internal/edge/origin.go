@@ -12,7 +12,7 @@ import (
 )
 
 // Reject writes a refusal in the guarded route's own error format; code is
-// a contract error code (DESIGN §3). WriteError is the default.
+// a contract error code (docs/contract.md#error-codes). WriteError is the default.
 type Reject func(w http.ResponseWriter, r *http.Request, status int, code, message string)
 
 // WriteError is the default Reject: a JSON body

@@ -1,4 +1,4 @@
-// Package errcode is ticketd's one error table (DESIGN §3): the stable,
+// Package errcode is ticketd's one error table (docs/contract.md#error-codes): the stable,
 // machine-readable codes of the public contract, one Row per code saying
 // everything either transport, the log, the schemas and the README need
 // about it, and Of, the one classifier from an error to its code. Adding a

@@ -140,3 +140,40 @@ func TestREADMETable(t *testing.T) {
 		t.Errorf("README.md's error table differs from errcode.Table; it should read:\n%s", b.String())
 	}
 }
+
+// TestContractTable keeps docs/contract.md's error table what the table says.
+func TestContractTable(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../docs/contract.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("| code | retryable | MCP | HTTP | Retry-After | status |\n|---|---|---|---|---|---|\n")
+	for _, r := range errcode.Table {
+		mcp := r.MCP
+		if mcp == errcode.MCPToolError {
+			mcp = "`isError`"
+		}
+		retryable := "no"
+		if r.Retryable {
+			retryable = "yes"
+		}
+		status := strconv.Itoa(r.Status)
+		if r.StatusNote != "" {
+			status += " " + r.StatusNote
+		}
+		retryAfter := "—"
+		if r.RetryAfter > 0 {
+			retryAfter = r.RetryAfter.String()
+		}
+		opStatus := "—"
+		if r.OperationStatus != "" {
+			opStatus = "`" + string(r.OperationStatus) + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", r.Code, retryable, mcp, status, retryAfter, opStatus)
+	}
+	if !strings.Contains(string(raw), b.String()) {
+		t.Errorf("docs/contract.md's error table differs from errcode.Table; it should read:\n%s", b.String())
+	}
+}

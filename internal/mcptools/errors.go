@@ -17,7 +17,7 @@ import (
 	"github.com/ticketd/ticketd/internal/wire"
 )
 
-// ErrorDetail is the error member of a tool error result (DESIGN §3).
+// ErrorDetail is the error member of a tool error result (docs/contract.md#error-codes).
 type ErrorDetail struct {
 	Code      string `json:"code" jsonschema:"Stable, machine-readable error code."`
 	Message   string `json:"message" jsonschema:"What went wrong."`

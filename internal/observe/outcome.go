@@ -4,7 +4,7 @@ import "strconv"
 
 // Outcome is the result of one write operation as an operator counts it: the
 // closed set of values of the outcome label of ticketd_operations_total
-// (DESIGN §13). Being an enumeration, not a string, it cannot grow the
+// (docs/contract.md#metrics). Being an enumeration, not a string, it cannot grow the
 // label's cardinality.
 type Outcome uint8
 
@@ -47,7 +47,7 @@ func (o Outcome) String() string {
 }
 
 // OutcomeOf maps a write's result to its outcome: code is the contract error
-// code of DESIGN §3 ("" when the write succeeded) and replayed the flag of a
+// code of docs/contract.md#error-codes ("" when the write succeeded) and replayed the flag of a
 // successful result. It reports false for the codes that are not an
 // operation's outcome but a refusal at the edge (unauthenticated, forbidden,
 // rate_limited): those calls never reached the ledger, and requests_total

@@ -29,7 +29,7 @@ const (
 	StatusUnknown Status = "unknown"
 )
 
-// Errors the ledger returns. Each maps to one contract code (DESIGN §3).
+// Errors the ledger returns. Each maps to one contract code (docs/contract.md#error-codes).
 var (
 	// ErrConflict: the key was used before with a different fingerprint.
 	ErrConflict = errors.New("operation ID already used with different input")
