@@ -54,6 +54,12 @@ func newEnv(t testing.TB, cfg console.Config) *env {
 	if _, err := svc.CreateProject(context.Background(), tenant, tickets.Project{ID: "support", Key: "SUP", Name: "Support"}); err != nil {
 		t.Fatal(err)
 	}
+	return serveConsole(t, svc, cfg)
+}
+
+// serveConsole serves a console over svc.
+func serveConsole(t testing.TB, svc *tickets.Service, cfg console.Config) *env {
+	t.Helper()
 	v, err := authn.NewVerifier(context.Background(), authn.Config{Issuer: issuer, Audience: audience, HS256Secret: secret})
 	if err != nil {
 		t.Fatal(err)
