@@ -319,8 +319,10 @@ func ParsePublicURL(raw string) (string, error) {
 }
 
 // IsLoopbackHost reports whether host is localhost (any case) or a loopback
-// address: the one definition both dev mode's bind check and the SDK's
-// DNS-rebinding guard rely on.
+// address, for dev mode's bind check (cmd/ticketd/config.go). The SDK's own
+// DNS-rebinding guard is off (DisableLocalhostProtection, in New):
+// edge.Origin checks Host instead, with its own copy of this test
+// (isLoopback in internal/edge/origin.go), since edge cannot import server.
 func IsLoopbackHost(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
