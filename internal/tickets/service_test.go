@@ -168,8 +168,12 @@ func TestCreateTicketUnknownProjectNamesKnownOnes(t *testing.T) {
 		if !errors.As(err, &ve) || len(ve.Fields) != 1 || ve.Fields[0].Field != "project_id" {
 			t.Fatalf("err = %v, want a project_id validation error", err)
 		}
-		if want := `unknown project "sales"; known projects: support (call list_projects)`; ve.Fields[0].Message != want {
+		// Transport-neutral: each transport says how its callers list projects.
+		if want := `unknown project "sales"; known projects: support`; ve.Fields[0].Message != want {
 			t.Errorf("message = %q, want %q", ve.Fields[0].Message, want)
+		}
+		if !errors.Is(err, tickets.ErrUnknownProject) || !errors.Is(err, tickets.ErrInvalid) {
+			t.Errorf("err = %v, want ErrUnknownProject and ErrInvalid", err)
 		}
 	})
 }
