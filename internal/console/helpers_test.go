@@ -21,6 +21,7 @@ import (
 	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 const (
@@ -51,9 +52,7 @@ func newEnv(t testing.TB, cfg console.Config) *env {
 	t.Helper()
 	d := dbtest.SQLite(t)
 	svc := tickets.NewService(d.Gorm, tickets.Options{})
-	if _, err := svc.CreateProject(context.Background(), tenant, tickets.Project{ID: "support", Key: "SUP", Name: "Support"}); err != nil {
-		t.Fatal(err)
-	}
+	ticketstest.SeedSupport(t, svc, tenant)
 	return serveConsole(t, svc, cfg)
 }
 

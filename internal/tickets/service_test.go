@@ -16,6 +16,7 @@ import (
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 const (
@@ -28,11 +29,7 @@ const (
 func newService(tb testing.TB, d *db.DB) *tickets.Service {
 	tb.Helper()
 	svc := tickets.NewService(d.Gorm, tickets.Options{})
-	for _, tenant := range []string{tenantA, tenantB} {
-		if _, err := svc.CreateProject(context.Background(), tenant, tickets.Project{ID: "support", Key: "SUP", Name: "Support"}); err != nil {
-			tb.Fatalf("seed project: %v", err)
-		}
-	}
+	ticketstest.SeedSupport(tb, svc, tenantA, tenantB)
 	return svc
 }
 
