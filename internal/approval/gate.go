@@ -146,6 +146,12 @@ func (g *Gate) answered(ctx context.Context, t Target, p Proposal, ch Channel) (
 	switch a.Status {
 	case StatusApproved:
 		return g.consume(t, a.ID), nil
+	case StatusUsed:
+		// A concurrent retry with this state made the write after this
+		// call's fast path looked: the claim finds its record and replays
+		// it. Should the claim find none, the consume step refuses, as the
+		// approval is used.
+		return g.consume(t, a.ID), nil
 	case StatusPending:
 	default:
 		return nil, fmt.Errorf("%w: this requestState was answered already (approval %s is %s)", ErrBadState, a.ID, a.Status)
@@ -236,7 +242,7 @@ func (g *Gate) decide(ctx context.Context, a Approval, by string, approve bool, 
 		if err != nil {
 			return err
 		}
-		if cur.Status == StatusApproved && approve {
+		if (cur.Status == StatusApproved || cur.Status == StatusUsed) && approve {
 			return nil
 		}
 		return fmt.Errorf("%w: this requestState was answered already (approval %s is %s)", ErrBadState, a.ID, cur.Status)
