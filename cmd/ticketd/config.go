@@ -21,20 +21,20 @@ import (
 type group uint
 
 const (
-	groupHTTP    group = 1 << iota // listen address and public URL (the audience derives from them)
-	groupDB                        // database URL
-	groupMigrate                   // migrate at start
-	groupAuth                      // JWT verification
-	groupLog                       // log format and level
-	groupCursor                    // cursor signing key
-	groupDev                       // --dev and its data directory
-	groupToken                     // the stdio principal's token
-	groupMetrics                   // where /metrics is served
-	groupEdge                      // Origin/Host allow-lists, tenant limits, read-only
-	groupWebhook                   // webhook delivery
-	groupPublic                    // the public URL alone, for commands that derive the audience but listen nowhere
-	groupMint                      // what minting a token needs: issuer, audience, HS256 secret, tenant claim
-	groupApproval                  // approval of consequential writes
+	groupHTTP     group = 1 << iota // listen address and public URL (the audience derives from them)
+	groupDB                         // database URL
+	groupMigrate                    // migrate at start
+	groupAuth                       // JWT verification
+	groupLog                        // log format and level
+	groupCursor                     // cursor signing key
+	groupDev                        // --dev and its data directory
+	groupToken                      // the stdio principal's token
+	groupMetrics                    // where /metrics is served
+	groupEdge                       // Origin/Host allow-lists, tenant limits, read-only
+	groupWebhook                    // webhook delivery
+	groupPublic                     // the public URL alone, for commands that derive the audience but listen nowhere
+	groupMint                       // what minting a token needs: issuer, audience, HS256 secret, tenant claim
+	groupApproval                   // approval of consequential writes
 )
 
 // Defaults that also appear in help and error messages.
