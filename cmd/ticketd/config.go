@@ -21,20 +21,20 @@ import (
 type group uint
 
 const (
-	groupHTTP     group = 1 << iota // listen address and public URL (the audience derives from them)
-	groupDB                         // database URL
-	groupMigrate                    // migrate at start
-	groupAuth                       // JWT verification
-	groupLog                        // log format and level
-	groupCursor                     // cursor signing key
-	groupDev                        // --dev and its data directory
-	groupToken                      // the stdio principal's token
-	groupMetrics                    // where /metrics is served
-	groupEdge                       // Origin/Host allow-lists, tenant limits, read-only
-	groupWebhook                    // webhook delivery
-	groupPublic                     // the public URL alone, for commands that derive the audience but listen nowhere
-	groupMint                       // what minting a token needs: issuer, audience, HS256 secret, tenant claim
-	groupApproval                   // approval of consequential writes
+	groupHTTP    group = 1 << iota // listen address and public URL (the audience derives from them)
+	groupDB                        // database URL
+	groupMigrate                   // migrate at start
+	groupAuth                      // JWT verification
+	groupLog                       // log format and level
+	groupCursor                    // cursor signing key
+	groupDev                       // --dev and its data directory
+	groupToken                     // the stdio principal's token
+	groupMetrics                   // where /metrics is served
+	groupEdge                      // Origin/Host allow-lists, tenant limits, read-only
+	groupWebhook                   // webhook delivery
+	groupPublic                    // the public URL alone, for stdio: it derives the audience but listens nowhere
+	groupMint                      // what minting a token needs: issuer, audience, HS256 secret, tenant claim
+	groupApprove                   // approval of consequential writes
 )
 
 // Defaults that also appear in help and error messages.
@@ -129,9 +129,9 @@ var stringSettings = []stringSetting{
 	{groupEdge, "TICKETD_RATE_LIMIT_READS", "rate-limit-reads", "200", "reads per second per tenant (0 = no limit)", func(c *config) *string { return &c.RateLimitReads }},
 	{groupEdge, "TICKETD_RATE_LIMIT_BURST", "rate-limit-burst", "0", "requests a tenant may send at once above its rate (0 = twice the rate)", func(c *config) *string { return &c.RateLimitBurst }},
 	{groupEdge, "TICKETD_TENANT_CONCURRENCY", "tenant-concurrency", "64", "requests in flight per tenant (0 = no cap)", func(c *config) *string { return &c.TenantConcurrency }},
-	{groupApproval, "TICKETD_APPROVAL", "approval", "on", "on: urgent tickets and large bulk updates need a person's yes before they are written; off: nobody is asked", func(c *config) *string { return &c.Approval }},
-	{groupApproval, "TICKETD_APPROVAL_BULK_THRESHOLD", "approval-bulk-threshold", "10", "bulk updates of at least this many tickets need approval", func(c *config) *string { return &c.ApprovalBulkThreshold }},
-	{groupApproval, "TICKETD_APPROVAL_SECRET", "approval-secret", "", "key signing approval request states, at least 32 bytes; give replicas the same one (default: with --dev kept in DATA_DIR, else random per process)", func(c *config) *string { return &c.ApprovalSecret }},
+	{groupApprove, "TICKETD_APPROVAL", "approval", "on", "on: urgent tickets and large bulk updates need a person's yes before they are written; off: nobody is asked", func(c *config) *string { return &c.Approval }},
+	{groupApprove, "TICKETD_APPROVAL_BULK_THRESHOLD", "approval-bulk-threshold", "10", "bulk updates of at least this many tickets need approval", func(c *config) *string { return &c.ApprovalBulkThreshold }},
+	{groupApprove, "TICKETD_APPROVAL_SECRET", "approval-secret", "", "key signing approval request states, at least 32 bytes; give replicas the same one (default: with --dev kept in DATA_DIR, else random per process)", func(c *config) *string { return &c.ApprovalSecret }},
 	{groupToken, "TICKETD_TOKEN", "token", "", "bearer token whose principal the stdio session acts as (required; prefer the variable)", func(c *config) *string { return &c.Token }},
 }
 
@@ -161,9 +161,9 @@ var typedSettings = []typedSetting{
 
 // envOnly names settings that a command in the given groups reads from the
 // environment without offering their flag: it cannot use them, but they
-// shape what it does use. token and stdio derive the public URL (so the
-// tokens' audience) from TICKETD_ADDR exactly as serve does; token refuses
-// to mint for a server that verifies an identity provider's keys.
+// shape what it does use. stdio derives the public URL (so the tokens'
+// audience) from TICKETD_ADDR exactly as serve does; token refuses to mint
+// for a server that verifies an identity provider's keys.
 var envOnly = map[string]group{
 	"addr":                groupPublic,
 	"jwt-jwks-url":        groupMint,
