@@ -45,6 +45,14 @@ type ticketsData struct {
 	FirstURL   string // set when not on the first page
 }
 
+// statusFilter is the status filter of a form value: none, or one status.
+func statusFilter(v string) []tickets.Status {
+	if v == "" {
+		return nil
+	}
+	return []tickets.Status{tickets.Status(v)}
+}
+
 func (c *console) ticketsPage(w http.ResponseWriter, r *http.Request, req *request) {
 	q := r.URL.Query()
 	f := ticketFilters{
@@ -64,7 +72,7 @@ func (c *console) ticketsPage(w http.ResponseWriter, r *http.Request, req *reque
 	}
 	cursor := q.Get("cursor")
 	page, err := c.svc.ListTickets(r.Context(), req.principal.Tenant, tickets.ListTicketsParams{
-		ProjectID: f.Project, Status: tickets.Status(f.Status), Query: f.Query, Assignee: assignee,
+		ProjectID: f.Project, Statuses: statusFilter(f.Status), Query: f.Query, Assignee: assignee,
 		Label: f.Label, Priority: tickets.Priority(f.Priority), Limit: pageSize, Cursor: cursor,
 	})
 	l := layout{Title: "Tickets", Nav: "/console/tickets"}
