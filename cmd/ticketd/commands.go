@@ -125,6 +125,9 @@ func stdio(ctx context.Context, args []string, getenv func(string) string, stdin
 	if err != nil {
 		return err
 	}
+	if w := cfg.cursorWarning(); w != "" {
+		logger.Warn(w)
+	}
 	if cfg.Token == "" {
 		return errors.New("stdio: no token: set TICKETD_TOKEN to a bearer token for this server (ticketd token mints one)")
 	}

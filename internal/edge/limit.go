@@ -71,7 +71,7 @@ func refuseMCP(w http.ResponseWriter, call Call, wait time.Duration, why string)
 	ms := int64(math.Ceil(float64(wait) / float64(time.Millisecond)))
 	message := fmt.Sprintf("rate_limited: %s; retry after %d ms", why, ms)
 	if call.Method == "tools/call" && call.ID != nil {
-		writeReply(w, http.StatusOK, toolResult(call.ID, contractError{Code: "rate_limited", Message: message, Retryable: true, RetryAfterMS: &ms},
+		writeReply(w, http.StatusOK, toolResult(call, contractError{Code: "rate_limited", Message: message, Retryable: true, RetryAfterMS: &ms},
 			message+", with the same arguments (the same operation_id for a write)."))
 		return
 	}
