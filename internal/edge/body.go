@@ -69,6 +69,7 @@ func MCPBody(opts MCPBodyOptions) func(http.Handler) http.Handler {
 			}
 			call, reply := CheckMessage(body)
 			if reply != nil {
+				NoteRefusal(r, call, invalidInput, "the edge refused the message")
 				writeReply(w, replyStatus(r, reply.Code), reply)
 				return
 			}

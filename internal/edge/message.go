@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"unicode/utf8"
 
@@ -31,6 +32,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ticketd/ticketd/internal/buildinfo"
+	"github.com/ticketd/ticketd/internal/reqinfo"
 )
 
 // Call is what a JSON-RPC request body asked for, as the SDK will read it.
@@ -295,6 +297,19 @@ func hex4(b []byte) rune {
 		}
 	}
 	return r
+}
+
+// NoteRefusal records, for the access log and the request metrics, that
+// the edge answered the MCP request r (asking for call) itself with the
+// contract code: its tool as the route and the code with why. The server's
+// counting middleware reads it back (reqinfo), so a refusal the SDK never
+// saw is counted and logged with its tenant and code like REST's.
+func NoteRefusal(r *http.Request, call Call, code, why string) {
+	info := reqinfo.From(r.Context())
+	if call.Tool != "" {
+		info.SetRoute(call.Tool)
+	}
+	info.SetError(code, errors.New(why))
 }
 
 // rpcError builds a JSON-RPC error response; a nil id is sent as null.

@@ -4,13 +4,19 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/edge"
+	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/limits"
 	"github.com/ticketd/ticketd/internal/mcptools"
+	"github.com/ticketd/ticketd/internal/observe"
+	"github.com/ticketd/ticketd/internal/reqinfo"
 	"github.com/ticketd/ticketd/internal/rest"
 )
 
@@ -76,6 +82,7 @@ func requireTicketdScope(metadataURL string, scopes []string) func(http.Handler)
 			}
 			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", %s, resource_metadata=%q`, param, metadataURL))
 			call, _ := edge.CallFrom(r.Context())
+			edge.NoteRefusal(r, call, string(errcode.Forbidden), "the token grants no ticketd scope")
 			body := edge.RPCError(call.ID, jsonrpc.CodeInvalidRequest,
 				"forbidden: this token grants no ticketd scope; ask the authorization server for tickets:read (and tickets:write to create tickets)")
 			w.Header().Set("Content-Type", "application/json")
@@ -84,6 +91,41 @@ func requireTicketdScope(metadataURL string, scopes []string) func(http.Handler)
 			_, _ = w.Write(body) // the status is sent; a failed write has no one left to tell
 		})
 	}
+}
+
+// countRefusals counts in metrics, as requests of transport mcp by tool
+// and code, every /mcp request the edge answered itself (edge.NoteRefusal):
+// those never reach the MCP server, whose middleware counts the rest. The
+// access log line, written outside, carries the same tool, code and (from
+// noteCaller) tenant.
+func countRefusals(metrics *observe.Metrics, scopeFor edge.ScopeFor) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			next.ServeHTTP(w, r)
+			info := reqinfo.From(r.Context())
+			if info == nil || info.Code == "" {
+				return
+			}
+			// A name the client made up is not a label value.
+			tool := info.Route
+			if _, known := scopeFor(tool); !known {
+				tool = ""
+			}
+			metrics.Request(observe.MCP, tool, info.Code, time.Since(start))
+		})
+	}
+}
+
+// noteCaller records the verified caller of an /mcp request for the
+// access log, so an edge refusal is logged with its tenant like REST's.
+func noteCaller(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p, ok := mcptools.PrincipalFrom(auth.TokenInfoFromContext(r.Context())); ok {
+			reqinfo.From(r.Context()).SetCaller(p.Tenant, p.Subject)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // refuseWrites answers every REST request but GET, HEAD and OPTIONS with 403

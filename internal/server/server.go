@@ -258,11 +258,13 @@ func New(cfg Config) (http.Handler, error) {
 	mux := http.NewServeMux()
 	// /mcp, outermost first, in the order package edge documents.
 	mux.Handle(MCPPath, nameSpan(MCPPath, chain(mcpHandler,
+		countRefusals(metrics, mcptools.ScopeFor(toolOpts)),
 		origin,
 		bodies,
 		edge.SingleAuthorization(nil),
 		scopedChallenge(scopes),
 		requireToken,
+		noteCaller,
 		// After MCPBody, so its refusal answers the request's id.
 		edge.MCPBody(edge.MCPBodyOptions{MaxBytes: MaxBodyBytes}),
 		requireTicketdScope(metadataURL, scopes),
