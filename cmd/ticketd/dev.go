@@ -28,8 +28,8 @@ const (
 	// outlives a restart and works in every process on the same data
 	// directory (a stdio agent's, the server's).
 	devCursorSecretFile = "cursor.secret"
-	devTenant     = "demo"
-	devSubject    = "dev"
+	devTenant           = "demo"
+	devSubject          = "dev"
 )
 
 // defaultTokenTTL is how long `ticketd token` and the dev banner's tokens

@@ -195,7 +195,9 @@ func (s Statuses) Domain() []tickets.Status {
 // StatusFilterSchema is the schema of a Statuses filter: a status, or a
 // list of one to four distinct statuses.
 func StatusFilterSchema() *jsonschema.Schema {
-	one := func() *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Enum: StringEnum(tickets.Statuses...)} }
+	one := func() *jsonschema.Schema {
+		return &jsonschema.Schema{Type: "string", Enum: StringEnum(tickets.Statuses...)}
+	}
 	return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
 		one(),
 		{Type: "array", Items: one(), MinItems: jsonschema.Ptr(1), MaxItems: jsonschema.Ptr(len(tickets.Statuses)), UniqueItems: true},
