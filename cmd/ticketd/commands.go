@@ -125,9 +125,6 @@ func stdio(ctx context.Context, args []string, getenv func(string) string, stdin
 	if err != nil {
 		return err
 	}
-	if w := cfg.cursorWarning(); w != "" {
-		logger.Warn(w)
-	}
 	if cfg.Token == "" {
 		return errors.New("stdio: no token: set TICKETD_TOKEN to a bearer token for this server (ticketd token mints one)")
 	}
@@ -142,6 +139,10 @@ func stdio(ctx context.Context, args []string, getenv func(string) string, stdin
 				exp.UTC().Format(time.RFC3339), days(defaultTokenTTL), err)
 		}
 		return fmt.Errorf("stdio: TICKETD_TOKEN: %w", err)
+	}
+	// Only a start that goes ahead warns: a refusal stays one line.
+	if w := cfg.cursorWarning(); w != "" {
+		logger.Warn(w)
 	}
 	store, svc, _, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey}, logger)
 	if err != nil {
