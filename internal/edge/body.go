@@ -59,6 +59,7 @@ func MCPBody(opts MCPBodyOptions) func(http.Handler) http.Handler {
 			}
 			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 			if err != nil {
+				NoteRefusal(r, Call{}, invalidInput, "the body could not be read: "+err.Error())
 				var tooBig *http.MaxBytesError
 				if errors.As(err, &tooBig) {
 					writeReply(w, http.StatusRequestEntityTooLarge, rpcError(nil, jsonrpc.CodeInvalidRequest, "request body is larger than the server accepts"))
