@@ -298,7 +298,7 @@ func TestBrowser(t *testing.T) {
 	b.screenshot("projects")
 }
 
-// TestBrowserViews opens the views operators asked for (DESIGN §14) in
+// TestBrowserViews opens the views operators asked for in
 // headless Chromium: "Needs attention" lists the unassigned tickets that
 // are not closed, "Mine" the signed-in person's, and the filter form takes
 // several statuses and a sort. At phone width the page is no wider than the

@@ -32,6 +32,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ticketd/ticketd/internal/buildinfo"
+	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/reqinfo"
 )
 
@@ -66,9 +67,6 @@ type Reply struct {
 	// Code is the JSON-RPC error code, or 0 for an isError tool result.
 	Code int64
 }
-
-// invalidInput is the contract code for input the edge refuses (DESIGN §3).
-const invalidInput = "invalid_input"
 
 // methodAllowed lists what ticketd serves: only the tools capability is
 // declared, yet the SDK dispatches prompts/*, resources/*, logging/* and
@@ -304,12 +302,12 @@ func hex4(b []byte) rune {
 // contract code: its tool as the route and the code with why. The server's
 // counting middleware reads it back (reqinfo), so a refusal the SDK never
 // saw is counted and logged with its tenant and code like REST's.
-func NoteRefusal(r *http.Request, call Call, code, why string) {
+func NoteRefusal(r *http.Request, call Call, code errcode.Code, why string) {
 	info := reqinfo.From(r.Context())
 	if call.Tool != "" {
 		info.SetRoute(call.Tool)
 	}
-	info.SetError(code, errors.New(why))
+	info.SetError(string(code), errors.New(why))
 }
 
 // rpcError builds a JSON-RPC error response; a nil id is sent as null.
@@ -333,20 +331,20 @@ func RPCError(id json.RawMessage, code int64, message string) []byte {
 	return body
 }
 
-// contractError is the "error" member of a tool error result (DESIGN §3).
+// contractError is the "error" member of a tool error result (docs/contract.md#error-codes).
 type contractError struct {
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	Retryable bool   `json:"retryable"`
+	Code      errcode.Code `json:"code"`
+	Message   string       `json:"message"`
+	Retryable bool         `json:"retryable"`
 	// RetryAfterMS is set with rate_limited.
 	RetryAfterMS *int64 `json:"retry_after_ms,omitempty"`
 }
 
 // toolError builds the tools/call result the tools themselves give for
-// invalid_input (DESIGN §3), so a model reads one shape whoever refused.
+// invalid_input (docs/contract.md#error-codes), so a model reads one shape whoever refused.
 func toolError(call Call, message string) *Reply {
-	return toolResult(call, contractError{Code: invalidInput, Message: message},
-		invalidInput+": "+message+". Fix the input and call again; nothing was attempted.")
+	return toolResult(call, contractError{Code: errcode.InvalidInput, Message: message, Retryable: errcode.InvalidInput.Retryable()},
+		string(errcode.InvalidInput)+": "+message+". Fix the input and call again; nothing was attempted.")
 }
 
 // toolResult builds the answer to call: a tools/call result with isError

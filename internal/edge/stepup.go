@@ -10,6 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ticketd/ticketd/internal/errcode"
 )
 
 // ScopeFor names the scope a tool needs; known is false for a name that is
@@ -76,7 +78,7 @@ func StepUp(opts StepUpOptions) func(http.Handler) http.Handler {
 				challenge += fmt.Sprintf(`, resource_metadata=%q`, opts.ResourceMetadataURL)
 			}
 			w.Header().Set("WWW-Authenticate", challenge)
-			NoteRefusal(r, call, "forbidden", "the token lacks scope "+need)
+			NoteRefusal(r, call, errcode.Forbidden, "the token lacks scope "+need)
 			writeReply(w, http.StatusForbidden, rpcError(call.ID, jsonrpc.CodeInvalidRequest,
 				fmt.Sprintf("forbidden: tool %q needs scope %s, which this token lacks; ask the authorization server for a token with it", call.Tool, need)))
 		})

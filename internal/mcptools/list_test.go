@@ -16,7 +16,7 @@ import (
 	"github.com/ticketd/ticketd/internal/wire"
 )
 
-// defaultPageBudget is DESIGN §14's budget for a default list_tickets page
+// defaultPageBudget is the budget (docs/contract.md#lists-and-the-context-budget) for a default list_tickets page
 // over an ordinary backlog: what a model reads when it just lists.
 const defaultPageBudget = 8 << 10
 

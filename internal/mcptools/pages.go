@@ -18,7 +18,7 @@ import (
 const DefaultMaxConcurrentPages = 4
 
 // PageBytes bounds the structured content of one list_tickets answer
-// (DESIGN §14): a page stops before its items would pass it, and
+// (docs/contract.md#lists-and-the-context-budget): a page stops before its items would pass it, and
 // next_cursor continues, so one call never floods a model's context.
 const PageBytes = 64 << 10
 

@@ -26,7 +26,7 @@ const (
 )
 
 // Output schemas are what every client that loads ticketd's tools pays for
-// on every turn (DESIGN §14: tools/list within 24 KiB), so they are exact
+// on every turn (docs/contract.md#lists-and-the-context-budget: tools/list within 24 KiB), so they are exact
 // but terse: no descriptions (the tool's description says what the fields
 // mean), and the shapes several tools share written once per schema under
 // $defs and referred to as #/$defs/<name>. A reference inside one tool's

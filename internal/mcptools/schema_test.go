@@ -113,7 +113,7 @@ func TestNoToolTakesATenant(t *testing.T) {
 	}
 }
 
-// toolsListBudget is DESIGN §14's budget for tools/list with a full-scope
+// toolsListBudget is the budget (docs/contract.md#lists-and-the-context-budget) for tools/list with a full-scope
 // token: every client that loads tool definitions pays it on every turn.
 const toolsListBudget = 24 << 10
 

@@ -27,7 +27,7 @@ const (
 )
 
 // The tool descriptions are product copy: they are all a model knows about
-// ticketd, and every client pays for them on every turn (DESIGN §14). Each
+// ticketd, and every client pays for them on every turn (docs/contract.md#lists-and-the-context-budget). Each
 // says what the tool does and, for a write, the retry contract once, in
 // plain words; what to do about an error is in the error itself (its code,
 // retryable, and a next step in its text), so no description lists errors.

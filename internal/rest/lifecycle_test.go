@@ -162,7 +162,7 @@ func TestListTicketsFilters(t *testing.T) {
 	p := wantProblem(t, do(t, e, req{path: "/api/v1/tickets?priority=whenever", token: tok}), http.StatusBadRequest, "invalid_input")
 	wantFieldError(t, p, "priority", "low, normal, high, urgent")
 
-	// DESIGN §14's controls, as MCP takes them: several statuses,
+	// The list controls (docs/contract.md#lists-and-the-context-budget), as MCP takes them: several statuses,
 	// assignee=none, updated_since, sort, and detail=summary without the
 	// descriptions (full tickets by default).
 	decode[ticket](t, patch(t, e, tok, "SUP-2", newKey(), "", `{"status":"closed"}`), http.StatusOK)

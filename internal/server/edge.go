@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/ticketd/ticketd/internal/authn"
@@ -82,7 +81,7 @@ func requireTicketdScope(metadataURL string, scopes []string) func(http.Handler)
 			}
 			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", %s, resource_metadata=%q`, param, metadataURL))
 			call, _ := edge.CallFrom(r.Context())
-			edge.NoteRefusal(r, call, string(errcode.Forbidden), "the token grants no ticketd scope")
+			edge.NoteRefusal(r, call, errcode.Forbidden, "the token grants no ticketd scope")
 			body := edge.RPCError(call.ID, jsonrpc.CodeInvalidRequest,
 				"forbidden: this token grants no ticketd scope; ask the authorization server for tickets:read (and tickets:write to create tickets)")
 			w.Header().Set("Content-Type", "application/json")
@@ -137,7 +136,7 @@ func refuseWrites(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		rest.Reject(w, r, http.StatusForbidden, "forbidden", "this server is read-only (TICKETD_READ_ONLY): it refuses every write")
+		rest.Reject(w, r, http.StatusForbidden, errcode.Forbidden, "this server is read-only (TICKETD_READ_ONLY): it refuses every write")
 	})
 }
 

@@ -53,7 +53,7 @@ type ListTicketsParams struct {
 // AssigneeNone is the assignee filter for unassigned tickets.
 const AssigneeNone = "none"
 
-// Page sizes of ticket lists (DESIGN §14): a default page an agent can
+// Page sizes of ticket lists (docs/contract.md#lists-and-the-context-budget): a default page an agent can
 // afford to read on every turn.
 const (
 	DefaultTicketLimit = 20

@@ -12,7 +12,7 @@ import (
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
-// TestListSortsAndFilters checks the list controls of DESIGN §14 on both
+// TestListSortsAndFilters checks the list controls (docs/contract.md#lists-and-the-context-budget) on both
 // dialects, each order walked a page of two at a time so the keyset of
 // every order is exercised: updated_desc (a search's default),
 // created_desc (a plain list's default), priority_desc; statuses as a set,

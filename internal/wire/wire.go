@@ -39,7 +39,7 @@ func FromTicket(t tickets.Ticket) Ticket {
 	}
 }
 
-// TicketSummary is a ticket as a list shows it by default (DESIGN §14):
+// TicketSummary is a ticket as a list shows it by default (docs/contract.md#lists-and-the-context-budget):
 // enough to pick a ticket and decide on it, without the description, which
 // get_ticket (or detail "full") returns.
 type TicketSummary struct {
