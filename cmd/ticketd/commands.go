@@ -52,7 +52,7 @@ func token(ctx context.Context, self string, args []string, getenv func(string) 
 	scope := fs.String("scope", authn.ScopeRead+" "+authn.ScopeWrite, "space-separated scopes: "+authn.ScopeRead+", "+authn.ScopeWrite+", "+authn.ScopeAdmin)
 	ttl := fs.Duration("ttl", defaultTokenTTL, "lifetime of the token; the default suits an agent's configuration, which nobody updates daily "+
 		"(a token cannot be revoked before it expires except by changing the secret, so use e.g. 1h for one-off scripts)")
-	cfg, err := parseConfig(fs, groupPublic|groupDB|groupMint|groupDev, args, getenv, stdout)
+	cfg, err := parseConfig(fs, groupHTTP|groupDB|groupMint|groupDev, args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}

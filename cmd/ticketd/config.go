@@ -32,7 +32,7 @@ const (
 	groupMetrics                   // where /metrics is served
 	groupEdge                      // Origin/Host allow-lists, tenant limits, read-only
 	groupWebhook                   // webhook delivery
-	groupPublic                    // the public URL alone, for commands that derive the audience but listen nowhere
+	groupPublic                    // the public URL alone, for stdio: it derives the audience but listens nowhere
 	groupMint                      // what minting a token needs: issuer, audience, HS256 secret, tenant claim
 )
 
@@ -156,9 +156,9 @@ var typedSettings = []typedSetting{
 
 // envOnly names settings that a command in the given groups reads from the
 // environment without offering their flag: it cannot use them, but they
-// shape what it does use. token and stdio derive the public URL (so the
-// tokens' audience) from TICKETD_ADDR exactly as serve does; token refuses
-// to mint for a server that verifies an identity provider's keys.
+// shape what it does use. stdio derives the public URL (so the tokens'
+// audience) from TICKETD_ADDR exactly as serve does; token refuses to mint
+// for a server that verifies an identity provider's keys.
 var envOnly = map[string]group{
 	"addr":                groupPublic,
 	"jwt-jwks-url":        groupMint,
