@@ -24,6 +24,10 @@ import (
 // The dev principal and the data dev mode seeds.
 const (
 	devSecretFile = "hs256.secret"
+	// devCursorSecretFile keeps the key signing list cursors, so a cursor
+	// outlives a restart and works in every process on the same data
+	// directory (a stdio agent's, the server's).
+	devCursorSecretFile = "cursor.secret"
 	// devApprovalSecretFile keeps the approval state key across restarts,
 	// so an elicitation asked before a restart can still be answered.
 	devApprovalSecretFile = "approval.secret"
@@ -50,8 +54,14 @@ func devSecret(dir string) (secret []byte, path string, err error) {
 	return devKey(dir, devSecretFile)
 }
 
-// devKey returns the secret kept in dir under file, generating it on first
-// use: the dev HS256 secret, and the key signing approval request states.
+// devCursorKey returns the cursor key kept in dir, generated on first use
+// as devSecret's is.
+func devCursorKey(dir string) ([]byte, error) {
+	key, _, err := devKey(dir, devCursorSecretFile)
+	return key, err
+}
+
+// devKey returns the key kept in dir under file, generating it on first use.
 func devKey(dir, file string) (secret []byte, path string, err error) {
 	path = filepath.Join(dir, file)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -77,7 +87,7 @@ func createDevSecret(dir, path string) error {
 	// rather than hand out a weak key.
 	_, _ = rand.Read(key)
 	// CreateTemp makes the file with mode 0600.
-	tmp, err := os.CreateTemp(dir, ".hs256.secret-*")
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return fmt.Errorf("create dev secret: %w", err)
 	}

@@ -11,13 +11,13 @@ import (
 // /api/v1/tickets/bulk. The change is update_ticket's, without title and
 // description, which no two tickets share.
 type BulkUpdateFields struct {
-	IDs          []string         `json:"ids" jsonschema:"The tickets to change: 1-100 ticket IDs (UUIDs) or keys like SUP-42, each ticket once."`
-	IfVersions   map[string]int64 `json:"if_versions,omitempty" jsonschema:"Optional: for tickets you read before deciding, the version you read, keyed by the ticket as written in ids. If any such ticket changed since, nothing at all is written (version_conflict)."`
-	Priority     *string          `json:"priority,omitempty" jsonschema:"New priority: low, normal, high or urgent."`
-	Status       *string          `json:"status,omitempty" jsonschema:"New status; every ticket must be allowed the move (open to in_progress, resolved or closed; in_progress to open, resolved or closed; resolved to open or closed; closed to open only)."`
-	Assignee     *string          `json:"assignee,omitempty" jsonschema:"Who the tickets are assigned to (a subject, at most 200 characters); \"me\" assigns them to you; an empty string unassigns them."`
-	AddLabels    []string         `json:"add_labels,omitempty" jsonschema:"Labels to add, normalised like create's (trimmed, lower-cased)."`
-	RemoveLabels []string         `json:"remove_labels,omitempty" jsonschema:"Labels to remove; removing a label a ticket lacks is not an error."`
+	IDs          []string         `json:"ids" jsonschema:"Ticket IDs or keys, each once."`
+	IfVersions   map[string]int64 `json:"if_versions,omitempty" jsonschema:"Versions you read, keyed as in ids."`
+	Priority     *string          `json:"priority,omitempty"`
+	Status       *string          `json:"status,omitempty" jsonschema:"Moves as in update_ticket, for every ticket."`
+	Assignee     *string          `json:"assignee,omitempty" jsonschema:"A subject; \"me\" is you; \"\" unassigns."`
+	AddLabels    []string         `json:"add_labels,omitempty"`
+	RemoveLabels []string         `json:"remove_labels,omitempty"`
 }
 
 // Bulk is the one mapping from the wire fields to the domain's bulk update.
@@ -60,9 +60,9 @@ const maxTicketRef = 64
 type BulkItem struct {
 	TicketID string            `json:"ticket_id"`
 	Key      string            `json:"key"`
-	Version  int64             `json:"version" jsonschema:"The version this operation produced for the ticket (on a replay, the original's; the ticket may be later now)."`
-	Changes  map[string]Change `json:"changes" jsonschema:"What this operation changed on the ticket; {} when it already was as asked."`
-	Ticket   Ticket            `json:"ticket" jsonschema:"The ticket as it is now."`
+	Version  int64             `json:"version" jsonschema:"The version this operation produced."`
+	Changes  map[string]Change `json:"changes"`
+	Ticket   Ticket            `json:"ticket" jsonschema:"The ticket now."`
 }
 
 // FromBulkItems converts a bulk update's items, in the order named.

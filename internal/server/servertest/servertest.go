@@ -57,6 +57,8 @@ type Options struct {
 	// Edge configures the edge (allowed origins and hosts, tenant limits,
 	// read-only); the zero value is the defaults.
 	Edge server.Edge
+	// AuthorizationServers is server.Config.AuthorizationServers.
+	AuthorizationServers []string
 	// Approval, when set, gates the service's writes behind approvals
 	// (DESIGN §15); its PageURL defaults to the Env's console. Nil: nobody
 	// is asked, as every test that is not about approval wants.
@@ -108,7 +110,7 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 	}
 	h, err := server.New(server.Config{
 		Service: e.Service, Verifier: v, PublicURL: base, Issuer: Issuer, Logger: opts.Logger,
-		Ready: ready, Metrics: metrics, Edge: opts.Edge,
+		Ready: ready, Metrics: metrics, Edge: opts.Edge, AuthorizationServers: opts.AuthorizationServers,
 	})
 	if err != nil {
 		tb.Fatalf("servertest: server.New: %v", err)
@@ -180,14 +182,18 @@ func Connect(tb testing.TB, endpoint, token string) *mcp.ClientSession {
 // Dial is Connect for callers that expect it to fail (a bad token). The
 // caller closes the session.
 func Dial(endpoint, token string) (*mcp.ClientSession, error) {
-	return DialWith(endpoint, token, nil, nil)
+	return DialWith(endpoint, Bearer(token, http.DefaultTransport), "")
 }
 
 // ConnectWith is Connect with client options (an elicitation handler, say)
 // and session options (an older protocol version).
 func (e *Env) ConnectWith(tb testing.TB, token string, client *mcp.ClientOptions, session *mcp.ClientSessionOptions) *mcp.ClientSession {
 	tb.Helper()
-	cs, err := DialWith(e.Endpoint, token, client, session)
+	var version string
+	if session != nil {
+		version = session.ProtocolVersion
+	}
+	cs, err := DialClient(e.Endpoint, Bearer(token, http.DefaultTransport), client, version)
 	if err != nil {
 		tb.Fatalf("servertest: connect to %s: %v", e.Endpoint, err)
 	}
@@ -195,16 +201,22 @@ func (e *Env) ConnectWith(tb testing.TB, token string, client *mcp.ClientOptions
 	return cs
 }
 
-// DialWith is Dial with client and session options; nil takes the defaults.
-func DialWith(endpoint, token string, client *mcp.ClientOptions, session *mcp.ClientSessionOptions) (*mcp.ClientSession, error) {
+// DialWith is Dial over rt (which must add the token), asking for protocol
+// version (the latest if empty; "2025-11-25" makes the legacy handshake).
+func DialWith(endpoint string, rt http.RoundTripper, version string) (*mcp.ClientSession, error) {
+	return DialClient(endpoint, rt, nil, version)
+}
+
+// DialClient is DialWith with client options (nil: the defaults).
+func DialClient(endpoint string, rt http.RoundTripper, client *mcp.ClientOptions, version string) (*mcp.ClientSession, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), CallTimeout)
 	defer cancel()
 	c := mcp.NewClient(&mcp.Implementation{Name: "servertest", Version: "v0"}, client)
 	return c.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:   endpoint,
-		HTTPClient: &http.Client{Transport: Bearer(token, http.DefaultTransport)},
+		HTTPClient: &http.Client{Transport: rt},
 		MaxRetries: -1,
-	}, session)
+	}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 }
 
 // Bearer returns a RoundTripper adding "Authorization: Bearer token" to
