@@ -14,7 +14,7 @@
 # and drop databases; every database the run creates is dropped at the end.
 #
 # With Node.js (20 or later) on PATH the TypeScript SDK no-op
-# (cmd/ticketd-noop/ts) runs as a second floor; its pinned packages are
+# (tools/ticketd-noop/ts) runs as a second floor; its pinned packages are
 # installed with `npm ci` into the run's temporary directory, so npm's
 # registry must be reachable. NODE=0 leaves that floor out; with Node but no
 # registry the run fails rather than leave it out silently.
@@ -26,12 +26,12 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 go build -o "$tmp/ticketd" ./cmd/ticketd
-go build -o "$tmp/ticketd-noop" ./cmd/ticketd-noop
-go build -o "$tmp/ticketd-load" ./cmd/ticketd-load
+go build -o "$tmp/ticketd-noop" ./tools/ticketd-noop
+go build -o "$tmp/ticketd-load" ./tools/ticketd-load
 
 ts_floor=()
 if [ "${NODE:-}" != 0 ] && command -v node >/dev/null; then
-  cp -r cmd/ticketd-noop/ts "$tmp/noop-ts"
+  cp -r tools/ticketd-noop/ts "$tmp/noop-ts"
   npm ci --prefix "$tmp/noop-ts" --no-audit --no-fund --loglevel=error >&2
   ts_floor=(-noop-ts "$tmp/noop-ts/server.mjs" -node "$(command -v node)")
 else

@@ -131,7 +131,7 @@ func parseBenchConfig(args []string, stderr io.Writer) (*benchConfig, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.Ticketd, "ticketd", "bin/ticketd", "ticketd binary")
 	fs.StringVar(&c.Noop, "noop", "bin/ticketd-noop", "ticketd-noop binary (the go-sdk floor)")
-	fs.StringVar(&c.NoopTS, "noop-ts", "", "server.mjs of the TypeScript SDK floor (cmd/ticketd-noop/ts, after npm ci); empty: that floor is not measured")
+	fs.StringVar(&c.NoopTS, "noop-ts", "", "server.mjs of the TypeScript SDK floor (tools/ticketd-noop/ts, after npm ci); empty: that floor is not measured")
 	fs.StringVar(&c.Node, "node", "node", "Node.js binary that runs -noop-ts")
 	fs.IntVar(&c.Rounds, "rounds", 3, "rounds; each runs every scenario once against a fresh server, and the table shows medians")
 	fs.DurationVar(&c.Warmup, "warmup", 2*time.Second, "warm-up of each run, not measured")
