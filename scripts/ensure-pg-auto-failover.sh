@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure pg_auto_failover is installed for the failover test and prints
 # the path of its pg_autoctl. It uses TICKETD_PG_AUTOCTL, then pg_autoctl on
-# the PATH or beside the PostgreSQL binaries (Debian puts it in
-# /usr/lib/postgresql/VERSION/bin); only when none exists does it install
+# the PATH or beside the PostgreSQL binaries; only when none exists does it install
 # Debian's postgresql-VERSION-auto-failover and pg-auto-failover-cli with
 # apt-get, for the PostgreSQL major version whose server binaries are here.
 # It installs nothing else and never touches a running server: the packages
@@ -20,13 +19,15 @@ if [ -n "${TICKETD_PG_AUTOCTL:-}" ]; then
   echo "$TICKETD_PG_AUTOCTL"; exit 0
 fi
 
-# found: the newest pg_autoctl beside a PostgreSQL server, else on the PATH.
+# found: pg_autoctl on the PATH (Debian's pg-auto-failover-cli puts it in
+# /usr/bin), else the newest beside a PostgreSQL server.
 found() {
   local p
+  command -v pg_autoctl 2>/dev/null && return 0
   for p in $(ls -d /usr/lib/postgresql/*/bin/pg_autoctl 2>/dev/null | sort -V -r); do
     [ -x "$p" ] && { echo "$p"; return 0; }
   done
-  command -v pg_autoctl 2>/dev/null
+  return 1
 }
 if path=$(found); then echo "$path"; exit 0; fi
 
