@@ -32,6 +32,7 @@ const (
 	groupMetrics                   // where /metrics is served
 	groupEdge                      // Origin/Host allow-lists, tenant limits, read-only
 	groupWebhook                   // webhook delivery
+	groupReplica                   // the read replica (serve and stdio, which read)
 )
 
 // Defaults that also appear in help and error messages.
@@ -50,23 +51,25 @@ const (
 // default", which depends on other settings (the audience on the public URL,
 // the database on --dev), so defaults are resolved after parsing.
 type config struct {
-	Addr          string
-	DatabaseURL   string
-	PublicURL     string
-	Issuer        string
-	Audience      string
-	JWKSURL       string
-	PublicKeyFile string
-	HS256Secret   string
-	TenantClaim   string
-	LogFormat     string
-	LogLevel      string
-	CursorSecret  string
-	Migrate       bool
-	Dev           bool
-	DataDir       string
-	Token         string
-	MetricsAddr   string
+	Addr        string
+	DatabaseURL string
+	// ReadDatabaseURL is the optional read replica (DESIGN §19).
+	ReadDatabaseURL string
+	PublicURL       string
+	Issuer          string
+	Audience        string
+	JWKSURL         string
+	PublicKeyFile   string
+	HS256Secret     string
+	TenantClaim     string
+	LogFormat       string
+	LogLevel        string
+	CursorSecret    string
+	Migrate         bool
+	Dev             bool
+	DataDir         string
+	Token           string
+	MetricsAddr     string
 
 	// The edge (DESIGN §12), parsed and checked by edge().
 	AllowedOrigins    string
@@ -103,6 +106,7 @@ var stringSettings = []stringSetting{
 	{groupHTTP, "TICKETD_ADDR", "addr", defaultAddr, "listen address host:port", func(c *config) *string { return &c.Addr }},
 	{groupHTTP, "TICKETD_PUBLIC_URL", "public-url", "", "URL clients reach this server at (default http://ADDR)", func(c *config) *string { return &c.PublicURL }},
 	{groupDB, "TICKETD_DATABASE_URL", "database-url", "", "postgres://USER:PASS@HOST:PORT/DB?sslmode=… or sqlite://PATH (default " + defaultDatabaseURL + "; with --dev sqlite://DATA_DIR/" + devDatabaseFile + ")", func(c *config) *string { return &c.DatabaseURL }},
+	{groupReplica, "TICKETD_READ_DATABASE_URL", "read-database-url", "", "optional PostgreSQL hot standby for lists, search and history; a query runs there only when the standby has replayed all the primary has committed, else on the primary", func(c *config) *string { return &c.ReadDatabaseURL }},
 	{groupAuth, "TICKETD_JWT_ISSUER", "jwt-issuer", "", "iss claim tokens must carry (required; with --dev " + devIssuer + ")", func(c *config) *string { return &c.Issuer }},
 	{groupAuth, "TICKETD_JWT_AUDIENCE", "jwt-audience", "", "aud claim tokens must carry (default PUBLIC_URL/mcp)", func(c *config) *string { return &c.Audience }},
 	{groupAuth, "TICKETD_JWT_JWKS_URL", "jwt-jwks-url", "", "key source: identity provider JWK Set URL", func(c *config) *string { return &c.JWKSURL }},
@@ -322,8 +326,18 @@ func (c *config) warnings() []string {
 
 // checkDB validates the database URL without connecting.
 func (c *config) checkDB() error {
-	if _, _, err := db.ParseURL(c.DatabaseURL); err != nil {
+	dialect, _, err := db.ParseURL(c.DatabaseURL)
+	if err != nil {
 		return fmt.Errorf("TICKETD_DATABASE_URL: %w", err)
+	}
+	if c.ReadDatabaseURL != "" {
+		readDialect, _, err := db.ParseURL(c.ReadDatabaseURL)
+		if err != nil {
+			return fmt.Errorf("TICKETD_READ_DATABASE_URL: %w", err)
+		}
+		if dialect != db.Postgres || readDialect != db.Postgres {
+			return fmt.Errorf("TICKETD_READ_DATABASE_URL: %w", db.ErrReplicaNotPostgres)
+		}
 	}
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -88,6 +89,8 @@ type Cluster struct {
 	pgctl   string
 	cred    *syscall.Credential
 	env     []string
+	// fixedPorts: this formation holds the fixedPorts lock until cleanup.
+	fixedPorts bool
 }
 
 // Start brings up a monitor and two nodes, tuned with MonitorSettings and
@@ -142,7 +145,8 @@ func Start(tb testing.TB) *Cluster {
 		}
 	}
 
-	ports := pickPorts(tb)
+	ports, fixed := pickPorts(tb)
+	c.fixedPorts = fixed
 	c.Monitor = &Node{Name: "monitor", Port: ports[0], PGData: filepath.Join(c.base, "monitor")}
 	for i := range c.Nodes {
 		c.Nodes[i] = &Node{Name: fmt.Sprintf("node%d", i+1), Port: ports[i+1], PGData: filepath.Join(c.base, fmt.Sprintf("node%d", i+1))}
@@ -359,6 +363,9 @@ func (c *Cluster) cleanup(tb testing.TB) {
 	if err := os.RemoveAll(c.base); err != nil {
 		tb.Errorf("remove %s: %v", c.base, err)
 	}
+	if c.fixedPorts {
+		fixedPorts.Unlock()
+	}
 }
 
 // postmasterPID reads the postmaster's PID from pgdata, or 0; it returns
@@ -404,23 +411,29 @@ func majorOf(pgctl string) int {
 	return n
 }
 
+// fixedPorts is held by the formation of this process that uses ports
+// 6000-6002, so a second one running in parallel takes others.
+var fixedPorts sync.Mutex
+
 // pickPorts returns the ports the formation's monitor and nodes listen on:
-// 6000-6002, as the README's example uses, unless one is taken (another
-// formation on this host), then three the kernel hands out.
-func pickPorts(tb testing.TB) [3]int {
+// 6000-6002, as the README's example uses, unless another formation has
+// them (in this process or on this host), then three the kernel hands out.
+func pickPorts(tb testing.TB) (ports [3]int, fixed bool) {
 	tb.Helper()
-	fixed := [3]int{6000, 6001, 6002}
-	free := true
-	for _, p := range fixed {
-		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
-		if err != nil {
-			free = false
-			break
+	if fixedPorts.TryLock() {
+		free := true
+		for _, p := range [3]int{6000, 6001, 6002} {
+			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+			if err != nil {
+				free = false
+				break
+			}
+			_ = ln.Close()
 		}
-		_ = ln.Close()
-	}
-	if free {
-		return fixed
+		if free {
+			return [3]int{6000, 6001, 6002}, true
+		}
+		fixedPorts.Unlock()
 	}
 	var out [3]int
 	for i := range out {
@@ -431,7 +444,7 @@ func pickPorts(tb testing.TB) [3]int {
 		out[i] = ln.Addr().(*net.TCPAddr).Port
 		_ = ln.Close()
 	}
-	return out
+	return out, false
 }
 
 func chownAll(root string, uid, gid int) error {
