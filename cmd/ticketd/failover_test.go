@@ -122,13 +122,15 @@ func TestFailoverUnderLoadLosesNothing(t *testing.T) {
 	}
 	defer store.Close()
 	f := l.check(t, store)
+	stopped := time.Now()
 	delivered, committed := waitDelivered(t, store, hooks)
+	drained := time.Since(stopped).Seconds()
 
 	t.Logf("failover: %d workers; acknowledged writes %d (creates %d, updates %d, comments %d), lost %d, duplicates %d, "+
 		"false failures %d, unacknowledged %d; answers after the kill %s; first successful write %.1f s after the kill (target ≤ %.0f s); "+
-		"webhook events delivered %d / committed %d; formation after: %s",
+		"webhook events delivered %d / committed %d (the last %.1f s after the load stopped); formation after: %s",
 		failoverWorkers, f.acked, f.creates, f.updates, f.comments, f.lost, f.duplicates, f.falseFailures, f.unacked,
-		l.codeSummary(), secs, failoverTargetSecs, delivered, committed, states)
+		l.codeSummary(), secs, failoverTargetSecs, delivered, committed, drained, states)
 	if secs > failoverTargetSecs {
 		t.Errorf("first successful write %.1f s after the kill, want ≤ %.0f s", secs, failoverTargetSecs)
 	}
