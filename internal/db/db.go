@@ -105,6 +105,12 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	}
 	switch dialect {
 	case Postgres:
+		// A multi-host URL with target_session_attrs=read-write (DESIGN
+		// §19) needs nothing more here to survive a failover: pgx's
+		// database/sql driver pings a connection idle for over a second
+		// before handing it out again and reports a dead one as bad, so
+		// connections to the lost primary are discarded, and every new one
+		// walks the hosts until one accepts writes.
 		sqlDB.SetMaxOpenConns(20)
 		sqlDB.SetMaxIdleConns(10)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
