@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -125,7 +126,6 @@ func TestFailoverUnderLoadLosesNothing(t *testing.T) {
 	stopped := time.Now()
 	delivered, committed := waitDelivered(t, store, hooks)
 	drained := time.Since(stopped).Seconds()
-
 	t.Logf("failover: %d workers; acknowledged writes %d (creates %d, updates %d, comments %d), lost %d, duplicates %d, "+
 		"false failures %d, unacknowledged %d; answers after the kill %s; first successful write %.1f s after the kill (target ≤ %.0f s); "+
 		"webhook events delivered %d / committed %d (the last %.1f s after the load stopped); formation after: %s",
@@ -466,26 +466,30 @@ func (l *failoverLoad) check(t *testing.T, store *db.DB) figures {
 	return f
 }
 
-// waitDelivered waits until every delivery of the tenant is delivered and
-// returns how many of the committed events' IDs reached the receiver and
-// how many events committed.
+// waitDelivered waits until every committed event of the tenant has
+// reached the receiver and its outbox row says delivered (River's jobs ran
+// to completion on the new primary), and returns how many of the committed
+// events' IDs reached the receiver and how many events committed.
 func waitDelivered(t *testing.T, store *db.DB, hooks *eventReceiver) (delivered, committed int) {
 	t.Helper()
-	var ids []string
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		var events int64
-		if err := store.Gorm.Raw("SELECT count(*) FROM ticket_events WHERE tenant_id = 'acme'").Scan(&events).Error; err != nil {
-			t.Fatal(err)
-		}
-		ids = nil
-		if err := store.Gorm.Raw("SELECT webhook_id::text FROM webhook_deliveries WHERE tenant_id = 'acme'").Scan(&ids).Error; err != nil {
+		var events, undelivered int64
+		var ids []string
+		err := errors.Join(
+			store.Gorm.Raw("SELECT count(*) FROM ticket_events WHERE tenant_id = 'acme'").Scan(&events).Error,
+			store.Gorm.Raw("SELECT webhook_id::text FROM webhook_deliveries WHERE tenant_id = 'acme'").Scan(&ids).Error,
+			store.Gorm.Raw("SELECT count(*) FROM webhook_deliveries WHERE tenant_id = 'acme' AND status <> 'delivered'").Scan(&undelivered).Error)
+		if err != nil {
 			t.Fatal(err)
 		}
 		delivered = hooks.has(ids)
-		if delivered == int(events) || time.Now().After(deadline) {
+		if delivered == int(events) && undelivered == 0 || time.Now().After(deadline) {
 			if len(ids) != int(events) {
 				t.Errorf("%d events committed but %d webhook deliveries: the outbox row must commit with the event", events, len(ids))
+			}
+			if undelivered != 0 {
+				t.Errorf("%d webhook deliveries are not marked delivered 90 s after the load stopped", undelivered)
 			}
 			return delivered, int(events)
 		}
