@@ -20,9 +20,10 @@ import (
 // TestReadReplicaNeverMissesOwnWrite serves lists, search and history from
 // the pg_auto_failover formation's hot standby (TICKETD_READ_DATABASE_URL)
 // while the standby's replay is paused, so it lags further behind with every
-// write (DESIGN §19). Each round creates a ticket, updates it and comments on
-// it, and at once reads all three back through the read path: none may be
-// missing, though the standby itself holds none of them. The metrics show the
+// write (DESIGN §19). Each round creates a ticket (reading it and its
+// operation back at once, which always read the primary), updates it and
+// comments on it, and at once reads all three back through the read path:
+// none may be missing, though the standby itself holds none of them. The metrics show the
 // lag and that the primary answered; once replay resumes and the standby
 // catches up, the standby answers again. Figures: go test -v -run ReadReplica
 // ./cmd/ticketd under make test's environment.
@@ -62,8 +63,19 @@ func TestReadReplicaNeverMissesOwnWrite(t *testing.T) {
 		var created struct {
 			ID string `json:"id"`
 		}
+		createKey := uuid.NewString()
 		api(t, "POST", base+"/api/v1/tickets", token, map[string]any{"project_id": "support", "title": "Replica " + word},
-			http.StatusCreated, &created, "Idempotency-Key", uuid.NewString())
+			http.StatusCreated, &created, "Idempotency-Key", createKey)
+		// What answers for the write itself reads the primary.
+		api(t, "GET", base+"/api/v1/tickets/"+created.ID, token, nil, http.StatusOK, nil)
+		var op struct {
+			Status string `json:"status"`
+		}
+		api(t, "GET", base+"/api/v1/operations/"+createKey, token, nil, http.StatusOK, &op)
+		if op.Status != "succeeded" {
+			misses++
+			t.Errorf("round %d: its own create's operation is %q, want succeeded", round, op.Status)
+		}
 		api(t, "PATCH", base+"/api/v1/tickets/"+created.ID, token, map[string]any{"description": fmt.Sprintf("round %d", round)},
 			http.StatusOK, nil, "Idempotency-Key", uuid.NewString())
 		var comment struct {

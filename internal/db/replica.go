@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -101,7 +102,14 @@ func (r *Replica) Close() error { return r.db.Close() }
 type routingPool struct {
 	primary, standby     *sql.DB
 	onStandby, onPrimary atomic.Uint64
+	// standbyDownUntil (Unix nanoseconds): after the standby failed to
+	// answer, reads go straight to the primary until then, instead of each
+	// waiting for the standby's connect timeout first.
+	standbyDownUntil atomic.Int64
 }
+
+// standbyRetryAfter is how long reads skip a standby that failed to answer.
+const standbyRetryAfter = 5 * time.Second
 
 // pick returns the pool a query starting now may run on.
 func (p *routingPool) pick(ctx context.Context) *sql.DB {
@@ -129,9 +137,15 @@ func (p *routingPool) caughtUp(ctx context.Context) bool {
 	if err != nil {
 		return false
 	}
+	if time.Now().UnixNano() < p.standbyDownUntil.Load() {
+		return false
+	}
 	var replayed sql.NullString
 	var standby bool
 	if err := p.standby.QueryRowContext(ctx, "SELECT pg_last_wal_replay_lsn()::text, pg_is_in_recovery()").Scan(&replayed, &standby); err != nil {
+		if ctx.Err() == nil {
+			p.standbyDownUntil.Store(time.Now().Add(standbyRetryAfter).UnixNano())
+		}
 		return false
 	}
 	if !standby || !replayed.Valid {

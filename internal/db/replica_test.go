@@ -2,9 +2,14 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the closed standby's driver
 )
 
 func TestParseLSN(t *testing.T) {
@@ -45,4 +50,54 @@ func TestAttachReplicaNeedsPostgres(t *testing.T) {
 	if d.Replica != nil {
 		t.Fatal("a failed AttachReplica left a replica attached")
 	}
+}
+
+// A standby that cannot answer sends the reads to the primary, which
+// answers them, and is left alone for standbyRetryAfter rather than asked
+// again (and waited for) on every read.
+func TestReadsFallBackToThePrimaryWhenTheStandbyIsDown(t *testing.T) {
+	t.Parallel()
+	primary := openTestPostgres(t)
+	primarySQL, err := primary.Gorm.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	standby, err := sql.Open("pgx", "postgres://postgres@127.0.0.1:1/none?connect_timeout=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = standby.Close() // every query on it fails at once
+	pool := &routingPool{primary: primarySQL, standby: standby}
+	for i := range 3 {
+		var one int
+		if err := pool.QueryRowContext(context.Background(), "SELECT 1").Scan(&one); err != nil || one != 1 {
+			t.Fatalf("read %d with the standby down: %d, %v; want the primary's answer", i, one, err)
+		}
+	}
+	if onStandby, onPrimary := pool.onStandby.Load(), pool.onPrimary.Load(); onStandby != 0 || onPrimary != 3 {
+		t.Fatalf("served %d on the standby and %d on the primary, want 0 and 3", onStandby, onPrimary)
+	}
+	if until := time.Unix(0, pool.standbyDownUntil.Load()); time.Until(until) <= 0 || time.Until(until) > standbyRetryAfter {
+		t.Fatalf("standby skipped until %s, want within %s from now", until, standbyRetryAfter)
+	}
+}
+
+// openTestPostgres opens the PostgreSQL server the tests use (dbtest's
+// variable; dbtest itself imports this package), for queries that touch no
+// table.
+func openTestPostgres(tb testing.TB) *DB {
+	tb.Helper()
+	raw := os.Getenv("TICKETD_TEST_DATABASE_URL")
+	if raw == "" {
+		if os.Getenv("TICKETD_REQUIRE_POSTGRES") != "" {
+			tb.Fatal("TICKETD_REQUIRE_POSTGRES is set but TICKETD_TEST_DATABASE_URL is not")
+		}
+		tb.Skip("PostgreSQL tests need TICKETD_TEST_DATABASE_URL (make test sets it)")
+	}
+	d, err := Open(context.Background(), raw)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = d.Close() })
+	return d
 }
