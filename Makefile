@@ -20,16 +20,19 @@ help: ## List the targets.
 run: ## Run the server with embedded SQLite and dev auth (prints a token).
 	$(GO) run ./cmd/ticketd serve --dev
 
-# The failover test needs pg_auto_failover; ensure-pg-auto-failover.sh
-# installs it with apt-get where it can, and where it cannot the test is
-# skipped with the script's reason printed above.
+# The failover tests need pg_auto_failover; ensure-pg-auto-failover.sh
+# installs it with apt-get where it can, and where it cannot they are
+# skipped with the script's reason printed above. Their figures are printed
+# after the run (TICKETD_HA_REPORT).
 test: ## Run every test with -race against real PostgreSQL (an existing server; see README), SQLite, Chromium and pg_auto_failover.
-	@url=$$(./scripts/ensure-postgres.sh) && \
+	@status=1; report=$$(mktemp); \
+	  url=$$(./scripts/ensure-postgres.sh) && \
 	  ./scripts/ensure-postgres_test.sh "$$url" && \
 	  if pgaf=$$(./scripts/ensure-pg-auto-failover.sh); then export TICKETD_PG_AUTOCTL="$$pgaf"; \
 	  else export TICKETD_PG_AUTO_FAILOVER_UNAVAILABLE="scripts/ensure-pg-auto-failover.sh failed (its reason is printed before the test output)"; fi && \
-	  TICKETD_TEST_DATABASE_URL="$$url" TICKETD_REQUIRE_POSTGRES=1 TICKETD_REQUIRE_BROWSER=1 \
-	  $(GO) test -race -count=1 -timeout 10m $(PKGS)
+	  { TICKETD_TEST_DATABASE_URL="$$url" TICKETD_REQUIRE_POSTGRES=1 TICKETD_REQUIRE_BROWSER=1 TICKETD_HA_REPORT="$$report" \
+	  $(GO) test -race -count=1 -timeout 10m $(PKGS); status=$$?; } ; \
+	  if [ -s "$$report" ]; then echo "high availability:"; cat "$$report"; fi; rm -f "$$report"; exit $$status
 
 test-short: ## Run the tests without PostgreSQL (its tests skip).
 	$(GO) test -count=1 $(PKGS)

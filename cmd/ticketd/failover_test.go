@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -126,7 +127,7 @@ func TestFailoverUnderLoadLosesNothing(t *testing.T) {
 	stopped := time.Now()
 	delivered, committed := waitDelivered(t, store, hooks)
 	drained := time.Since(stopped).Seconds()
-	t.Logf("failover: %d workers; acknowledged writes %d (creates %d, updates %d, comments %d), lost %d, duplicates %d, "+
+	reportHA(t, "failover: %d workers; acknowledged writes %d (creates %d, updates %d, comments %d), lost %d, duplicates %d, "+
 		"false failures %d, unacknowledged %d; answers after the kill %s; first successful write %.1f s after the kill (target ≤ %.0f s); "+
 		"webhook events delivered %d / committed %d (the last %.1f s after the load stopped); formation after: %s",
 		failoverWorkers, f.acked, f.creates, f.updates, f.comments, f.lost, f.duplicates, f.falseFailures, f.unacked,
@@ -146,6 +147,28 @@ func TestFailoverUnderLoadLosesNothing(t *testing.T) {
 	}
 	if delivered != committed {
 		t.Errorf("webhook receiver got %d distinct events, %d committed", delivered, committed)
+	}
+}
+
+// reportHA logs a line of figures and, when make test names a file in
+// TICKETD_HA_REPORT, appends it there too: go test shows a passing test's
+// log only with -v, and make test prints the file after the run.
+func reportHA(t *testing.T, format string, args ...any) {
+	t.Helper()
+	line := fmt.Sprintf(format, args...)
+	t.Log(line)
+	path := os.Getenv("TICKETD_HA_REPORT")
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Errorf("TICKETD_HA_REPORT: %v", err)
+		return
+	}
+	defer f.Close()
+	if _, err := fmt.Fprintf(f, "%s: %s\n", t.Name(), line); err != nil {
+		t.Errorf("TICKETD_HA_REPORT: %v", err)
 	}
 }
 

@@ -163,7 +163,7 @@ func TestReadReplicaNeverMissesOwnWrite(t *testing.T) {
 	if len(page.Tickets) != rounds {
 		t.Errorf("the list from the caught-up standby has %d tickets, want %d", len(page.Tickets), rounds)
 	}
-	t.Logf("read replica: %d rounds of write then read (search, history, comments) with the standby's replay paused: "+
+	reportHA(t, "read replica: %d rounds of write then read (search, history, comments) with the standby's replay paused: "+
 		"misses %d, standby held %d of the new tickets, reads served by the primary %d, by the standby %d, lag gauge %.2f s; "+
 		"after resuming, a list ran on the standby (standby reads %d → %d)",
 		rounds, misses, heldByStandby, lagging.primary, lagging.replica, lagging.lag, before.replica, after.replica)
