@@ -167,10 +167,9 @@ func Start(tb testing.TB) *Cluster {
 }
 
 func (c *Cluster) start(ctx context.Context) error {
-	c.spawn(c.Monitor, "create", "monitor", "--pgdata", c.Monitor.PGData, "--pgport", strconv.Itoa(c.Monitor.Port),
-		"--pgctl", c.pgctl, "--hostname", "127.0.0.1", "--auth", "trust", "--no-ssl", "--run")
-	if err := c.Monitor.cmd.Start(); err != nil {
-		return fmt.Errorf("start monitor: %w", err)
+	if err := c.spawn(c.Monitor, "create", "monitor", "--pgdata", c.Monitor.PGData, "--pgport", strconv.Itoa(c.Monitor.Port),
+		"--pgctl", c.pgctl, "--hostname", "127.0.0.1", "--auth", "trust", "--no-ssl", "--run"); err != nil {
+		return err
 	}
 	mon, err := sql.Open("pgx", c.MonitorURL())
 	if err != nil {
@@ -193,11 +192,10 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 
 	for i, n := range c.Nodes {
-		c.spawn(n, "create", "postgres", "--pgdata", n.PGData, "--pgport", strconv.Itoa(n.Port), "--pgctl", c.pgctl,
+		if err := c.spawn(n, "create", "postgres", "--pgdata", n.PGData, "--pgport", strconv.Itoa(n.Port), "--pgctl", c.pgctl,
 			"--hostname", "127.0.0.1", "--name", n.Name, "--monitor", c.monitorNodeURL(), "--dbname", Database,
-			"--auth", "trust", "--no-ssl", "--run")
-		if err := n.cmd.Start(); err != nil {
-			return fmt.Errorf("start %s: %w", n.Name, err)
+			"--auth", "trust", "--no-ssl", "--run"); err != nil {
+			return err
 		}
 		if i == 0 {
 			if err := waitUntil(ctx, func() bool { return c.states(ctx, mon)[n.Name] == "single" }); err != nil {
@@ -331,16 +329,23 @@ func (c *Cluster) Logs() string {
 	return b.String()
 }
 
-// spawn prepares `pg_autoctl args…` for n, in a process group of its own
-// so that Kill9 and cleanup reach every process it starts.
-func (c *Cluster) spawn(n *Node, args ...string) {
+// spawn starts `pg_autoctl args…` for n, logging to a file, in a process
+// group of its own so that Kill9 and cleanup reach every process it starts.
+func (c *Cluster) spawn(n *Node, args ...string) error {
 	n.cmd = c.autoctlCmd(args...)
 	n.log = filepath.Join(c.base, n.Name+".log")
 	f, err := os.Create(n.log)
-	if err == nil {
-		n.cmd.Stdout, n.cmd.Stderr = f, f
+	if err != nil {
+		return fmt.Errorf("%s log: %w", n.Name, err)
 	}
+	n.cmd.Stdout, n.cmd.Stderr = f, f
 	n.cmd.SysProcAttr.Setpgid = true
+	if err := n.cmd.Start(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("start %s: %w", n.Name, err)
+	}
+	// The child holds its own copy of the descriptor.
+	return f.Close()
 }
 
 func (c *Cluster) autoctlCmd(args ...string) *exec.Cmd {
