@@ -51,25 +51,26 @@ const (
 // default", which depends on other settings (the audience on the public URL,
 // the database on --dev), so defaults are resolved after parsing.
 type config struct {
-	Addr        string
-	DatabaseURL string
+	Addr          string
+	DatabaseURL   string
+	PublicURL     string
+	Issuer        string
+	Audience      string
+	JWKSURL       string
+	PublicKeyFile string
+	HS256Secret   string
+	TenantClaim   string
+	LogFormat     string
+	LogLevel      string
+	CursorSecret  string
+	Migrate       bool
+	Dev           bool
+	DataDir       string
+	Token         string
+	MetricsAddr   string
+
 	// ReadDatabaseURL is the optional read replica (DESIGN §19).
 	ReadDatabaseURL string
-	PublicURL       string
-	Issuer          string
-	Audience        string
-	JWKSURL         string
-	PublicKeyFile   string
-	HS256Secret     string
-	TenantClaim     string
-	LogFormat       string
-	LogLevel        string
-	CursorSecret    string
-	Migrate         bool
-	Dev             bool
-	DataDir         string
-	Token           string
-	MetricsAddr     string
 
 	// The edge (DESIGN §12), parsed and checked by edge().
 	AllowedOrigins    string
