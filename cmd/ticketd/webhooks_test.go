@@ -21,6 +21,7 @@ import (
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/faultproxy"
+	"github.com/ticketd/ticketd/internal/logtest"
 )
 
 // countingReceiver is the reference receiver, counting the requests that
@@ -49,8 +50,10 @@ func (c *countingReceiver) counts() (requests, distinct int) {
 
 // ticketdProcess is a built ticketd serving on a fixed address.
 type ticketdProcess struct {
-	cmd    *exec.Cmd
-	stderr bytes.Buffer
+	cmd *exec.Cmd
+	// stderr is written by exec's copying goroutine while the test reads
+	// it, so it must be safe for concurrent use.
+	stderr logtest.Buffer
 }
 
 func startBinary(tb testing.TB, bin, addr string, env []string) *ticketdProcess {
