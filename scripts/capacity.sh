@@ -39,7 +39,7 @@ postmaster=$(head -n 1 "$tmp/pg/postmaster.pid")
 log "PostgreSQL $(basename "$(dirname "$bindir")") on port $port (postmaster $postmaster)"
 
 go build -o "$tmp/ticketd" ./cmd/ticketd
-go build -o "$tmp/ticketd-load" ./cmd/ticketd-load
+go build -o "$tmp/ticketd-load" ./tools/ticketd-load
 TICKETD_DATABASE_URL="$url" "$tmp/ticketd" serve --dev --data-dir "$tmp/data" --addr 127.0.0.1:0 \
   --rate-limit-writes 0 --rate-limit-reads 0 --tenant-concurrency 0 --log-level warn >"$tmp/server.out" 2>"$tmp/server.log" &
 server_pid=$!

@@ -48,11 +48,12 @@ func (c *countingReceiver) counts() (requests, distinct int) {
 	return requests, len(c.requests)
 }
 
-// ticketdProcess is a built ticketd serving on a fixed address.
+// ticketdProcess is a built ticketd serving on a fixed address. Its stderr
+// is a logtest.Buffer: exec's copier goroutine writes to it for as long as
+// the process runs, while the test may read it (a failure's log, a check
+// for panics).
 type ticketdProcess struct {
-	cmd *exec.Cmd
-	// stderr is written by exec's copying goroutine while the test reads
-	// it, so it must be safe for concurrent use.
+	cmd    *exec.Cmd
 	stderr logtest.Buffer
 }
 
