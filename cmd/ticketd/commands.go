@@ -134,6 +134,10 @@ func stdio(ctx context.Context, args []string, getenv func(string) string, stdin
 		}
 		return fmt.Errorf("stdio: TICKETD_TOKEN: %w", err)
 	}
+	// Only a start that goes ahead warns: a refusal stays one line.
+	if w := cfg.cursorWarning(); w != "" {
+		logger.Warn(w)
+	}
 	store, svc, _, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey}, logger)
 	if err != nil {
 		return err
