@@ -81,6 +81,10 @@ type config struct {
 	WebhookMaxAttempts  int
 	WebhookAllowPrivate bool
 
+	// DBSession bounds each PostgreSQL session (db.Session); zero fields
+	// take db's defaults.
+	DBSession db.Session
+
 	// derivedPublicURL records that PublicURL came from Addr, which is
 	// wrong for clients when Addr is a wildcard such as 0.0.0.0.
 	derivedPublicURL bool
@@ -175,6 +179,11 @@ func parseConfig(fs *flag.FlagSet, groups group, args []string, getenv func(stri
 			c.ReadOnly = b
 		}
 	}
+	if groups&groupDB != 0 {
+		if err := c.dbSettings(fs, getenv); err != nil {
+			return nil, err
+		}
+	}
 	if groups&groupWebhook != 0 {
 		if err := c.webhookSettings(fs, getenv); err != nil {
 			return nil, err
@@ -204,6 +213,34 @@ func printHelp(fs *flag.FlagSet, out io.Writer) {
 	fs.SetOutput(out)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
+}
+
+// dbSettings declares the PostgreSQL session limits (db.Session) and reads
+// their variables.
+func (c *config) dbSettings(fs *flag.FlagSet, getenv func(string) string) error {
+	for _, s := range []struct {
+		env, flag string
+		field     *time.Duration
+		def       time.Duration
+		usage     string
+	}{
+		{"TICKETD_DB_IDLE_IN_TRANSACTION_TIMEOUT", "db-idle-in-transaction-timeout", &c.DBSession.IdleInTransaction, db.DefaultIdleInTransaction,
+			"PostgreSQL ends a session idle inside a transaction this long (a frozen or cut-off replica), releasing its locks"},
+		{"TICKETD_DB_STATEMENT_TIMEOUT", "db-statement-timeout", &c.DBSession.Statement, db.DefaultStatement,
+			"PostgreSQL ends a statement running or waiting this long; keep it above the 15s write timeout"},
+		{"TICKETD_DB_TCP_TIMEOUT", "db-tcp-timeout", &c.DBSession.TCP, db.DefaultTCP,
+			"both ends of a database connection give up on a silent peer after about this long (keepalives, TCP_USER_TIMEOUT)"},
+	} {
+		fs.DurationVar(s.field, s.flag, s.def, fmt.Sprintf("%s (env %s)", s.usage, s.env))
+		if v := getenv(s.env); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d < time.Second {
+				return fmt.Errorf("%s=%q: want a duration of at least 1s, such as 20s", s.env, v)
+			}
+			*s.field = d
+		}
+	}
+	return nil
 }
 
 // webhookSettings declares the webhook delivery settings and reads their
@@ -320,10 +357,19 @@ func (c *config) warnings() []string {
 	return nil
 }
 
-// checkDB validates the database URL without connecting.
+// checkDB validates the database URL and session limits without connecting.
 func (c *config) checkDB() error {
 	if _, _, err := db.ParseURL(c.DatabaseURL); err != nil {
 		return fmt.Errorf("TICKETD_DATABASE_URL: %w", err)
+	}
+	for name, d := range map[string]time.Duration{
+		"--db-idle-in-transaction-timeout": c.DBSession.IdleInTransaction,
+		"--db-statement-timeout":           c.DBSession.Statement,
+		"--db-tcp-timeout":                 c.DBSession.TCP,
+	} {
+		if d < time.Second {
+			return fmt.Errorf("%s %s: want a duration of at least 1s, such as 20s", name, d)
+		}
 	}
 	return nil
 }

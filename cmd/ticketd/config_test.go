@@ -50,6 +50,9 @@ func TestServeConfigErrors(t *testing.T) {
 		{"NegativeWebhookRetryMinFlag", nil, []string{"--webhook-retry-min", "-1s"}, "--webhook-retry-min -1s"},
 		{"ZeroWebhookMaxAttempts", []string{"TICKETD_WEBHOOK_MAX_ATTEMPTS", "0"}, nil, "TICKETD_WEBHOOK_MAX_ATTEMPTS"},
 		{"BadWebhookAllowPrivate", []string{"TICKETD_WEBHOOK_ALLOW_PRIVATE", "maybe"}, nil, "TICKETD_WEBHOOK_ALLOW_PRIVATE"},
+		{"ShortDBStatementTimeout", []string{"TICKETD_DB_STATEMENT_TIMEOUT", "500ms"}, nil, "TICKETD_DB_STATEMENT_TIMEOUT"},
+		{"BadDBIdleTimeout", []string{"TICKETD_DB_IDLE_IN_TRANSACTION_TIMEOUT", "soon"}, nil, "TICKETD_DB_IDLE_IN_TRANSACTION_TIMEOUT"},
+		{"ZeroDBTCPTimeoutFlag", nil, []string{"--db-tcp-timeout", "0s"}, "--db-tcp-timeout 0s"},
 		{"FlagOverridesEnv", nil, []string{"--database-url", "mysql://db/x"}, "TICKETD_DATABASE_URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -126,7 +129,8 @@ func TestHelpListsCommandsAndSettings(t *testing.T) {
 		{[]string{"help"}, []string{"serve", "migrate", "token", "stdio", "version"}},
 		{[]string{"serve", "-h"}, []string{"-addr", "TICKETD_ADDR", "TICKETD_DATABASE_URL", "TICKETD_PUBLIC_URL", "TICKETD_JWT_ISSUER",
 			"TICKETD_JWT_AUDIENCE", "TICKETD_JWT_JWKS_URL", "TICKETD_JWT_PUBLIC_KEY_FILE", "TICKETD_JWT_HS256_SECRET",
-			"TICKETD_JWT_TENANT_CLAIM", "TICKETD_LOG_FORMAT", "TICKETD_LOG_LEVEL", "TICKETD_CURSOR_SECRET", "TICKETD_MIGRATE", "-dev", "-data-dir"}},
+			"TICKETD_JWT_TENANT_CLAIM", "TICKETD_LOG_FORMAT", "TICKETD_LOG_LEVEL", "TICKETD_CURSOR_SECRET", "TICKETD_MIGRATE", "-dev", "-data-dir",
+			"TICKETD_DB_IDLE_IN_TRANSACTION_TIMEOUT", "TICKETD_DB_STATEMENT_TIMEOUT", "TICKETD_DB_TCP_TIMEOUT"}},
 		{[]string{"token", "-h"}, []string{"-tenant", "-subject", "-scope", "-ttl", "TICKETD_JWT_HS256_SECRET"}},
 		{[]string{"migrate", "-h"}, []string{"TICKETD_DATABASE_URL"}},
 	} {

@@ -227,7 +227,7 @@ func openDB(ctx context.Context, cfg *config) (*db.DB, error) {
 	if err := ensureDevDir(cfg); err != nil {
 		return nil, err
 	}
-	store, err := db.Open(ctx, cfg.DatabaseURL)
+	store, err := db.OpenWith(ctx, cfg.DatabaseURL, db.Options{Session: cfg.DBSession})
 	if err != nil {
 		return nil, fmt.Errorf("database (TICKETD_DATABASE_URL): %w", err)
 	}
