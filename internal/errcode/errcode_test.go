@@ -31,6 +31,7 @@ func TestOf(t *testing.T) {
 		{wrap(operations.ErrConflict), errcode.IdempotencyConflict},
 		{wrap(operations.ErrInProgress), errcode.OperationInProgress},
 		{wrap(operations.ErrFailed), errcode.OperationFailed},
+		{wrap(operations.ErrExpired), errcode.OperationExpired},
 		{wrap(&tickets.ValidationError{Fields: []tickets.FieldError{{Field: "title", Message: "required"}}}), errcode.InvalidInput},
 		{wrap(tickets.ErrNotFound), errcode.NotFound},
 		{wrap(operations.ErrNotFound), errcode.NotFound},
@@ -58,7 +59,7 @@ func TestRetryableAndNextStep(t *testing.T) {
 	t.Parallel()
 	retryable := map[errcode.Code]bool{
 		errcode.InvalidInput: false, errcode.IdempotencyConflict: false, errcode.OperationInProgress: true,
-		errcode.OutcomeUnknown: true, errcode.OperationFailed: false, errcode.NotFound: false, errcode.AlreadyExists: false, errcode.VersionConflict: false, errcode.StateConflict: false, errcode.Forbidden: false,
+		errcode.OutcomeUnknown: true, errcode.OperationFailed: false, errcode.OperationExpired: false, errcode.NotFound: false, errcode.AlreadyExists: false, errcode.VersionConflict: false, errcode.StateConflict: false, errcode.Forbidden: false,
 		errcode.Unauthenticated: false, errcode.Unavailable: true, errcode.Internal: true,
 	}
 	steps := map[string]errcode.Code{}

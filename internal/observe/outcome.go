@@ -14,7 +14,9 @@ const (
 	Created Outcome = iota
 	// Replayed: a retry with the same key and input returned the recorded result.
 	Replayed
-	// Conflict: the key was already used with different input (idempotency_conflict).
+	// Conflict: the key was already used with different input
+	// (idempotency_conflict), or applied once before its record was pruned
+	// (operation_expired).
 	Conflict
 	// InProgress: the same key was running concurrently (operation_in_progress).
 	InProgress
@@ -56,7 +58,8 @@ func (o Outcome) String() string {
 // The mapping, so that the outcome rates read the same as the retry contract:
 //
 //	""                      created, or replayed when replayed is true
-//	idempotency_conflict    conflict
+//	idempotency_conflict, operation_expired
+//	                        conflict
 //	operation_in_progress   in_progress
 //	outcome_unknown         unknown (never merged with anything else)
 //	invalid_input, version_conflict, not_found, already_exists
@@ -70,7 +73,7 @@ func OutcomeOf(code string, replayed bool) (Outcome, bool) {
 			return Replayed, true
 		}
 		return Created, true
-	case "idempotency_conflict":
+	case "idempotency_conflict", "operation_expired":
 		return Conflict, true
 	case "operation_in_progress":
 		return InProgress, true
