@@ -123,7 +123,7 @@ func TestOperationUniqueMigrationKeepsEarlierReapplications(t *testing.T) {
 	}
 	for _, table := range []string{"comments", "ticket_events"} {
 		var seqs []int64
-		if err := d.Gorm.Raw("SELECT seq FROM "+table+" WHERE reapplied_after_prune = 1").Scan(&seqs).Error; err != nil {
+		if err := d.Gorm.Raw("SELECT seq FROM " + table + " WHERE reapplied_after_prune = 1").Scan(&seqs).Error; err != nil {
 			t.Fatal(err)
 		}
 		if want := map[string]int64{"comments": 2, "ticket_events": 4}[table]; len(seqs) != 1 || seqs[0] != want {
