@@ -29,6 +29,12 @@ const queueName = "webhooks"
 // unrecorded.
 const recordTimeout = 10 * time.Second
 
+// maxResponseHeader bounds a receiver's response headers (DESIGN §17): Go's
+// default is 10 MiB per response, so a few hostile receivers answering at
+// once could make ticketd hold hundreds of MiB. A receiver that needs more
+// than 64 KiB of headers to say 200 is broken either way.
+const maxResponseHeader = 64 << 10
+
 // Service registers webhooks, enqueues deliveries inside a write's
 // transaction and, once started, delivers them.
 type Service struct {
@@ -52,12 +58,13 @@ func New(d *db.DB, opts Options) (*Service, error) {
 	s := &Service{db: d.Gorm, dialect: d.Dialect, opts: opts, guard: ssrf.Guard{AllowPrivate: opts.AllowPrivate, Resolver: opts.Resolver}}
 	s.http = &http.Client{
 		Transport: &http.Transport{
-			DialContext:           s.guard.DialContext,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConnsPerHost:   2,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   opts.AttemptTimeout,
-			ResponseHeaderTimeout: opts.AttemptTimeout,
+			DialContext:            s.guard.DialContext,
+			ForceAttemptHTTP2:      true,
+			MaxIdleConnsPerHost:    2,
+			IdleConnTimeout:        90 * time.Second,
+			TLSHandshakeTimeout:    opts.AttemptTimeout,
+			ResponseHeaderTimeout:  opts.AttemptTimeout,
+			MaxResponseHeaderBytes: maxResponseHeader,
 		},
 		// A redirect would leave the checked URL (and could aim at a
 		// refused address through a fresh name); receivers must answer.
