@@ -44,6 +44,7 @@ type Service struct {
 	guard   ssrf.Guard
 	client  *river.Client[*sql.Tx]
 	http    *http.Client
+	shares  *shares
 }
 
 // New builds the service over d, whose schema must be migrated (goose's
@@ -55,7 +56,10 @@ func New(d *db.DB, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{db: d.Gorm, dialect: d.Dialect, opts: opts, guard: ssrf.Guard{AllowPrivate: opts.AllowPrivate, Resolver: opts.Resolver}}
+	s := &Service{
+		db: d.Gorm, dialect: d.Dialect, opts: opts, guard: ssrf.Guard{AllowPrivate: opts.AllowPrivate, Resolver: opts.Resolver},
+		shares: newShares(opts.TenantShare, opts.SubscriptionShare),
+	}
 	s.http = &http.Client{
 		Transport: &http.Transport{
 			DialContext:            s.guard.DialContext,
@@ -229,7 +233,7 @@ func (s *Service) Enqueue(tx *gorm.DB, ev Event) error {
 	}
 	jobs := make([]river.InsertManyParams, len(rows))
 	for i, r := range rows {
-		jobs[i] = river.InsertManyParams{Args: deliveryArgs{Tenant: r.TenantID, DeliveryID: r.ID}, InsertOpts: s.insertOpts()}
+		jobs[i] = river.InsertManyParams{Args: deliveryArgs{Tenant: r.TenantID, DeliveryID: r.ID, SubscriptionID: r.SubscriptionID}, InsertOpts: s.insertOpts()}
 	}
 	if _, err := s.client.InsertManyTx(tx.Statement.Context, sqlTx, jobs); err != nil {
 		return fmt.Errorf("queue webhook deliveries: %w", err)
@@ -273,7 +277,7 @@ func (s *Service) Retry(ctx context.Context, tenant string, subscriptionID, deli
 		if err != nil {
 			return err
 		}
-		if _, err := s.client.InsertTx(ctx, sqlTx, deliveryArgs{Tenant: tenant, DeliveryID: deliveryID}, s.insertOpts()); err != nil {
+		if _, err := s.client.InsertTx(ctx, sqlTx, deliveryArgs{Tenant: tenant, DeliveryID: deliveryID, SubscriptionID: subscriptionID}, s.insertOpts()); err != nil {
 			return fmt.Errorf("queue delivery %s: %w", deliveryID, err)
 		}
 		return nil

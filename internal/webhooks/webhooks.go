@@ -119,8 +119,15 @@ type Options struct {
 	// PollInterval is how often an idle worker looks for due deliveries
 	// (default 500ms): the delay between COMMIT and the first attempt.
 	PollInterval time.Duration
-	// Concurrency is how many deliveries one replica sends at once (default 10).
+	// Concurrency is how many deliveries one replica sends at once
+	// (TICKETD_WEBHOOK_CONCURRENCY, default 32).
 	Concurrency int
+	// TenantShare caps how many of those one tenant's deliveries may hold
+	// at once, so a tenant whose receivers hang slows itself only (default
+	// half of Concurrency); SubscriptionShare does the same for one
+	// subscription (default a quarter). A delivery over its share waits a
+	// moment in the queue without spending an attempt.
+	TenantShare, SubscriptionShare int
 	// MaxSubscriptions bounds one tenant's subscriptions (default 20), which
 	// also bounds the fan-out of one event.
 	MaxSubscriptions int
@@ -158,8 +165,16 @@ func (o Options) withDefaults() Options {
 		o.PollInterval = 500 * time.Millisecond
 	}
 	if o.Concurrency <= 0 {
-		o.Concurrency = 10
+		o.Concurrency = 32
 	}
+	if o.TenantShare <= 0 {
+		o.TenantShare = max(1, o.Concurrency/2)
+	}
+	o.TenantShare = min(o.TenantShare, o.Concurrency)
+	if o.SubscriptionShare <= 0 {
+		o.SubscriptionShare = max(1, o.Concurrency/4)
+	}
+	o.SubscriptionShare = min(o.SubscriptionShare, o.TenantShare)
 	if o.MaxSubscriptions <= 0 {
 		o.MaxSubscriptions = 20
 	}
