@@ -80,6 +80,8 @@ type config struct {
 	WebhookRetryMin     time.Duration
 	WebhookMaxAttempts  int
 	WebhookAllowPrivate bool
+	WebhookConcurrency  int
+	WebhookRescueAfter  time.Duration
 
 	// DBSession bounds each PostgreSQL session (db.Session); zero fields
 	// take db's defaults.
@@ -263,6 +265,22 @@ func (c *config) webhookSettings(fs *flag.FlagSet, getenv func(string) string) e
 		}
 		c.WebhookMaxAttempts = n
 	}
+	fs.IntVar(&c.WebhookConcurrency, "webhook-concurrency", 32, "webhook deliveries one replica sends at once; a tenant holds at most half of them, a subscription a quarter (env TICKETD_WEBHOOK_CONCURRENCY)")
+	fs.DurationVar(&c.WebhookRescueAfter, "webhook-rescue-after", 0, "retry a delivery on another worker once its attempt has looked running this long (a dead replica's); 0 = the longest a live attempt takes, 22s (env TICKETD_WEBHOOK_RESCUE_AFTER)")
+	if v := getenv("TICKETD_WEBHOOK_CONCURRENCY"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("TICKETD_WEBHOOK_CONCURRENCY=%q: want a whole number of at least 1", v)
+		}
+		c.WebhookConcurrency = n
+	}
+	if v := getenv("TICKETD_WEBHOOK_RESCUE_AFTER"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("TICKETD_WEBHOOK_RESCUE_AFTER=%q: want a duration such as 30s (0 = the default)", v)
+		}
+		c.WebhookRescueAfter = d
+	}
 	if v := getenv("TICKETD_WEBHOOK_ALLOW_PRIVATE"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -280,6 +298,12 @@ func (c *config) checkWebhook() error {
 	}
 	if c.WebhookMaxAttempts < 1 {
 		return fmt.Errorf("--webhook-max-attempts %d: want at least 1", c.WebhookMaxAttempts)
+	}
+	if c.WebhookConcurrency < 1 {
+		return fmt.Errorf("--webhook-concurrency %d: want at least 1", c.WebhookConcurrency)
+	}
+	if c.WebhookRescueAfter < 0 {
+		return fmt.Errorf("--webhook-rescue-after %s: want a positive duration, or 0 for the default", c.WebhookRescueAfter)
 	}
 	return nil
 }

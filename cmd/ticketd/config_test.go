@@ -50,6 +50,8 @@ func TestServeConfigErrors(t *testing.T) {
 		{"NegativeWebhookRetryMinFlag", nil, []string{"--webhook-retry-min", "-1s"}, "--webhook-retry-min -1s"},
 		{"ZeroWebhookMaxAttempts", []string{"TICKETD_WEBHOOK_MAX_ATTEMPTS", "0"}, nil, "TICKETD_WEBHOOK_MAX_ATTEMPTS"},
 		{"BadWebhookAllowPrivate", []string{"TICKETD_WEBHOOK_ALLOW_PRIVATE", "maybe"}, nil, "TICKETD_WEBHOOK_ALLOW_PRIVATE"},
+		{"ZeroWebhookConcurrency", []string{"TICKETD_WEBHOOK_CONCURRENCY", "0"}, nil, "TICKETD_WEBHOOK_CONCURRENCY"},
+		{"BadWebhookRescueAfter", []string{"TICKETD_WEBHOOK_RESCUE_AFTER", "soon"}, nil, "TICKETD_WEBHOOK_RESCUE_AFTER"},
 		{"ShortDBStatementTimeout", []string{"TICKETD_DB_STATEMENT_TIMEOUT", "500ms"}, nil, "TICKETD_DB_STATEMENT_TIMEOUT"},
 		{"BadDBIdleTimeout", []string{"TICKETD_DB_IDLE_IN_TRANSACTION_TIMEOUT", "soon"}, nil, "TICKETD_DB_IDLE_IN_TRANSACTION_TIMEOUT"},
 		{"ZeroDBTCPTimeoutFlag", nil, []string{"--db-tcp-timeout", "0s"}, "--db-tcp-timeout 0s"},

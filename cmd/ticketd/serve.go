@@ -259,6 +259,8 @@ func openStore(ctx context.Context, cfg *config, opts tickets.Options, logger *s
 	hooks, err := webhooks.New(store, webhooks.Options{
 		RetryMin:    cfg.WebhookRetryMin,
 		MaxAttempts: cfg.WebhookMaxAttempts,
+		Concurrency: cfg.WebhookConcurrency,
+		RescueAfter: cfg.WebhookRescueAfter,
 		// Development receivers listen on loopback (examples/webhook-receiver).
 		AllowPrivate: cfg.WebhookAllowPrivate || cfg.Dev,
 		Logger:       logger,

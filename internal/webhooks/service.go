@@ -45,6 +45,7 @@ type Service struct {
 	client  *river.Client[*sql.Tx]
 	http    *http.Client
 	shares  *shares
+	rescue  *rescuer
 }
 
 // New builds the service over d, whose schema must be migrated (goose's
@@ -96,6 +97,7 @@ func New(d *db.DB, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook queue: %w", err)
 	}
+	s.rescue = newRescuer(driver.GetExecutor(), opts.RescueAfter, opts.Logger)
 	return s, nil
 }
 
@@ -172,12 +174,14 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.client.Start(ctx); err != nil {
 		return fmt.Errorf("start webhook workers: %w", err)
 	}
+	s.rescue.start()
 	return nil
 }
 
 // Stop lets attempts in flight finish until ctx ends, then cancels them;
 // a cancelled attempt is recorded and its delivery retried later.
 func (s *Service) Stop(ctx context.Context) error {
+	s.rescue.close()
 	if err := s.client.Stop(ctx); err != nil {
 		if err := s.client.StopAndCancel(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("stop webhook workers: %w", err)

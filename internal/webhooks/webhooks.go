@@ -110,11 +110,14 @@ type Options struct {
 	MaxAttempts int
 	// AttemptTimeout bounds one request, answer included (default 10s).
 	AttemptTimeout time.Duration
-	// RescueAfter is how long a delivery job may look running before the
-	// queue hands it to another worker: it recovers the attempts of a
-	// replica that died, or whose database connection dropped as it fetched
-	// them (default 1m past the attempt timeout; River's rescuer then picks
-	// them up within 30s). Never below AttemptTimeout plus 2s.
+	// RescueAfter is how long a delivery job may look running before it is
+	// handed to another worker: it recovers the attempts of a replica that
+	// died, or whose database connection dropped as it fetched them
+	// (TICKETD_WEBHOOK_RESCUE_AFTER; default the longest a live attempt
+	// takes: AttemptTimeout, its 2s lease margin and the 10s to record it).
+	// Every replica sweeps for such jobs several times per RescueAfter
+	// (rescue.go), so they are retried within about a quarter more. Never
+	// below AttemptTimeout plus 2s.
 	RescueAfter time.Duration
 	// PollInterval is how often an idle worker looks for due deliveries
 	// (default 500ms): the delay between COMMIT and the first attempt.
@@ -158,7 +161,7 @@ func (o Options) withDefaults() Options {
 		o.AttemptTimeout = 10 * time.Second
 	}
 	if o.RescueAfter <= 0 {
-		o.RescueAfter = o.AttemptTimeout + leaseMargin + time.Minute
+		o.RescueAfter = o.AttemptTimeout + leaseMargin + recordTimeout
 	}
 	o.RescueAfter = max(o.RescueAfter, o.AttemptTimeout+leaseMargin)
 	if o.PollInterval <= 0 {
