@@ -265,7 +265,7 @@ func (c *config) webhookSettings(fs *flag.FlagSet, getenv func(string) string) e
 		}
 		c.WebhookMaxAttempts = n
 	}
-	fs.IntVar(&c.WebhookConcurrency, "webhook-concurrency", 32, "webhook deliveries one replica sends at once; a tenant holds at most half of them, a subscription a quarter (env TICKETD_WEBHOOK_CONCURRENCY)")
+	fs.IntVar(&c.WebhookConcurrency, "webhook-concurrency", 32, "webhook deliveries one replica sends at once; a tenant holds at most three quarters of them, a subscription half (env TICKETD_WEBHOOK_CONCURRENCY)")
 	fs.DurationVar(&c.WebhookRescueAfter, "webhook-rescue-after", 0, "retry a delivery on another worker once its attempt has looked running this long (a dead replica's); 0 = the longest a live attempt takes, 22s (env TICKETD_WEBHOOK_RESCUE_AFTER)")
 	if v := getenv("TICKETD_WEBHOOK_CONCURRENCY"); v != "" {
 		n, err := strconv.Atoi(v)

@@ -50,7 +50,8 @@ func TestSlowReceiverHoldsItsOwnShareOnly(t *testing.T) {
 	slow := newServer(t, h)
 	fast := newRecorder(t)
 	opts := fastOptions()
-	opts.Concurrency = 4 // tenant share 2, subscription share 1
+	opts.Concurrency = 4
+	opts.TenantShare, opts.SubscriptionShare = 2, 1
 	opts.AttemptTimeout = time.Minute
 	svc := newService(t, d, opts, true)
 	t.Cleanup(func() { close(h.release) }) // runs before the service stops

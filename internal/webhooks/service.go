@@ -83,12 +83,14 @@ func New(d *db.DB, opts Options) (*Service, error) {
 	// bounded by AttemptTimeout and the bookkeeping after it runs detached.
 	jobTimeout := opts.AttemptTimeout + leaseMargin
 	s.client, err = river.NewClient(driver, &river.Config{
-		ID:                   opts.WorkerID,
-		Logger:               opts.Logger,
-		MaxAttempts:          opts.MaxAttempts,
-		PollOnly:             true, // neither driver can LISTEN; polling is the pick-up path
-		FetchPollInterval:    opts.PollInterval,
-		FetchCooldown:        min(opts.PollInterval, 100*time.Millisecond),
+		ID:                opts.WorkerID,
+		Logger:            opts.Logger,
+		MaxAttempts:       opts.MaxAttempts,
+		PollOnly:          true, // neither driver can LISTEN; polling is the pick-up path
+		FetchPollInterval: opts.PollInterval,
+		// Short, so that jobs put back for being over their share (shares)
+		// cost the other tenants' jobs little time in the fetch order.
+		FetchCooldown:        min(opts.PollInterval, 20*time.Millisecond),
 		JobTimeout:           jobTimeout,
 		RescueStuckJobsAfter: opts.RescueAfter,
 		Queues:               map[string]river.QueueConfig{queueName: {MaxWorkers: opts.Concurrency}},

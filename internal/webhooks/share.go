@@ -59,17 +59,24 @@ func (s *shares) take(tenant string, sub uuid.UUID, attemptTimeout time.Duration
 	}, 0, true
 }
 
-// waitFor is how long a job over its share is put back in the queue for:
-// as long as the oldest attempt holding the share has run so far (a fast
-// receiver frees its share in moments, a hanging one holds it up to the
-// attempt timeout), between 50ms and half the attempt timeout, with jitter
-// so the waiting jobs do not all return at once. A hanging receiver's
-// backlog thus costs the queue a few wake-ups per attempt timeout, not a
-// busy loop.
+// waitFor is how long a job over its share is put back in the queue for.
+// Holders that answer fast free the share in moments, so the job waits about
+// as long as the oldest has run (at least 50ms). Holders that have run a
+// second or more are a slow receiver, which frees a slot only when an
+// attempt ends, at worst at its timeout: the job waits until then, plus
+// jitter over a quarter of the timeout so the waiting jobs return spread out.
+// A hanging receiver's backlog thus costs the queue about one wake-up per
+// job per attempt timeout, not a busy loop that would crowd other tenants'
+// jobs out of the queue's fetches.
 func waitFor(starts []time.Time, now time.Time, attemptTimeout time.Duration) time.Duration {
-	held := now.Sub(slices.MinFunc(starts, func(a, b time.Time) int { return a.Compare(b) }))
-	base := min(max(held, 50*time.Millisecond), max(attemptTimeout/2, 50*time.Millisecond))
-	return base + rand.N(base/2+1)
+	oldest := slices.MinFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+	held := now.Sub(oldest)
+	if held < time.Second {
+		base := max(held, 50*time.Millisecond)
+		return base + rand.N(base/2+1)
+	}
+	untilEnd := max(oldest.Add(attemptTimeout).Sub(now), 50*time.Millisecond)
+	return untilEnd + rand.N(attemptTimeout/4+1)
 }
 
 // drop removes one attempt that started at start from m[k].

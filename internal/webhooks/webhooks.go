@@ -126,10 +126,11 @@ type Options struct {
 	// (TICKETD_WEBHOOK_CONCURRENCY, default 32).
 	Concurrency int
 	// TenantShare caps how many of those one tenant's deliveries may hold
-	// at once, so a tenant whose receivers hang slows itself only (default
-	// half of Concurrency); SubscriptionShare does the same for one
-	// subscription (default a quarter). A delivery over its share waits a
-	// moment in the queue without spending an attempt.
+	// at once, so a tenant whose receivers hang slows itself only and
+	// leaves the rest to everyone else (default three quarters of
+	// Concurrency); SubscriptionShare does the same for one subscription
+	// (default half). A delivery over its share waits a moment in the queue
+	// without spending an attempt.
 	TenantShare, SubscriptionShare int
 	// MaxSubscriptions bounds one tenant's subscriptions (default 20), which
 	// also bounds the fan-out of one event.
@@ -171,11 +172,11 @@ func (o Options) withDefaults() Options {
 		o.Concurrency = 32
 	}
 	if o.TenantShare <= 0 {
-		o.TenantShare = max(1, o.Concurrency/2)
+		o.TenantShare = max(1, o.Concurrency*3/4)
 	}
 	o.TenantShare = min(o.TenantShare, o.Concurrency)
 	if o.SubscriptionShare <= 0 {
-		o.SubscriptionShare = max(1, o.Concurrency/4)
+		o.SubscriptionShare = max(1, o.Concurrency/2)
 	}
 	o.SubscriptionShare = min(o.SubscriptionShare, o.TenantShare)
 	if o.MaxSubscriptions <= 0 {
