@@ -3,7 +3,9 @@
 // transports, with a little external JavaScript for progressive enhancement.
 //
 // Sign-in takes a bearer token and keeps it in an HttpOnly, SameSite=Strict
-// session cookie scoped to /console; every request verifies it again, so an
+// session cookie scoped to /console (over https a __Host- cookie, which no
+// other origin on the host can plant; a request with two session cookies is
+// refused); every request verifies it again, so an
 // expired token or one that lost a scope stops working at once. Every POST is
 // checked twice against cross-site forgery: the standard library's
 // cross-origin protection (Sec-Fetch-Site and Origin) and a CSRF token derived

@@ -92,9 +92,12 @@ func TestSignIn(t *testing.T) {
 		if len(cookies) != 1 {
 			t.Fatalf("cookies %v", cookies)
 		}
+		// Over https the cookie is __Host- prefixed (so Path=/, no Domain):
+		// no other origin on this host can plant or override it.
 		ck := cookies[0]
-		if !ck.HttpOnly || !ck.Secure || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/console" || ck.MaxAge != 0 || !ck.Expires.IsZero() {
-			t.Errorf("cookie %+v: want HttpOnly, Secure, SameSite=Strict, Path=/console, a session cookie", ck)
+		if ck.Name != "__Host-ticketd_console" || !ck.HttpOnly || !ck.Secure || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/" ||
+			ck.Domain != "" || ck.MaxAge != 0 || !ck.Expires.IsZero() {
+			t.Errorf("cookie %+v: want __Host-ticketd_console, HttpOnly, Secure, SameSite=Strict, Path=/, no Domain, a session cookie", ck)
 		}
 	})
 	t.Run("CrossSiteSignInIsRefused", func(t *testing.T) {
@@ -149,6 +152,43 @@ func TestSessionIsVerifiedOnEveryRequest(t *testing.T) {
 		}
 		if len(c.Jar.Cookies(u)) != 0 {
 			t.Error("the expired session cookie was not cleared")
+		}
+	})
+	t.Run("TwoSessionCookiesAreRefused", func(t *testing.T) {
+		t.Parallel()
+		// Cookie tossing over http: a page on another port of the host sets
+		// its own session cookie with a longer path, which the browser sends
+		// first, beside the victim's.
+		c := e.signedIn(t, token(t, "alice", time.Now(), authn.ScopeRead, authn.ScopeWrite))
+		u, _ := url.Parse(e.srv.URL + "/console/tickets/new")
+		c.Jar.SetCookies(u, []*http.Cookie{{Name: "ticketd_console", Value: token(t, "mallory", time.Now(), authn.ScopeRead, authn.ScopeWrite), Path: "/console/tickets"}})
+		if n := len(c.Jar.Cookies(u)); n != 2 {
+			t.Fatalf("%d cookies in the jar for %s, want the two sessions", n, u)
+		}
+		p := e.get(t, c, "/console/tickets/new")
+		if p.status != http.StatusBadRequest || !strings.Contains(p.body, "two console session cookies") || strings.Contains(p.body, "mallory") {
+			t.Fatalf("status %d, body:\n%s", p.status, p.body)
+		}
+	})
+	t.Run("HTTPSIgnoresAnUnprefixedCookie", func(t *testing.T) {
+		t.Parallel()
+		// Over https only the __Host- cookie counts; a plain one could have
+		// come from any origin on the host.
+		https := newEnv(t, console.Config{Secure: true})
+		req, _ := http.NewRequest(http.MethodGet, https.srv.URL+"/console/tickets", nil)
+		req.AddCookie(&http.Cookie{Name: "ticketd_console", Value: token(t, "mallory", time.Now(), authn.ScopeRead)})
+		resp, err := https.client(t).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/console/signin") {
+			t.Fatalf("status %d, Location %q; want sent to sign in", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		req, _ = http.NewRequest(http.MethodGet, https.srv.URL+"/console/tickets", nil)
+		req.AddCookie(&http.Cookie{Name: "__Host-ticketd_console", Value: token(t, "alice", time.Now(), authn.ScopeRead)})
+		if p := read(t, mustDo(t, https.client(t), req)); p.status != http.StatusOK {
+			t.Fatalf("with the __Host- cookie: status %d", p.status)
 		}
 	})
 	t.Run("SignOut", func(t *testing.T) {
@@ -510,4 +550,13 @@ func TestOversizedFormIsRefused(t *testing.T) {
 	if err != nil || len(page.Tickets) != 0 {
 		t.Fatalf("tickets %d, err %v; want none", len(page.Tickets), err)
 	}
+}
+
+func mustDo(t *testing.T, c *http.Client, req *http.Request) *http.Response {
+	t.Helper()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }
