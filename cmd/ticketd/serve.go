@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/server"
@@ -133,6 +134,8 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		Edge:      edgeCfg,
 		Metrics:   metrics,
 		Webhooks:  hooks,
+		// The console's sessions live beside the tickets.
+		ConsoleSessions: console.NewSessions(store.Gorm),
 		// With a listener of their own, metrics stay off the public one.
 		MetricsElsewhere: cfg.MetricsAddr != "",
 	})

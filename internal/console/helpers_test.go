@@ -33,8 +33,9 @@ var secret = []byte("console-tests-secret-of-at-least-32-bytes")
 
 // env is a console over a real service on SQLite, served by httptest.
 type env struct {
-	svc *tickets.Service
-	srv *httptest.Server
+	svc      *tickets.Service
+	verifier *authn.Verifier
+	srv      *httptest.Server
 
 	mu   sync.Mutex
 	uris []string // every request URI the server saw, as an access log would
@@ -58,8 +59,8 @@ func newEnv(t testing.TB, cfg console.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Service, cfg.Verifier = svc, v
-	e := &env{svc: svc}
+	cfg.Service, cfg.Verifier, cfg.Sessions = svc, v, console.NewSessions(d.Gorm)
+	e := &env{svc: svc, verifier: v}
 	mux := http.NewServeMux()
 	mux.Handle(console.Prefix, console.New(cfg))
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

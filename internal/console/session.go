@@ -13,8 +13,8 @@ import (
 	"github.com/ticketd/ticketd/internal/errcode"
 )
 
-// The session cookie holds the bearer token itself, so the console keeps no
-// state of its own and any replica can serve any request. Over https it is
+// The session cookie holds a console session's secret (Sessions), never the
+// bearer token it signed in with. Over https it is
 // hostCookieName: the __Host- prefix makes browsers accept it only when set
 // Secure, for Path=/ and without Domain, from this host over https, so a page
 // on another port or subdomain of the host cannot plant or override it
@@ -65,10 +65,10 @@ const maxFormBytes = 256 << 10
 const csrfLabel = "ticketd console csrf v1"
 
 // csrfToken derives the session's CSRF token: an HMAC keyed by the session
-// token, so it is stable for the session, differs between sessions, reveals
-// nothing about the token, and needs no server-side secret shared by replicas.
-func csrfToken(sessionToken string) string {
-	m := hmac.New(sha256.New, []byte(sessionToken))
+// secret, so it is stable for the session, differs between sessions, reveals
+// nothing about the secret, and needs no server-side key shared by replicas.
+func csrfToken(sessionSecret string) string {
+	m := hmac.New(sha256.New, []byte(sessionSecret))
 	m.Write([]byte(csrfLabel))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
@@ -77,12 +77,13 @@ func csrfToken(sessionToken string) string {
 type request struct {
 	principal authn.Principal
 	csrf      string
+	secret    string // the session's, for sign-out
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, req *request)
 
-// session verifies the session token on every request (expiry and scopes are
-// whatever the token says now) and, for a POST, the CSRF token. Without a
+// session looks the session up on every request (a signed-out or expired
+// one opens nothing) and, for a POST, checks the CSRF token. Without a
 // valid session a GET is sent to sign in and back; a POST is refused, since
 // replaying a form after sign-in would be a surprise.
 func (c *console) session(h handlerFunc) http.Handler {
@@ -101,13 +102,18 @@ func (c *console) session(h handlerFunc) http.Handler {
 			c.toSignIn(w, r, "")
 			return
 		}
-		p, err := c.verifier.Verify(r.Context(), session)
-		if err != nil {
+		p, err := c.sessions.principal(r.Context(), session)
+		switch {
+		case errors.Is(err, errNoSession):
 			c.clearCookie(w, r)
 			c.toSignIn(w, r, err.Error())
 			return
+		case err != nil:
+			c.log.ErrorContext(r.Context(), "console: session", "err", err)
+			c.fail(w, r, nil, http.StatusServiceUnavailable, problemFor(errcode.Unavailable, "The console session store is unavailable."))
+			return
 		}
-		req := &request{principal: p, csrf: csrfToken(session)}
+		req := &request{principal: p, csrf: csrfToken(session), secret: session}
 		if r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 			if err := r.ParseForm(); err != nil {
@@ -204,17 +210,28 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 			"This token lacks the tickets:read scope the console needs to show anything.")}, data)
 		return
 	}
+	secret, err := c.sessions.create(r.Context(), p)
+	if err != nil {
+		c.log.ErrorContext(r.Context(), "console: sign in", "err", err)
+		c.render(w, r, nil, http.StatusServiceUnavailable, "signin", layout{Title: "Sign in", Problem: problemFor(errcode.Unavailable, "The console session store is unavailable.")}, data)
+		return
+	}
 	// No Expires or Max-Age: the cookie ends with the browser session, and
-	// the token's own exp ends it sooner.
+	// the session itself at the token's exp or after MaxSessionAge.
 	name, path := c.sessionCookie(r)
 	http.SetCookie(w, &http.Cookie{
-		Name: name, Value: raw, Path: path, HttpOnly: true,
+		Name: name, Value: secret, Path: path, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: c.secure || r.TLS != nil,
 	})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-func (c *console) signOut(w http.ResponseWriter, r *http.Request, _ *request) {
+func (c *console) signOut(w http.ResponseWriter, r *http.Request, req *request) {
+	if err := c.sessions.end(r.Context(), req.secret); err != nil {
+		c.log.ErrorContext(r.Context(), "console: sign out", "err", err)
+		c.fail(w, r, req, http.StatusServiceUnavailable, problemFor(errcode.Unavailable, "Signing out failed; the session is still open. Try again."))
+		return
+	}
 	c.clearCookie(w, r)
 	http.Redirect(w, r, "/console/signin", http.StatusSeeOther)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/observe"
@@ -86,7 +87,7 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 	}
 	h, err := server.New(server.Config{
 		Service: e.Service, Verifier: v, PublicURL: base, Issuer: Issuer, Logger: opts.Logger,
-		Ready: ready, Metrics: metrics, Edge: opts.Edge,
+		Ready: ready, Metrics: metrics, Edge: opts.Edge, ConsoleSessions: console.NewSessions(d.Gorm),
 	})
 	if err != nil {
 		tb.Fatalf("servertest: server.New: %v", err)
