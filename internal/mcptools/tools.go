@@ -98,11 +98,11 @@ type GetTicketIn struct {
 // ListTicketsIn is the input of list_tickets. Every field is optional.
 type ListTicketsIn struct {
 	ProjectID string `json:"project_id,omitempty" jsonschema:"Only tickets of this project."`
-	Status    string `json:"status,omitempty" jsonschema:"Only tickets with this status: open, in_progress, resolved or closed."`
+	Status    string `json:"status,omitempty" jsonschema:"Only tickets with this status: open, in_progress, resolved or closed (any case)."`
 	Query     string `json:"query,omitempty" jsonschema:"Only tickets whose title or description contains every one of these words (whole words, any case)."`
 	Assignee  string `json:"assignee,omitempty" jsonschema:"Only tickets assigned to this subject; me means you (the subject of your token)."`
 	Label     string `json:"label,omitempty" jsonschema:"Only tickets with this label."`
-	Priority  string `json:"priority,omitempty" jsonschema:"Only tickets with this priority: low, normal, high or urgent."`
+	Priority  string `json:"priority,omitempty" jsonschema:"Only tickets with this priority: low, normal, high or urgent (any case)."`
 	Limit     int    `json:"limit,omitempty" jsonschema:"At most this many tickets, 1-200 (default 50)."`
 	Cursor    string `json:"cursor,omitempty" jsonschema:"The next_cursor of the previous page, with the same filters."`
 }
@@ -268,11 +268,11 @@ var (
 		input: func(s *jsonschema.Schema) {
 			p := s.Properties
 			p["project_id"].MaxLength = jsonschema.Ptr(tickets.MaxProjectID)
-			p["status"].Enum = stringEnum(tickets.Statuses...)
+			// status and priority: no enums, the service normalises case
+			// as it does for REST (tickets.ListTickets).
 			p["query"].MaxLength = jsonschema.Ptr(tickets.MaxQuery)
 			p["assignee"].MaxLength = jsonschema.Ptr(tickets.MaxAssignee)
 			p["label"].MaxLength = jsonschema.Ptr(tickets.MaxLabel)
-			p["priority"].Enum = stringEnum(tickets.Priorities...)
 			p["limit"].Minimum, p["limit"].Maximum = jsonschema.Ptr(1.0), jsonschema.Ptr(float64(tickets.MaxLimit))
 			p["limit"].Default = json.RawMessage(fmt.Sprint(tickets.DefaultLimit))
 			p["cursor"].MaxLength = jsonschema.Ptr(maxCursor)

@@ -19,7 +19,7 @@ type TicketFields struct {
 	ProjectID   string   `json:"project_id" jsonschema:"The project to file the ticket in, e.g. support (see list_projects)."`
 	Title       string   `json:"title" jsonschema:"One-line summary, 1-200 characters after trimming."`
 	Description string   `json:"description,omitempty" jsonschema:"Details: what happened, what was expected, how to reproduce; at most 20000 characters."`
-	Priority    string   `json:"priority,omitempty" jsonschema:"How urgent the ticket is: low, normal (the default), high or urgent."`
+	Priority    string   `json:"priority,omitempty" jsonschema:"How urgent the ticket is: low, normal (the default), high or urgent (any case)."`
 	Labels      []string `json:"labels,omitempty" jsonschema:"Up to 20 labels of 1-50 characters each; they are trimmed, lower-cased, de-duplicated and sorted."`
 }
 
@@ -47,7 +47,9 @@ func ConstrainTicketFields(s *jsonschema.Schema) {
 	p["project_id"].MinLength, p["project_id"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(tickets.MaxProjectID)
 	p["title"].MinLength, p["title"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(tickets.MaxTitle)
 	p["description"].MaxLength = jsonschema.Ptr(tickets.MaxDescription)
-	p["priority"].Enum = StringEnum(tickets.Priorities...)
+	// No enum on input: the service normalises case (tickets.Normalize),
+	// for every transport alike, and an enum would make MCP alone refuse
+	// "NORMAL". The description names the values.
 	p["priority"].Default = json.RawMessage(`"` + tickets.PriorityNormal + `"`)
 	labels := p["labels"]
 	labels.MaxItems = jsonschema.Ptr(tickets.MaxLabels)

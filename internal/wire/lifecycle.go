@@ -14,8 +14,8 @@ import (
 type TicketUpdateFields struct {
 	Title        *string  `json:"title,omitempty" jsonschema:"New one-line summary, 1-200 characters after trimming."`
 	Description  *string  `json:"description,omitempty" jsonschema:"New details; at most 20000 characters."`
-	Priority     *string  `json:"priority,omitempty" jsonschema:"New priority: low, normal, high or urgent."`
-	Status       *string  `json:"status,omitempty" jsonschema:"New status. Allowed moves: open to in_progress, resolved or closed; in_progress to open, resolved or closed; resolved to open or closed; closed to open only."`
+	Priority     *string  `json:"priority,omitempty" jsonschema:"New priority: low, normal, high or urgent (any case)."`
+	Status       *string  `json:"status,omitempty" jsonschema:"New status: open, in_progress, resolved or closed (any case). Allowed moves: open to in_progress, resolved or closed; in_progress to open, resolved or closed; resolved to open or closed; closed to open only."`
 	Assignee     *string  `json:"assignee,omitempty" jsonschema:"Who the ticket is assigned to (a subject, at most 200 characters); \"me\" assigns it to you; an empty string unassigns it."`
 	AddLabels    []string `json:"add_labels,omitempty" jsonschema:"Labels to add, normalised like create's (trimmed, lower-cased)."`
 	RemoveLabels []string `json:"remove_labels,omitempty" jsonschema:"Labels to remove; removing a label the ticket lacks is not an error."`
@@ -55,8 +55,8 @@ func ConstrainTicketUpdateFields(s *jsonschema.Schema) {
 	p := s.Properties
 	p["title"].MinLength, p["title"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(tickets.MaxTitle)
 	p["description"].MaxLength = jsonschema.Ptr(tickets.MaxDescription)
-	p["priority"].Enum = StringEnum(tickets.Priorities...)
-	p["status"].Enum = StringEnum(tickets.Statuses...)
+	// No enums on input: the service normalises case for every transport
+	// (see ConstrainTicketFields); the descriptions name the values.
 	p["assignee"].MaxLength = jsonschema.Ptr(tickets.MaxAssignee)
 	for _, name := range []string{"add_labels", "remove_labels"} {
 		l := p[name]
