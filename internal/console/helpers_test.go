@@ -16,11 +16,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 const (
@@ -52,14 +54,18 @@ func newEnv(t testing.TB, cfg console.Config) *env {
 	t.Helper()
 	d := dbtest.SQLite(t)
 	svc := tickets.NewService(d.Gorm, tickets.Options{})
-	if _, err := svc.CreateProject(context.Background(), tenant, tickets.Project{ID: "support", Key: "SUP", Name: "Support"}); err != nil {
-		t.Fatal(err)
-	}
+	ticketstest.SeedSupport(t, svc, tenant)
+	return serveConsole(t, svc, d.Gorm, cfg)
+}
+
+// serveConsole serves a console over svc, its sessions kept in sessionsDB.
+func serveConsole(t testing.TB, svc *tickets.Service, sessionsDB *gorm.DB, cfg console.Config) *env {
+	t.Helper()
 	v, err := authn.NewVerifier(context.Background(), authn.Config{Issuer: issuer, Audience: audience, HS256Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Service, cfg.Verifier, cfg.Sessions = svc, v, console.NewSessions(d.Gorm)
+	cfg.Service, cfg.Verifier, cfg.Sessions = svc, v, console.NewSessions(sessionsDB)
 	e := &env{svc: svc, verifier: v}
 	mux := http.NewServeMux()
 	mux.Handle(console.Prefix, console.New(cfg))
