@@ -59,6 +59,8 @@ func TestServeConfigErrors(t *testing.T) {
 		{"BadDBIdleTimeout", []string{"TICKETD_DB_IDLE_IN_TRANSACTION_TIMEOUT", "soon"}, nil, "TICKETD_DB_IDLE_IN_TRANSACTION_TIMEOUT"},
 		{"ZeroDBTCPTimeoutFlag", nil, []string{"--db-tcp-timeout", "0s"}, "--db-tcp-timeout 0s"},
 		{"FlagOverridesEnv", nil, []string{"--database-url", "mysql://db/x"}, "TICKETD_DATABASE_URL"},
+		{"BadReadDatabaseURL", []string{"TICKETD_READ_DATABASE_URL", "mysql://db/x"}, nil, "TICKETD_READ_DATABASE_URL"},
+		{"ReadReplicaOfSQLite", []string{"TICKETD_READ_DATABASE_URL", "postgres://standby/ticketd"}, nil, "TICKETD_READ_DATABASE_URL: a read replica needs PostgreSQL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
