@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -52,8 +54,26 @@ func sessionID(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// cookieValue is what the cookie holds: the tenant, base64url-encoded (the
+// table's keys lead with it, DESIGN §19), a dot, and the secret (base32, so
+// without dots).
+func cookieValue(tenant, secret string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(tenant)) + "." + secret
+}
+
+// parseCookie splits a cookie value into tenant and secret; ok is false for
+// anything cookieValue did not make.
+func parseCookie(v string) (tenant, secret string, ok bool) {
+	t, secret, found := strings.Cut(v, ".")
+	b, err := base64.RawURLEncoding.DecodeString(t)
+	if !found || err != nil || len(b) == 0 || secret == "" {
+		return "", "", false
+	}
+	return string(b), secret, true
+}
+
 // create starts a session for p, ending when p's token does or after
-// MaxSessionAge, and returns its secret for the cookie. Expired sessions are
+// MaxSessionAge, and returns the cookie's value. Expired sessions are
 // deleted on the way, so the table holds only live ones.
 func (s *Sessions) create(ctx context.Context, p authn.Principal) (string, error) {
 	now := time.Now().UTC()
@@ -73,13 +93,17 @@ func (s *Sessions) create(ctx context.Context, p authn.Principal) (string, error
 	if err := s.db.WithContext(ctx).Create(&row).Error; err != nil {
 		return "", fmt.Errorf("store console session: %w", err)
 	}
-	return secret, nil
+	return cookieValue(p.Tenant, secret), nil
 }
 
 // principal returns the live session's principal, or errNoSession.
-func (s *Sessions) principal(ctx context.Context, secret string) (authn.Principal, error) {
+func (s *Sessions) principal(ctx context.Context, cookie string) (authn.Principal, error) {
+	tenant, secret, ok := parseCookie(cookie)
+	if !ok {
+		return authn.Principal{}, errNoSession
+	}
 	var row sessionRow
-	err := s.db.WithContext(ctx).Where("id = ? AND expires_at > ?", sessionID(secret), time.Now().UTC()).Take(&row).Error
+	err := s.db.WithContext(ctx).Where("tenant_id = ? AND id = ? AND expires_at > ?", tenant, sessionID(secret), time.Now().UTC()).Take(&row).Error
 	switch {
 	case errors.Is(err, gorm.ErrRecordNotFound):
 		return authn.Principal{}, errNoSession
@@ -94,8 +118,12 @@ func (s *Sessions) principal(ctx context.Context, secret string) (authn.Principa
 }
 
 // end deletes the session, so its secret opens nothing from now on.
-func (s *Sessions) end(ctx context.Context, secret string) error {
-	if err := s.db.WithContext(ctx).Where("id = ?", sessionID(secret)).Delete(&sessionRow{}).Error; err != nil {
+func (s *Sessions) end(ctx context.Context, cookie string) error {
+	tenant, secret, ok := parseCookie(cookie)
+	if !ok {
+		return nil // nothing to end
+	}
+	if err := s.db.WithContext(ctx).Where("tenant_id = ? AND id = ?", tenant, sessionID(secret)).Delete(&sessionRow{}).Error; err != nil {
 		return fmt.Errorf("end console session: %w", err)
 	}
 	return nil

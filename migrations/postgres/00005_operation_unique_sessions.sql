@@ -34,16 +34,18 @@ CREATE UNIQUE INDEX ticket_events_tenant_kind_operation ON ticket_events (tenant
     WHERE NOT reapplied_after_prune;
 
 -- Console sessions of their own (DESIGN §17): the console's cookie holds a
--- random secret whose SHA-256 is id, never the bearer token it signed in
+-- random secret whose SHA-256 is id (after the tenant, which leads every key),
+-- never the bearer token it signed in
 -- with, so the cookie is useless on /mcp and /api, and sign-out deletes the
 -- row, which ends the session on every replica at once.
 CREATE TABLE console_sessions (
-    id         text        PRIMARY KEY, -- hex SHA-256 of the cookie's secret
     tenant_id  text        NOT NULL,
+    id         text        NOT NULL,    -- hex SHA-256 of the cookie's secret
     subject    text        NOT NULL,
     scopes     text        NOT NULL,    -- JSON array, as the token granted them
     expires_at timestamptz NOT NULL,
-    created_at timestamptz NOT NULL
+    created_at timestamptz NOT NULL,
+    PRIMARY KEY (tenant_id, id)            -- tenant first, like every key (DESIGN §19)
 );
 CREATE INDEX console_sessions_expires ON console_sessions (expires_at);
 
