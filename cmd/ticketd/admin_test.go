@@ -263,7 +263,7 @@ func TestPruneCommand(t *testing.T) {
 		}
 		// A shorter window works but says what it costs.
 		out, stderr, err = runCmd(env, "prune", "--older-than", "1h")
-		if err != nil || !strings.HasPrefix(out, "deleted 1 ") || !strings.Contains(stderr, "shorter than the 30 days retention") {
+		if err != nil || !strings.HasPrefix(out, "deleted 1 ") || !strings.Contains(stderr, "shorter than the 30 days retention") || !strings.Contains(stderr, "never applied twice") {
 			t.Fatalf("prune --older-than 1h = %q, %q, %v", out, stderr, err)
 		}
 		if n := countOperations(t, rawURL); n != 3 {

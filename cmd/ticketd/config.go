@@ -95,6 +95,11 @@ type config struct {
 	WebhookRetryMin     time.Duration
 	WebhookMaxAttempts  int
 	WebhookAllowPrivate bool
+	WebhookConcurrency  int
+	WebhookRescueAfter  time.Duration
+
+	// DBSession bounds each PostgreSQL session (db.Session).
+	DBSession db.Session
 
 	// derivedPublicURL records that PublicURL came from Addr, which is
 	// wrong for clients when Addr is a wildcard such as 0.0.0.0.
@@ -166,6 +171,12 @@ var typedSettings = []typedSetting{
 	{groupWebhook, "TICKETD_WEBHOOK_RETRY_MIN", "webhook-retry-min", "5s", "the delay (a `duration`) before a webhook delivery's first retry; later ones double, with jitter", func(c *config) decoder { return positiveDurationInto(&c.WebhookRetryMin) }},
 	{groupWebhook, "TICKETD_WEBHOOK_MAX_ATTEMPTS", "webhook-max-attempts", "12", "the `count` of attempts of one webhook delivery before it is failed", func(c *config) decoder { return atLeastInto(&c.WebhookMaxAttempts, 1) }},
 	{groupWebhook, "TICKETD_WEBHOOK_ALLOW_PRIVATE", "webhook-allow-private", "false", "allow http:// and loopback or private webhook URLs; --dev allows loopback", func(c *config) decoder { return boolInto(&c.WebhookAllowPrivate) }},
+	{groupWebhook, "TICKETD_WEBHOOK_CONCURRENCY", "webhook-concurrency", "32", "the `count` of webhook deliveries one replica sends at once; a tenant holds at most three quarters of them, a subscription half", func(c *config) decoder { return atLeastInto(&c.WebhookConcurrency, 1) }},
+	{groupWebhook, "TICKETD_WEBHOOK_RESCUE_AFTER", "webhook-rescue-after", "22s", "retry a delivery on another worker once its attempt has looked running this long (a `duration`; a dead replica's); the default is the longest a live attempt takes", func(c *config) decoder { return positiveDurationInto(&c.WebhookRescueAfter) }},
+	// The PostgreSQL session limits (db.Session): above the 15s write timeout.
+	{groupDB, "TICKETD_DB_IDLE_IN_TRANSACTION_TIMEOUT", "db-idle-in-transaction-timeout", db.DefaultIdleInTransaction.String(), "PostgreSQL ends a session idle inside a transaction this long (a `duration`; a frozen or cut-off replica), releasing its locks", func(c *config) decoder { return atLeastDurationInto(&c.DBSession.IdleInTransaction, time.Second) }},
+	{groupDB, "TICKETD_DB_STATEMENT_TIMEOUT", "db-statement-timeout", db.DefaultStatement.String(), "PostgreSQL ends a statement running or waiting this long (a `duration`); keep it above the 15s write timeout", func(c *config) decoder { return atLeastDurationInto(&c.DBSession.Statement, time.Second) }},
+	{groupDB, "TICKETD_DB_TCP_TIMEOUT", "db-tcp-timeout", db.DefaultTCP.String(), "both ends of a database connection give up on a silent peer after about this long (a `duration`; keepalives, TCP_USER_TIMEOUT)", func(c *config) decoder { return atLeastDurationInto(&c.DBSession.TCP, time.Second) }},
 }
 
 // envOnly names settings that a command in the given groups reads from the

@@ -18,7 +18,7 @@ import (
 func prune(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("prune", flag.ContinueOnError)
 	olderThan := fs.Duration("older-than", operations.DefaultRetention,
-		"delete succeeded operation records last updated longer ago than this; retries of a pruned ID run again, so keep it at least the "+
+		"delete succeeded operation records last updated longer ago than this; a retry of a pruned ID is refused (operation_expired) instead of replayed, so keep it at least the "+
 			days(operations.DefaultRetention)+" ticketd promises agents")
 	dryRun := fs.Bool("dry-run", false, "count the records that would be deleted, delete nothing")
 	batchSize := fs.Int("batch-size", operations.DefaultPruneBatch, "records deleted per statement (each a short transaction)")
@@ -36,7 +36,7 @@ func prune(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("prune: --batch-size must be positive, got %d", *batchSize)
 	}
 	if *olderThan < operations.DefaultRetention {
-		fmt.Fprintf(stderr, "ticketd: prune: warning: --older-than %s is shorter than the %s retention ticketd promises agents; a retry of a pruned operation ID creates a new ticket\n",
+		fmt.Fprintf(stderr, "ticketd: prune: warning: --older-than %s is shorter than the %s retention ticketd promises agents; a retry of a pruned operation ID is then refused with operation_expired, never applied twice, but its result can no longer be replayed\n",
 			*olderThan, days(operations.DefaultRetention))
 	}
 	store, err := openDB(ctx, cfg)

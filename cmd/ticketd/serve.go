@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/internal/approval"
+	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/server"
@@ -144,6 +145,8 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		Edge:                 edgeCfg,
 		Metrics:              metrics,
 		Webhooks:             hooks,
+		// The console's sessions live beside the tickets.
+		ConsoleSessions: console.NewSessions(store.Gorm),
 		// With a listener of their own, metrics stay off the public one.
 		MetricsElsewhere: cfg.MetricsAddr != "",
 	})
@@ -231,7 +234,7 @@ func openDB(ctx context.Context, cfg *config) (*db.DB, error) {
 	if err := ensureDevDir(cfg); err != nil {
 		return nil, err
 	}
-	store, err := db.Open(ctx, cfg.DatabaseURL)
+	store, err := db.OpenWith(ctx, cfg.DatabaseURL, db.Options{Session: cfg.DBSession})
 	if err != nil {
 		return nil, fmt.Errorf("database (TICKETD_DATABASE_URL): %w", err)
 	}
@@ -279,6 +282,8 @@ func openStore(ctx context.Context, cfg *config, opts tickets.Options, approvals
 	hooks, err := webhooks.New(store, webhooks.Options{
 		RetryMin:    cfg.WebhookRetryMin,
 		MaxAttempts: cfg.WebhookMaxAttempts,
+		Concurrency: cfg.WebhookConcurrency,
+		RescueAfter: cfg.WebhookRescueAfter,
 		// Development receivers listen on loopback (examples/webhook-receiver).
 		AllowPrivate: cfg.WebhookAllowPrivate || cfg.Dev,
 		Logger:       logger,

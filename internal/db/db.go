@@ -76,9 +76,21 @@ func ParseURL(raw string) (Dialect, string, error) {
 	}
 }
 
-// Open connects to the database at rawURL and checks that it answers.
-// It does not migrate: see the migrations package.
+// Options tune how Open connects; the zero value is the defaults.
+type Options struct {
+	// Session bounds each PostgreSQL session (SQLite has no sessions to
+	// lose); zero fields take the defaults.
+	Session Session
+}
+
+// Open connects to the database at rawURL with the default Options and
+// checks that it answers. It does not migrate: see the migrations package.
 func Open(ctx context.Context, rawURL string) (*DB, error) {
+	return OpenWith(ctx, rawURL, Options{})
+}
+
+// OpenWith is Open with opts.
+func OpenWith(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	dialect, dsn, err := ParseURL(rawURL)
 	if err != nil {
 		return nil, err
@@ -86,7 +98,11 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	var dialector gorm.Dialector
 	switch dialect {
 	case Postgres:
-		dialector = postgres.Open(dsn)
+		pool, err := openPostgres(dsn, opts.Session)
+		if err != nil {
+			return nil, err
+		}
+		dialector = postgres.New(postgres.Config{Conn: pool})
 	case SQLite:
 		dialector = sqlite.Open(dsn)
 	}

@@ -31,6 +31,7 @@ const (
 	OperationInProgress Code = "operation_in_progress"
 	OutcomeUnknown      Code = "outcome_unknown"
 	OperationFailed     Code = "operation_failed"
+	OperationExpired    Code = "operation_expired"
 	NotFound            Code = "not_found"
 	AlreadyExists       Code = "already_exists"
 	VersionConflict     Code = "version_conflict"
@@ -166,6 +167,15 @@ var Table = []Row{
 		OperatorStep: "This Idempotency-Key was used before and that request failed; nothing was created. Repeating it fails the same way: fix the cause and use a new key.",
 		PersonStep:   "An earlier attempt with this key failed for the reason given, and repeating it fails the same way. Fix the cause and start from a fresh form.",
 		Outcome:      CountFailed,
+	},
+	{
+		Code: OperationExpired, Meaning: "the ID was applied once, longer ago than operations are remembered", Retry: "no; look up what it made",
+		MCP: MCPToolError, Status: http.StatusConflict, Title: "Operation expired", ShowCause: true,
+		Public:       "this operation ID was already applied, longer ago than ticketd remembers operations; nothing was written now",
+		AgentStep:    "This operation_id was already applied once, so long ago that its record is gone and its result cannot be replayed; nothing was written now. Do not retry it, and do not switch to a new operation_id to force it through: find what it made (list_tickets, get_ticket) and decide from there.",
+		OperatorStep: "This Idempotency-Key was already applied once, so long ago that its record is gone and its result cannot be replayed; nothing was written now. Find what it made (GET /api/v1/tickets) before sending anything under a new key.",
+		PersonStep:   "This form was already submitted once, so long ago that ticketd no longer remembers its result; nothing was written now. Look for what it made before filling in a fresh form.",
+		Outcome:      CountConflict,
 	},
 	{
 		Code: NotFound, Meaning: "no such ticket, project or operation (or another tenant's)", Retry: "no",
@@ -327,6 +337,8 @@ func Of(err error) Code {
 		return Unavailable
 	case errors.Is(err, operations.ErrFailed):
 		return OperationFailed
+	case errors.Is(err, operations.ErrExpired):
+		return OperationExpired
 	case errors.Is(err, tickets.ErrInvalid), errors.Is(err, webhooks.ErrInvalid), errors.Is(err, ssrf.ErrRefused):
 		return InvalidInput
 	case errors.Is(err, tickets.ErrNotFound), errors.Is(err, operations.ErrNotFound), errors.Is(err, webhooks.ErrNotFound):

@@ -188,6 +188,7 @@ func TestOutcomeOf(t *testing.T) {
 		{"", false, "created"},
 		{"", true, "replayed"},
 		{string(errcode.IdempotencyConflict), false, "conflict"},
+		{string(errcode.OperationExpired), false, "conflict"},
 		{string(errcode.OperationInProgress), false, "in_progress"},
 		{string(errcode.OutcomeUnknown), false, "unknown"},
 		{string(errcode.InvalidInput), false, "invalid"},

@@ -96,6 +96,9 @@ type Config struct {
 	Edge Edge
 	// Webhooks serves the REST webhook routes; nil leaves them out.
 	Webhooks *webhooks.Service
+	// ConsoleSessions keeps the web console's sessions
+	// (console.NewSessions over the service's database). Required.
+	ConsoleSessions *console.Sessions
 }
 
 // Edge is what the edge in front of /mcp and /api/v1 needs beyond the
@@ -160,6 +163,8 @@ func New(cfg Config) (http.Handler, error) {
 		return nil, errors.New("server: Config.Service is required")
 	case cfg.Verifier == nil:
 		return nil, errors.New("server: Config.Verifier is required")
+	case cfg.ConsoleSessions == nil:
+		return nil, errors.New("server: Config.ConsoleSessions is required")
 	case cfg.Issuer == "":
 		return nil, errors.New("server: Config.Issuer is required")
 	}
@@ -293,7 +298,7 @@ func New(cfg Config) (http.Handler, error) {
 	// checks inside), and the metrics unless they have a listener of their
 	// own.
 	mux.Handle(console.Prefix, nameSpan(console.Prefix, console.New(console.Config{
-		Service: cfg.Service, Verifier: cfg.Verifier, Logger: logger.With("component", "console"),
+		Service: cfg.Service, Verifier: cfg.Verifier, Sessions: cfg.ConsoleSessions, Logger: logger.With("component", "console"),
 		Secure: strings.HasPrefix(public, "https://"), Webhooks: cfg.Webhooks, Approvals: cfg.Service.Approvals(),
 	})))
 	mux.Handle("GET /{$}", http.RedirectHandler(console.Prefix, http.StatusSeeOther))

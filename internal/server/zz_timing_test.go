@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/server"
@@ -24,7 +25,7 @@ func TestZZTiming(t *testing.T) {
 	for i := 0; i < 60; i++ {
 		metrics := observe.New(observe.Options{Actions: tickets.Actions()})
 		t0 := time.Now()
-		if _, err := server.New(server.Config{Service: svc, Verifier: v, PublicURL: "http://x", Issuer: "i", Metrics: metrics, Ready: func(context.Context) error { return nil }}); err != nil {
+		if _, err := server.New(server.Config{Service: svc, Verifier: v, PublicURL: "http://x", Issuer: "i", Metrics: metrics, Ready: func(context.Context) error { return nil }, ConsoleSessions: console.NewSessions(d.Gorm)}); err != nil {
 			t.Fatal(err)
 		}
 		ds = append(ds, time.Since(t0))

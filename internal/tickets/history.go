@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/ticketd/ticketd/internal/approval"
+	"github.com/ticketd/ticketd/internal/operations"
 )
 
 // EventKind says what a write did to a ticket.
@@ -215,6 +216,13 @@ func insertEvent(tx *gorm.DB, tenant string, e Event) error {
 		row.CommentID = &c
 	}
 	if err := tx.Create(&row).Error; err != nil {
+		if errors.Is(err, gorm.ErrDuplicatedKey) {
+			// Only the unique (tenant, kind, operation_id) index can fire
+			// here (the ID and seq are fresh): this operation already left
+			// its event and its record has been pruned since. Writing it
+			// again would apply the operation twice.
+			return fmt.Errorf("%w: the ticket's history already holds a %q event for this operation_id", operations.ErrExpired, e.Kind)
+		}
 		return fmt.Errorf("%w: insert event: %v", ErrUnavailable, err)
 	}
 	return nil

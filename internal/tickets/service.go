@@ -174,7 +174,7 @@ func insertTicket(tx *gorm.DB, tenant, reporter string, ticketID, eventID, opID 
 		// Only the unique (tenant, operation_id) index can fire here: the
 		// ticket exists but its operation record is gone (pruned). Creating
 		// another would be exactly the duplicate the ledger exists to stop.
-		return Ticket{}, fmt.Errorf("%w: a ticket was already created with this operation_id", operations.ErrConflict)
+		return Ticket{}, fmt.Errorf("%w: a ticket was already created with this operation_id", operations.ErrExpired)
 	case err != nil:
 		return Ticket{}, err
 	case !found:

@@ -47,6 +47,7 @@ var Examples = []Example{
 	// A lost COMMIT on a dead connection is unknown, not unavailable.
 	{errcode.OutcomeUnknown, fmt.Errorf("%w: %w", operations.ErrOutcomeUnknown, operations.ErrUnavailable)},
 	{errcode.OperationFailed, wrap(fmt.Errorf("%w (key acme/create_ticket/…): the project was archived", operations.ErrFailed))},
+	{errcode.OperationExpired, wrap(fmt.Errorf("%w: a comment was already added with this operation_id", operations.ErrExpired))},
 	{errcode.NotFound, wrap(tickets.ErrNotFound)},
 	{errcode.NotFound, wrap(operations.ErrNotFound)},
 	{errcode.NotFound, wrap(webhooks.ErrNotFound)},

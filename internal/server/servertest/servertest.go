@@ -17,6 +17,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/observe"
@@ -111,6 +112,7 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 	h, err := server.New(server.Config{
 		Service: e.Service, Verifier: v, PublicURL: base, Issuer: Issuer, Logger: opts.Logger,
 		Ready: ready, Metrics: metrics, Edge: opts.Edge, AuthorizationServers: opts.AuthorizationServers,
+		ConsoleSessions: console.NewSessions(d.Gorm),
 	})
 	if err != nil {
 		tb.Fatalf("servertest: server.New: %v", err)
