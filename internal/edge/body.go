@@ -57,7 +57,7 @@ func MCPBody(opts MCPBodyOptions) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+			body, err := readBody(w, r, limit)
 			if err != nil {
 				var tooBig *http.MaxBytesError
 				if errors.As(err, &tooBig) {
@@ -77,6 +77,18 @@ func MCPBody(opts MCPBodyOptions) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callKey{}, call)))
 		})
 	}
+}
+
+// readBody returns the request's body: as Bodies already read it, or read
+// here under limit.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if held, ok := r.Body.(*heldBody); ok {
+		if int64(len(held.body)) > limit {
+			return nil, &http.MaxBytesError{Limit: limit}
+		}
+		return held.body, nil
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 }
 
 // replyStatus picks the HTTP status for a refusal the way the SDK would for

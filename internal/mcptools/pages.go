@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ticketd/ticketd/internal/limits"
 )
 
 // DefaultMaxConcurrentPages bounds how many list pages the server builds at
@@ -18,26 +20,34 @@ const DefaultMaxConcurrentPages = 4
 // pageTools are the tools whose answer is a page of up to a MiB.
 var pageTools = map[string]bool{ToolListTickets: true, ToolListComments: true}
 
-// boundPages lets at most n page-building calls run at once across the
-// server; the others wait their turn (or give up when their caller does),
-// so memory stays bounded however many callers list at once.
-func boundPages(n int) mcp.Middleware {
-	if n <= 0 {
-		n = DefaultMaxConcurrentPages
+// boundPages lets at most total page-building calls run at once across the
+// server, and at most share of them for one tenant; the others wait their
+// turn, first behind their own tenant's calls (or give up when their caller
+// does), so memory stays bounded however many callers list at once, and
+// one tenant's lists cannot keep another's waiting.
+func boundPages(total, share int) mcp.Middleware {
+	if total <= 0 {
+		total = DefaultMaxConcurrentPages
 	}
-	slots := make(chan struct{}, n)
+	if share <= 0 {
+		share = max(1, total/2)
+	}
+	slots, err := limits.NewSlots(total, min(share, total))
+	if err != nil {
+		panic(err) // unreachable: 0 < min(share, total) ≤ total
+	}
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			call, ok := req.(*mcp.CallToolRequest)
 			if !ok || call.Params == nil || !pageTools[call.Params.Name] {
 				return next(ctx, method, req)
 			}
-			select {
-			case slots <- struct{}{}:
-			case <-ctx.Done():
-				return nil, ctx.Err()
+			p, _ := principalOf(ctx, call.Extra)
+			release, err := slots.Acquire(ctx, p.Tenant)
+			if err != nil {
+				return nil, err
 			}
-			defer func() { <-slots }()
+			defer release()
 			return next(ctx, method, req)
 		}
 	}
