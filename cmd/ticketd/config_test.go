@@ -50,6 +50,9 @@ func TestServeConfigErrors(t *testing.T) {
 		{"NegativeWebhookRetryMinFlag", nil, []string{"--webhook-retry-min", "-1s"}, "--webhook-retry-min -1s"},
 		{"ZeroWebhookMaxAttempts", []string{"TICKETD_WEBHOOK_MAX_ATTEMPTS", "0"}, nil, "TICKETD_WEBHOOK_MAX_ATTEMPTS"},
 		{"BadWebhookAllowPrivate", []string{"TICKETD_WEBHOOK_ALLOW_PRIVATE", "maybe"}, nil, "TICKETD_WEBHOOK_ALLOW_PRIVATE"},
+		// SQLite's pool is 4 connections: a cap of 4, or none, would let one tenant hold them all.
+		{"TenantConcurrencyAtThePool", []string{"TICKETD_TENANT_CONCURRENCY", "4"}, nil, "TICKETD_TENANT_CONCURRENCY=\"4\" with a sqlite pool of 4 connections"},
+		{"NoTenantConcurrencyCap", []string{"TICKETD_TENANT_CONCURRENCY", "0"}, nil, "would let one tenant hold all 4 database connections"},
 		{"FlagOverridesEnv", nil, []string{"--database-url", "mysql://db/x"}, "TICKETD_DATABASE_URL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -101,17 +101,14 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", dialect, err)
 	}
+	sqlDB.SetMaxOpenConns(PoolSize(dialect))
 	switch dialect {
 	case Postgres:
-		sqlDB.SetMaxOpenConns(20)
 		sqlDB.SetMaxIdleConns(10)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 		sqlDB.SetConnMaxLifetime(time.Hour)
 	case SQLite:
-		// One writer at a time is SQLite's rule anyway; a few connections
-		// let readers proceed under WAL while a write is in flight.
-		sqlDB.SetMaxOpenConns(4)
-		sqlDB.SetMaxIdleConns(4)
+		sqlDB.SetMaxIdleConns(PoolSize(SQLite))
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -120,6 +117,18 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
 	}
 	return &DB{Gorm: g, Dialect: dialect}, nil
+}
+
+// PoolSize is how many connections Open keeps to a database of dialect at
+// most: 20 for PostgreSQL; 4 for SQLite, where one writer at a time is the
+// rule anyway and a few connections let readers proceed under WAL while a
+// write is in flight. The per-tenant concurrency cap is derived from it and
+// must stay below it (DESIGN §17).
+func PoolSize(d Dialect) int {
+	if d == SQLite {
+		return 4
+	}
+	return 20
 }
 
 // Close releases the connection pool.

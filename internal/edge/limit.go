@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -188,7 +188,7 @@ type BodiesOptions struct {
 	Tenant func(r *http.Request) (string, bool)
 	// MaxBytes caps one body; DefaultMaxBody if zero.
 	MaxBytes int64
-	// Reject writes the refusals (429, 503, 413, 400); WriteError if nil.
+	// Reject writes the refusals (429, 503); WriteError if nil.
 	Reject Reject
 }
 
@@ -202,10 +202,10 @@ type BodiesOptions struct {
 //   - the tenant's share is full: 429 rate_limited with Retry-After;
 //   - the global budget is spent (several tenants at once): 503
 //     unavailable with Retry-After, and Budget.Spent turns /readyz to 503;
-//   - a declared or actual size over MaxBytes: 413 before or as it is read;
-//   - a body that cannot be read (the client went away): 400.
-//
-// Requests without a body pass free.
+// A body over MaxBytes (declared, or as it arrives) or one that cannot be
+// read reaches the handler as a body whose reads fail with that error
+// (*http.MaxBytesError for the size), so the route answers 413 or 400 in
+// its own words, as without Bodies. Requests without a body pass free.
 func Bodies(opts BodiesOptions) func(http.Handler) http.Handler {
 	limit := opts.MaxBytes
 	if limit <= 0 {
@@ -222,7 +222,9 @@ func Bodies(opts BodiesOptions) func(http.Handler) http.Handler {
 				return
 			}
 			if r.ContentLength > limit {
-				reject(w, r, http.StatusRequestEntityTooLarge, invalidInput, "request body is larger than the server accepts")
+				// The route answers 413 in its own words, reading nothing.
+				r.Body = failedBody{&http.MaxBytesError{Limit: limit}}
+				next.ServeHTTP(w, r)
 				return
 			}
 			tenant, _ := opts.Tenant(r)
@@ -239,12 +241,10 @@ func Bodies(opts BodiesOptions) func(http.Handler) http.Handler {
 				reject(w, r, http.StatusServiceUnavailable, "unavailable", "the server is holding as many request bodies as it can; retry after the Retry-After delay")
 				return
 			case err != nil:
-				var tooBig *http.MaxBytesError
-				if errors.As(err, &tooBig) {
-					reject(w, r, http.StatusRequestEntityTooLarge, invalidInput, "request body is larger than the server accepts")
-					return
-				}
-				reject(w, r, http.StatusBadRequest, invalidInput, "request body could not be read")
+				// Too large, or the client went away: the route reads the
+				// same error and answers it in its own words.
+				r.Body = failedBody{err}
+				next.ServeHTTP(w, r)
 				return
 			}
 			r.Body = &heldBody{Reader: bytes.NewReader(body), body: body}
@@ -304,3 +304,10 @@ type heldBody struct {
 }
 
 func (*heldBody) Close() error { return nil }
+
+// failedBody is a body whose reads fail with err.
+type failedBody struct{ err error }
+
+func (b failedBody) Read([]byte) (int, error) { return 0, b.err }
+
+func (failedBody) Close() error { return nil }

@@ -15,7 +15,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/ticketd/ticketd/internal/edge"
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/reqinfo"
@@ -156,27 +155,30 @@ func boundName(name string) string {
 	return name[:cut] + "…"
 }
 
-// errUnknownTool marks refuseUnknownTools' answer, so the log line knows
+// errUnknownTool marks boundUnknownTools' answer, so the log line knows
 // the caller's mistake from a server fault.
 var errUnknownTool = errors.New("unknown tool")
 
-// refuseUnknownTools answers a tools/call for a tool the server does not
-// serve itself, before the SDK would: -32602 as the SDK does, but naming
-// at most maxToolName bytes of the name, where the SDK echoes it whole.
-func refuseUnknownTools(scopeFor edge.ScopeFor) mcp.Middleware {
+// boundUnknownTools rewrites the SDK's answer to a tools/call for a tool
+// the server does not serve: still -32602, but naming at most maxToolName
+// bytes of the name, where the SDK echoes it whole (and the log line would
+// repeat it at error level).
+func boundUnknownTools() mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if call, ok := req.(*mcp.CallToolRequest); ok && call.Params != nil {
-				if _, known := scopeFor(call.Params.Name); !known {
-					return nil, &unknownTool{name: boundName(call.Params.Name)}
-				}
+			res, err := next(ctx, method, req)
+			call, ok := req.(*mcp.CallToolRequest)
+			var wire *jsonrpc.Error
+			if ok && call.Params != nil && errors.As(err, &wire) && wire.Code == jsonrpc.CodeInvalidParams &&
+				wire.Message == fmt.Sprintf("unknown tool %q", call.Params.Name) {
+				return res, &unknownTool{name: boundName(call.Params.Name)}
 			}
-			return next(ctx, method, req)
+			return res, err
 		}
 	}
 }
 
-// unknownTool is the JSON-RPC error refuseUnknownTools returns.
+// unknownTool is the JSON-RPC error boundUnknownTools returns.
 type unknownTool struct{ name string }
 
 func (e *unknownTool) Error() string { return fmt.Sprintf("unknown tool %q", e.name) }

@@ -85,11 +85,11 @@ func NewServer(svc *tickets.Service, logger *slog.Logger, opts Options) *mcp.Ser
 		}
 	}
 	// The first middleware is the outermost: the log line sees the result
-	// after a panic was turned into an error, after an unknown tool was
-	// refused with its name bounded, and after the SDK's argument
+	// after a panic was turned into an error, after the answer to an unknown
+	// tool had its name bounded, and after the SDK's argument
 	// rejections were given the contract's error shape. FilterTools is
 	// innermost: it only edits a tools/list result.
-	s.AddReceivingMiddleware(logCalls(logger, opts.Metrics), recoverPanics(logger), refuseUnknownTools(ScopeFor(opts)),
+	s.AddReceivingMiddleware(logCalls(logger, opts.Metrics), recoverPanics(logger), boundUnknownTools(),
 		boundPages(opts.MaxConcurrentPages, opts.MaxPagesPerTenant), shapeArgumentErrors(),
 		edge.FilterTools(ScopeFor(opts), callerScopes))
 	return s
