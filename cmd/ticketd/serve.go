@@ -28,9 +28,9 @@ const (
 	// 23 ms of CPU before any check could refuse it. The 16 KiB bound on
 	// Authorization (authn.MaxAuthorization) fits with room for the rest.
 	maxHeaderBytes = 64 << 10
-	readTimeout       = 30 * time.Second
-	writeTimeout      = 2 * time.Minute
-	idleTimeout       = 2 * time.Minute
+	readTimeout    = 30 * time.Second
+	writeTimeout   = 2 * time.Minute
+	idleTimeout    = 2 * time.Minute
 	// shutdownTimeout is how long in-flight requests get to finish after
 	// SIGTERM; it fits within the 30s grace period orchestrators commonly
 	// give before SIGKILL.

@@ -202,6 +202,7 @@ type BodiesOptions struct {
 //   - the tenant's share is full: 429 rate_limited with Retry-After;
 //   - the global budget is spent (several tenants at once): 503
 //     unavailable with Retry-After, and Budget.Spent turns /readyz to 503;
+//
 // A body over MaxBytes (declared, or as it arrives) or one that cannot be
 // read reaches the handler as a body whose reads fail with that error
 // (*http.MaxBytesError for the size), so the route answers 413 or 400 in
