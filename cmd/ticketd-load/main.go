@@ -22,8 +22,10 @@
 // ticketd and the go-sdk floor side by side (see bench.go, make bench-e2e),
 // and "ticketd-load seed" bulk-inserts tickets into a PostgreSQL database.
 //
-// Exit status: 0 when the run was clean, 1 when the invariant was violated or
-// a call failed other than by a client-side timeout, 2 for bad flags.
+// Exit status: 0 when the run was clean, 1 when the invariant was violated,
+// a session could not be opened (after retrying for the connect timeout),
+// a worker stopped early, or a call failed other than by a client-side
+// timeout (or by rate_limited, with -expect-rate-limited), 2 for bad flags.
 package main
 
 import (
@@ -114,6 +116,9 @@ type config struct {
 	Args      json.RawMessage
 	Warmup    time.Duration
 	ServerPID int // 0: no server measurements
+	// ExpectRateLimited counts rate_limited answers as expected, not as
+	// failed calls: a flood that ignores retry_after is refused on purpose.
+	ExpectRateLimited bool
 }
 
 const toolCreate = "create_ticket"
@@ -152,6 +157,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	fs.StringVar(&c.Tool, "tool", toolCreate, "tool to call; any other than create_ticket is called with -args")
 	toolArgs := fs.String("args", "{}", "JSON object of arguments for a -tool other than create_ticket")
 	fs.DurationVar(&c.Warmup, "warmup", 0, "call for this long before the measured -duration starts")
+	fs.BoolVar(&c.ExpectRateLimited, "expect-rate-limited", false, "count rate_limited answers (tool results, or 429 before the body) as expected, not as failed calls; every other failure, a session that will not open and a worker that stops still fail the run")
 	fs.IntVar(&c.ServerPID, "server-pid", 0, "process ID of the server on this machine, to report its CPU per call and peak RSS from /proc")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
