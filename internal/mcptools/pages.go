@@ -2,6 +2,7 @@ package mcptools
 
 import (
 	"context"
+	"runtime"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -24,13 +25,17 @@ var pageTools = map[string]bool{ToolListTickets: true, ToolListComments: true}
 // server, and at most share of them for one tenant; the others wait their
 // turn, first behind their own tenant's calls (or give up when their caller
 // does), so memory stays bounded however many callers list at once, and
-// one tenant's lists cannot keep another's waiting.
+// one tenant's lists cannot keep another's waiting. A share of 0 is half
+// of total or of the cores, whichever is fewer, at least 1: building a
+// full page is CPU-bound, so one tenant building more at once takes the
+// CPU other tenants' calls need (on 2 cores a share of 2 left another
+// tenant's small lists 14 times slower, scripts/edge-measure.sh).
 func boundPages(total, share int) mcp.Middleware {
 	if total <= 0 {
 		total = DefaultMaxConcurrentPages
 	}
 	if share <= 0 {
-		share = max(1, total/2)
+		share = max(1, min(total, runtime.GOMAXPROCS(0))/2)
 	}
 	slots, err := limits.NewSlots(total, min(share, total))
 	if err != nil {

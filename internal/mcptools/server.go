@@ -46,8 +46,9 @@ type Options struct {
 	// MaxConcurrentPages bounds the list pages built at once across the
 	// server; DefaultMaxConcurrentPages if zero.
 	MaxConcurrentPages int
-	// MaxPagesPerTenant bounds those one tenant builds at once; half of
-	// MaxConcurrentPages (at least 1) if zero.
+	// MaxPagesPerTenant bounds those one tenant builds at once; if zero,
+	// half of MaxConcurrentPages or of the cores, whichever is fewer, and
+	// at least 1.
 	MaxPagesPerTenant int
 }
 
