@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/limits"
 )
 
@@ -91,7 +92,7 @@ func Concurrency(opts ConcurrencyOptions) func(http.Handler) http.Handler {
 			release, wait, ok := opts.Limits.Acquire(tenant)
 			if !ok {
 				w.Header().Set("Retry-After", retryAfterSeconds(wait))
-				reject(w, r, http.StatusTooManyRequests, "rate_limited", "too many requests from this tenant at once; retry after the Retry-After delay")
+				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "too many requests from this tenant at once; retry after the Retry-After delay")
 				return
 			}
 			defer release()
@@ -102,9 +103,9 @@ func Concurrency(opts ConcurrencyOptions) func(http.Handler) http.Handler {
 
 func refuseMCP(w http.ResponseWriter, call Call, wait time.Duration, why string) {
 	ms := int64(math.Ceil(float64(wait) / float64(time.Millisecond)))
-	message := fmt.Sprintf("rate_limited: %s; retry after %d ms", why, ms)
+	message := fmt.Sprintf("%s: %s; retry after %d ms", errcode.RateLimited, why, ms)
 	if call.Method == "tools/call" && call.ID != nil {
-		writeReply(w, http.StatusOK, toolResult(call.ID, contractError{Code: "rate_limited", Message: message, Retryable: true, RetryAfterMS: &ms},
+		writeReply(w, http.StatusOK, toolResult(call.ID, contractError{Code: errcode.RateLimited, Message: message, Retryable: errcode.RateLimited.Retryable(), RetryAfterMS: &ms},
 			message+", with the same arguments (the same operation_id for a write)."))
 		return
 	}
@@ -149,13 +150,13 @@ func Limit(opts LimitOptions) func(http.Handler) http.Handler {
 			release, wait, ok := opts.Limits.Acquire(tenant)
 			if !ok {
 				w.Header().Set("Retry-After", retryAfterSeconds(wait))
-				reject(w, r, http.StatusTooManyRequests, "rate_limited", "too many requests from this tenant at once; retry after the Retry-After delay")
+				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "too many requests from this tenant at once; retry after the Retry-After delay")
 				return
 			}
 			defer release()
 			if ok, wait := opts.Limits.Allow(tenant, kind(r)); !ok {
 				w.Header().Set("Retry-After", retryAfterSeconds(wait))
-				reject(w, r, http.StatusTooManyRequests, "rate_limited", "this tenant's rate limit is reached; retry after the Retry-After delay")
+				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "this tenant's rate limit is reached; retry after the Retry-After delay")
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -235,11 +236,11 @@ func Bodies(opts BodiesOptions) func(http.Handler) http.Handler {
 			switch {
 			case refusal == limits.TenantShare:
 				w.Header().Set("Retry-After", "1")
-				reject(w, r, http.StatusTooManyRequests, "rate_limited", "this tenant is sending as many request bodies at once as it may; retry after the Retry-After delay")
+				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "this tenant is sending as many request bodies at once as it may; retry after the Retry-After delay")
 				return
 			case refusal == limits.Global:
 				w.Header().Set("Retry-After", "1")
-				reject(w, r, http.StatusServiceUnavailable, "unavailable", "the server is holding as many request bodies as it can; retry after the Retry-After delay")
+				reject(w, r, http.StatusServiceUnavailable, errcode.Unavailable, "the server is holding as many request bodies as it can; retry after the Retry-After delay")
 				return
 			case err != nil:
 				// Too large, or the client went away: the route reads the

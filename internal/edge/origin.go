@@ -18,24 +18,24 @@ import (
 )
 
 // Reject writes a refusal in the guarded route's own error format; code is
-// a contract error code (DESIGN §3). WriteError is the default.
-type Reject func(w http.ResponseWriter, r *http.Request, status int, code, message string)
+// a contract error code (docs/contract.md#error-codes). WriteError is the default.
+type Reject func(w http.ResponseWriter, r *http.Request, status int, code errcode.Code, message string)
 
 // WriteError is the default Reject: a JSON body
 // {"error":{"code","message","retryable"}}, the shape MCP tool errors
 // carry, which a REST wiring replaces with its problem+json writer.
 // retryable is the error table's word for code (errcode), so it agrees
 // with any Retry-After sent beside it.
-func WriteError(w http.ResponseWriter, _ *http.Request, status int, code, message string) {
+func WriteError(w http.ResponseWriter, _ *http.Request, status int, code errcode.Code, message string) {
 	type body struct {
-		Code      string `json:"code"`
-		Message   string `json:"message"`
-		Retryable bool   `json:"retryable"`
+		Code      errcode.Code `json:"code"`
+		Message   string       `json:"message"`
+		Retryable bool         `json:"retryable"`
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]body{"error": {Code: code, Message: message, Retryable: errcode.Code(code).Retryable()}}) // nothing left to tell of a failed write
+	_ = json.NewEncoder(w).Encode(map[string]body{"error": {Code: code, Message: message, Retryable: code.Retryable()}}) // nothing left to tell of a failed write
 }
 
 // MCPReject is the Reject for refusals on /mcp made before the body is
@@ -47,15 +47,15 @@ func WriteError(w http.ResponseWriter, _ *http.Request, status int, code, messag
 // retry_after_ms mirroring any Retry-After header. The Go client treats
 // 429 and 503 as transient (the session survives, the call fails), and a
 // JSON-RPC body keeps the session alive on the other statuses too.
-func MCPReject(w http.ResponseWriter, _ *http.Request, status int, code, message string) {
+func MCPReject(w http.ResponseWriter, _ *http.Request, status int, code errcode.Code, message string) {
 	rpcCode := int64(jsonrpc.CodeInvalidRequest)
 	switch code {
-	case "rate_limited":
+	case errcode.RateLimited:
 		rpcCode = codeRateLimited
-	case "unavailable":
+	case errcode.Unavailable:
 		rpcCode = codeUnavailable
 	}
-	e := contractError{Code: code, Message: message, Retryable: errcode.Code(code).Retryable()}
+	e := contractError{Code: code, Message: message, Retryable: code.Retryable()}
 	if secs, err := strconv.ParseInt(w.Header().Get("Retry-After"), 10, 64); err == nil {
 		ms := secs * 1000
 		e.RetryAfterMS = &ms
@@ -65,7 +65,7 @@ func MCPReject(w http.ResponseWriter, _ *http.Request, status int, code, message
 		JSONRPC string        `json:"jsonrpc"`
 		ID      any           `json:"id"`
 		Error   jsonrpc.Error `json:"error"`
-	}{"2.0", nil, jsonrpc.Error{Code: rpcCode, Message: code + ": " + message, Data: data}})
+	}{"2.0", nil, jsonrpc.Error{Code: rpcCode, Message: string(code) + ": " + message, Data: data}})
 	writeReply(w, status, &Reply{Body: body, Code: rpcCode})
 }
 
@@ -121,12 +121,12 @@ func Origin(opts OriginOptions) (func(http.Handler) http.Handler, error) {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !hostOK(r.Host) {
-				reject(w, r, http.StatusForbidden, "forbidden", "the Host header does not name this server")
+				reject(w, r, http.StatusForbidden, errcode.Forbidden, "the Host header does not name this server")
 				return
 			}
 			if values := r.Header.Values("Origin"); len(values) > 0 {
 				if len(values) > 1 || !originAllowed(origins, values[0]) {
-					reject(w, r, http.StatusForbidden, "forbidden", "requests from this Origin are not allowed")
+					reject(w, r, http.StatusForbidden, errcode.Forbidden, "requests from this Origin are not allowed")
 					return
 				}
 			}
@@ -148,7 +148,7 @@ func Host(opts OriginOptions) (func(http.Handler) http.Handler, error) {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !hostOK(r.Host) {
-				reject(w, r, http.StatusForbidden, "forbidden", "the Host header does not name this server")
+				reject(w, r, http.StatusForbidden, errcode.Forbidden, "the Host header does not name this server")
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -251,11 +251,11 @@ func SingleAuthorization(reject Reject) func(http.Handler) http.Handler {
 			switch {
 			case len(values) > 1:
 				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_request", error_description="more than one Authorization header"`)
-				reject(w, r, http.StatusBadRequest, "unauthenticated", "send exactly one Authorization header")
+				reject(w, r, http.StatusBadRequest, errcode.Unauthenticated, "send exactly one Authorization header")
 				return
 			case len(values) == 1 && len(values[0]) > authn.MaxAuthorization:
 				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_request", error_description="Authorization header too large"`)
-				reject(w, r, http.StatusBadRequest, "unauthenticated", fmt.Sprintf("the Authorization header is larger than %d KiB; no token is that long", authn.MaxAuthorization>>10))
+				reject(w, r, http.StatusBadRequest, errcode.Unauthenticated, fmt.Sprintf("the Authorization header is larger than %d KiB; no token is that long", authn.MaxAuthorization>>10))
 				return
 			case len(values) == 1:
 				if _, ok := authn.BearerToken(values[0]); !ok {

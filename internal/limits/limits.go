@@ -24,7 +24,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Defaults for Config's zero values (DESIGN §12).
+// Defaults for Config's zero values (docs/contract.md#configuration).
 const (
 	// DefaultConcurrency is the cap when nothing says otherwise; the server
 	// derives its cap from the database pool instead (ConcurrencyFor).

@@ -154,7 +154,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		}
 	}
 	if len(routed) != 18 {
-		t.Errorf("%d routes, want the 12 of DESIGN §6 and §10 and the 6 of §11: %v", len(routed), slices.Sorted(maps.Keys(routed)))
+		t.Errorf("%d routes, want the 12 ticket routes and the 6 webhook routes of docs/contract.md#rest: %v", len(routed), slices.Sorted(maps.Keys(routed)))
 	}
 
 	t.Run("ServedDocumentIsTheEmbeddedOne", func(t *testing.T) {
