@@ -168,19 +168,26 @@ func TestStalledBodiesSlowOnlyTheirTenant(t *testing.T) {
 		resp, _ := get2(t, env.URL+server.ReadyPath)
 		return resp.StatusCode == http.StatusServiceUnavailable
 	})
-	status, hdr, msg := rpc(t, env, tokB, legacy, callBody(mcptools.ToolCreateTicket, createArgs()), nil)
+	// /readyz turns once less than one full body is free; a small call is
+	// refused once the uploads have sent all they will.
+	var (
+		status int
+		hdr    http.Header
+		msg    map[string]json.RawMessage
+	)
+	eventually(t, "tenant B's small call to find the shared budget spent", func() bool {
+		status, hdr, msg = rpc(t, env, tokB, legacy, callBody(mcptools.ToolCreateTicket, createArgs()), nil)
+		return status == http.StatusServiceUnavailable
+	})
 	var refusal struct {
-		Error struct {
-			Data struct {
-				Code         string `json:"code"`
-				Retryable    bool   `json:"retryable"`
-				RetryAfterMS int64  `json:"retry_after_ms"`
-			} `json:"data"`
-		} `json:"error"`
+		Data struct {
+			Code         string `json:"code"`
+			Retryable    bool   `json:"retryable"`
+			RetryAfterMS int64  `json:"retry_after_ms"`
+		} `json:"data"`
 	}
-	_ = json.Unmarshal(msg["error"], &refusal.Error) // checked field by field below
-	if status != http.StatusServiceUnavailable || hdr.Get("Retry-After") != "1" || refusal.Error.Data.Code != "unavailable" ||
-		!refusal.Error.Data.Retryable || refusal.Error.Data.RetryAfterMS != 1000 {
+	_ = json.Unmarshal(msg["error"], &refusal) // checked field by field below
+	if hdr.Get("Retry-After") != "1" || refusal.Data.Code != "unavailable" || !refusal.Data.Retryable || refusal.Data.RetryAfterMS != 1000 {
 		t.Errorf("MCP call with the shared budget spent: %d Retry-After %q %s, want 503, 1, unavailable, retryable, retry_after_ms 1000", status, hdr.Get("Retry-After"), msg["error"])
 	}
 	resp, body := restCreate(t, env, tokB)
