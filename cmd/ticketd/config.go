@@ -34,6 +34,7 @@ const (
 	groupWebhook                   // webhook delivery
 	groupPublic                    // the public URL alone, for stdio: it derives the audience but listens nowhere
 	groupMint                      // what minting a token needs: issuer, audience, HS256 secret, tenant claim
+	groupReplica                   // the read replica (serve and stdio, which read)
 )
 
 // Defaults that also appear in help and error messages.
@@ -69,6 +70,12 @@ type config struct {
 	DataDir       string
 	Token         string
 	MetricsAddr   string
+	// AuthorizationServers is TICKETD_OAUTH_AUTHORIZATION_SERVERS, checked
+	// by server.ParseAuthorizationServers.
+	AuthorizationServers string
+
+	// ReadDatabaseURL is the optional read replica (DESIGN §19).
+	ReadDatabaseURL string
 
 	// The edge (docs/architecture.md#the-edge-in-the-order-it-is-wired), parsed and checked by edge().
 	AllowedOrigins    string
@@ -105,6 +112,7 @@ var stringSettings = []stringSetting{
 	{groupHTTP, "TICKETD_ADDR", "addr", defaultAddr, "listen address host:port", func(c *config) *string { return &c.Addr }},
 	{groupHTTP | groupPublic, "TICKETD_PUBLIC_URL", "public-url", "", "URL clients reach this server at (default http://ADDR)", func(c *config) *string { return &c.PublicURL }},
 	{groupDB, "TICKETD_DATABASE_URL", "database-url", "", "postgres://USER:PASS@HOST:PORT/DB?sslmode=… or sqlite://PATH (default " + defaultDatabaseURL + "; with --dev sqlite://DATA_DIR/" + devDatabaseFile + ")", func(c *config) *string { return &c.DatabaseURL }},
+	{groupReplica, "TICKETD_READ_DATABASE_URL", "read-database-url", "", "optional PostgreSQL hot standby for lists, search and history; a query runs there only when the standby has replayed all the primary has committed, else on the primary", func(c *config) *string { return &c.ReadDatabaseURL }},
 	{groupAuth | groupMint, "TICKETD_JWT_ISSUER", "jwt-issuer", "", "iss claim tokens must carry (required; with --dev " + devIssuer + ")", func(c *config) *string { return &c.Issuer }},
 	{groupAuth | groupMint, "TICKETD_JWT_AUDIENCE", "jwt-audience", "", "aud claim tokens must carry (default PUBLIC_URL/mcp)", func(c *config) *string { return &c.Audience }},
 	{groupAuth, "TICKETD_JWT_JWKS_URL", "jwt-jwks-url", "", "key source: identity provider JWK Set URL", func(c *config) *string { return &c.JWKSURL }},
@@ -113,10 +121,11 @@ var stringSettings = []stringSetting{
 	{groupAuth | groupMint, "TICKETD_JWT_TENANT_CLAIM", "jwt-tenant-claim", "tenant_id", "claim that carries the tenant", func(c *config) *string { return &c.TenantClaim }},
 	{groupLog, "TICKETD_LOG_FORMAT", "log-format", "text", "log format: text or json", func(c *config) *string { return &c.LogFormat }},
 	{groupLog, "TICKETD_LOG_LEVEL", "log-level", "info", "log level: debug, info, warn or error", func(c *config) *string { return &c.LogLevel }},
-	{groupCursor, "TICKETD_CURSOR_SECRET", "cursor-secret", "", "key signing list cursors, at least 32 bytes; give replicas the same one (default random per process)", func(c *config) *string { return &c.CursorSecret }},
+	{groupCursor, "TICKETD_CURSOR_SECRET", "cursor-secret", "", "key signing list cursors, at least 32 bytes; give replicas the same one (default: with --dev kept in DATA_DIR, else random per process)", func(c *config) *string { return &c.CursorSecret }},
 	{groupDev, "TICKETD_DATA_DIR", "data-dir", defaultDataDir, "where --dev keeps its secret and SQLite database", func(c *config) *string { return &c.DataDir }},
 	{groupMetrics, "TICKETD_METRICS_ADDR", "metrics-addr", "", "serve /metrics on this host:port of its own instead of on TICKETD_ADDR (keeps it off a public listener)", func(c *config) *string { return &c.MetricsAddr }},
 	// The edge, in one block: edge() parses and checks these.
+	{groupEdge, "TICKETD_OAUTH_AUTHORIZATION_SERVERS", "oauth-authorization-servers", "", "comma-separated issuer URLs of the OAuth authorization servers whose tokens ticketd verifies, named in Protected Resource Metadata so OAuth clients find them (default: TICKETD_JWT_ISSUER if it is a URL)", func(c *config) *string { return &c.AuthorizationServers }},
 	{groupEdge, "TICKETD_ALLOWED_ORIGINS", "allowed-origins", "", "comma-separated origins (scheme://host[:port]) besides the public URL's that browsers may call from", func(c *config) *string { return &c.AllowedOrigins }},
 	{groupEdge, "TICKETD_ALLOWED_HOSTS", "allowed-hosts", "", "comma-separated Host names besides the public URL's host the server answers to (e.g. an internal name behind a proxy)", func(c *config) *string { return &c.AllowedHosts }},
 	{groupEdge, "TICKETD_RATE_LIMIT_WRITES", "rate-limit-writes", "50", "writes per second per tenant (0 = no limit)", func(c *config) *string { return &c.RateLimitWrites }},
@@ -360,10 +369,29 @@ func (c *config) warnings() []string {
 	return nil
 }
 
+// cursorWarning says what a missing cursor secret costs outside --dev
+// (which keeps one in its data directory), or "".
+func (c *config) cursorWarning() string {
+	if c.Dev || c.CursorSecret != "" {
+		return ""
+	}
+	return "TICKETD_CURSOR_SECRET is not set: list cursors are signed with a random key of this process, so they stop working after a restart and on other replicas or processes; set it to the same 32+ byte secret everywhere"
+}
+
 // checkDB validates the database URL without connecting.
 func (c *config) checkDB() error {
-	if _, _, err := db.ParseURL(c.DatabaseURL); err != nil {
+	dialect, _, err := db.ParseURL(c.DatabaseURL)
+	if err != nil {
 		return fmt.Errorf("TICKETD_DATABASE_URL: %w", err)
+	}
+	if c.ReadDatabaseURL != "" {
+		readDialect, _, err := db.ParseURL(c.ReadDatabaseURL)
+		if err != nil {
+			return fmt.Errorf("TICKETD_READ_DATABASE_URL: %w", err)
+		}
+		if dialect != db.Postgres || readDialect != db.Postgres {
+			return fmt.Errorf("TICKETD_READ_DATABASE_URL: %w", db.ErrReplicaNotPostgres)
+		}
 	}
 	return nil
 }

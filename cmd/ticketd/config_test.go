@@ -57,6 +57,8 @@ func TestServeConfigErrors(t *testing.T) {
 		{"TenantConcurrencyAtThePool", []string{"TICKETD_TENANT_CONCURRENCY", "4"}, nil, "TICKETD_TENANT_CONCURRENCY=\"4\" with a sqlite pool of 4 connections"},
 		{"NoTenantConcurrencyCap", []string{"TICKETD_TENANT_CONCURRENCY", "0"}, nil, "would let one tenant hold all 4 database connections"},
 		{"FlagOverridesEnv", nil, []string{"--database-url", "mysql://db/x"}, "TICKETD_DATABASE_URL"},
+		{"BadReadDatabaseURL", []string{"TICKETD_READ_DATABASE_URL", "mysql://db/x"}, nil, "TICKETD_READ_DATABASE_URL"},
+		{"ReadReplicaOfSQLite", []string{"TICKETD_READ_DATABASE_URL", "postgres://standby/ticketd"}, nil, "TICKETD_READ_DATABASE_URL: a read replica needs PostgreSQL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -47,7 +47,7 @@ const (
 func serve(ctx context.Context, self string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	pprofAddr := fs.String("pprof-addr", "", "serve net/http/pprof on this loopback address, e.g. 127.0.0.1:6060 (default off)")
-	cfg, logger, cursorKey, err := setup(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupMetrics|groupEdge|groupWebhook, args, getenv, stdout, stderr)
+	cfg, logger, cursorKey, err := setup(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupMetrics|groupEdge|groupWebhook|groupReplica, args, getenv, stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -59,6 +59,9 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		return err
 	}
 	for _, w := range cfg.warnings() {
+		logger.Warn(w)
+	}
+	if w := cfg.cursorWarning(); w != "" {
 		logger.Warn(w)
 	}
 	if *pprofAddr != "" {
@@ -125,16 +128,21 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		return err
 	}
 	defer closeProbe()
+	authServers, err := server.ParseAuthorizationServers(cfg.AuthorizationServers)
+	if err != nil {
+		return fmt.Errorf("TICKETD_OAUTH_AUTHORIZATION_SERVERS: %w", err)
+	}
 	handler, err := server.New(server.Config{
-		Service:   svc,
-		Verifier:  verifier,
-		PublicURL: cfg.PublicURL,
-		Issuer:    cfg.Issuer,
-		Logger:    logger,
-		Ready:     readyCheck,
-		Edge:      edgeCfg,
-		Metrics:   metrics,
-		Webhooks:  hooks,
+		AuthorizationServers: authServers,
+		Service:              svc,
+		Verifier:             verifier,
+		PublicURL:            cfg.PublicURL,
+		Issuer:               cfg.Issuer,
+		Logger:               logger,
+		Ready:                readyCheck,
+		Edge:                 edgeCfg,
+		Metrics:              metrics,
+		Webhooks:             hooks,
 		// With a listener of their own, metrics stay off the public one.
 		MetricsElsewhere: cfg.MetricsAddr != "",
 	})
@@ -235,6 +243,15 @@ func openDB(ctx context.Context, cfg *config) (*db.DB, error) {
 // every write, whichever command makes it, is told to the registered
 // webhooks. The webhook service delivers only once started (serve does).
 func openStore(ctx context.Context, cfg *config, opts tickets.Options, logger *slog.Logger) (*db.DB, *tickets.Service, *webhooks.Service, error) {
+	if opts.CursorKey == nil && cfg.Dev {
+		// Here, after every check, so a bad setting never writes the data
+		// directory.
+		key, err := devCursorKey(cfg.DataDir)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		opts.CursorKey = key
+	}
 	store, err := openDB(ctx, cfg)
 	if err != nil {
 		return nil, nil, nil, err
@@ -251,6 +268,13 @@ func openStore(ctx context.Context, cfg *config, opts tickets.Options, logger *s
 			return nil, nil, nil, err
 		}
 		logger.Info("database ready", "dialect", store.Dialect, "schema_version", v)
+	}
+	if cfg.ReadDatabaseURL != "" {
+		if err := store.AttachReplica(ctx, cfg.ReadDatabaseURL); err != nil {
+			_ = store.Close()
+			return nil, nil, nil, fmt.Errorf("read replica (TICKETD_READ_DATABASE_URL): %w", err)
+		}
+		opts.Reads = store.Replica.Reads
 	}
 	hooks, err := webhooks.New(store, webhooks.Options{
 		RetryMin:    cfg.WebhookRetryMin,
@@ -277,6 +301,11 @@ func collectStore(metrics *observe.Metrics, store *db.DB) error {
 	}
 	if err := metrics.CollectDB(sqlDB); err != nil {
 		return err
+	}
+	if store.Replica != nil {
+		if err := metrics.CollectReplica(store.Replica.Lag, store.Replica.Served); err != nil {
+			return err
+		}
 	}
 	return metrics.CollectOutboxPending(func(ctx context.Context) (int64, error) {
 		var n int64

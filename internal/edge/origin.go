@@ -44,10 +44,12 @@ func WriteError(w http.ResponseWriter, _ *http.Request, status int, code errcode
 //
 //	{"code","message","retryable","retry_after_ms"}
 //
-// retry_after_ms mirroring any Retry-After header. The Go client treats
+// retry_after_ms mirroring any Retry-After header, noted for the access log
+// and metrics like every edge refusal (NoteRefusal). The Go client treats
 // 429 and 503 as transient (the session survives, the call fails), and a
 // JSON-RPC body keeps the session alive on the other statuses too.
-func MCPReject(w http.ResponseWriter, _ *http.Request, status int, code errcode.Code, message string) {
+func MCPReject(w http.ResponseWriter, r *http.Request, status int, code errcode.Code, message string) {
+	NoteRefusal(r, Call{}, code, message)
 	rpcCode := int64(jsonrpc.CodeInvalidRequest)
 	switch code {
 	case errcode.RateLimited:

@@ -72,6 +72,7 @@ func generateOpenAPI(raw []byte) ([]byte, error) {
 		"Comment":             wire.CommentSchema(),
 		"Event":               wire.EventSchema(),
 		"Ticket":              wire.TicketSchema(),
+		"TicketSummary":       wire.TicketSummarySchema(),
 		"Project":             wire.Infer[wire.Project](),
 		"OperationStatus":     wire.OperationStatusSchema(wire.LedgerStatuses...),
 		"Priority":            {Type: "string", Enum: wire.StringEnum(tickets.Priorities...)},
@@ -103,6 +104,10 @@ func generateOpenAPI(raw []byte) ([]byte, error) {
 		"AssigneeFilter":        {Type: "string", MaxLength: jsonschema.Ptr(tickets.MaxAssignee)},
 		"LabelFilter":           {Type: "string", MaxLength: jsonschema.Ptr(tickets.MaxLabel)},
 		"OperationStatusFilter": {Type: "string", Enum: wire.StringEnum(wire.LedgerStatuses...)},
+		"TicketLimit": {Type: "integer", Minimum: jsonschema.Ptr(1.0), Maximum: jsonschema.Ptr(float64(tickets.MaxTicketLimit)),
+			Default: json.RawMessage(fmt.Sprint(tickets.DefaultTicketLimit))},
+		"TicketSort":   {Type: "string", Enum: wire.StringEnum(tickets.Sorts...)},
+		"TicketDetail": {Type: "string", Enum: []any{wire.DetailSummary, wire.DetailFull}, Default: json.RawMessage(`"` + wire.DetailFull + `"`)},
 	} {
 		if err := setSchema(param, s); err != nil {
 			return nil, err

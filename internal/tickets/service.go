@@ -47,11 +47,17 @@ type Options struct {
 	// writes of every transport, the console's included, are counted in one
 	// place. It must be cheap and safe for concurrent use.
 	OnWrite func(action string, replayed bool, err error)
+	// Reads, when set, serves the lists (tickets, search, history,
+	// comments) instead of the primary: a read replica's handle that never
+	// answers older than the primary (db.Replica.Reads). Everything that
+	// decides or answers for a write reads the primary (DESIGN §19).
+	Reads *gorm.DB
 }
 
 // Service is the one application layer both transports call.
 type Service struct {
 	db      *gorm.DB
+	reads   *gorm.DB // the lists' handle: Options.Reads, else db
 	ledger  *operations.Ledger
 	cursors cursor.Codec
 	onWrite func(action string, replayed bool, err error)
@@ -60,7 +66,11 @@ type Service struct {
 
 // NewService returns a Service over a migrated database.
 func NewService(db *gorm.DB, opts Options) *Service {
-	return &Service{db: db, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey), onWrite: opts.OnWrite, outbox: opts.Outbox}
+	reads := opts.Reads
+	if reads == nil {
+		reads = db
+	}
+	return &Service{db: db, reads: reads, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey), onWrite: opts.OnWrite, outbox: opts.Outbox}
 }
 
 // report tells Options.OnWrite the result of one write.

@@ -39,6 +39,41 @@ func FromTicket(t tickets.Ticket) Ticket {
 	}
 }
 
+// TicketSummary is a ticket as a list shows it by default (docs/contract.md#lists-and-the-context-budget):
+// enough to pick a ticket and decide on it, without the description, which
+// get_ticket (or detail "full") returns.
+type TicketSummary struct {
+	ID        string    `json:"id"`
+	Key       string    `json:"key"`
+	ProjectID string    `json:"project_id"`
+	Title     string    `json:"title"`
+	Status    string    `json:"status"`
+	Priority  string    `json:"priority"`
+	Assignee  *string   `json:"assignee"`
+	Labels    []string  `json:"labels"`
+	Version   int64     `json:"version"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// SummaryOf converts a domain ticket to its summary.
+func SummaryOf(t tickets.Ticket) TicketSummary {
+	labels := t.Labels
+	if labels == nil {
+		labels = []string{}
+	}
+	return TicketSummary{
+		ID: t.ID.String(), Key: t.Key, ProjectID: t.ProjectID, Title: t.Title, Status: string(t.Status),
+		Priority: string(t.Priority), Assignee: assignee(t.Assignee), Labels: labels, Version: t.Version,
+		UpdatedAt: t.UpdatedAt,
+	}
+}
+
+// Detail levels of a ticket list.
+const (
+	DetailSummary = "summary"
+	DetailFull    = "full"
+)
+
 // assignee is the contract's form of an assignee: null when unassigned.
 func assignee(a string) *string {
 	if a == "" {
