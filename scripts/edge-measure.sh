@@ -5,14 +5,14 @@
 #   scripts/edge-measure.sh BINARY LOAD_BINARY
 #
 # 1. Hostile reads: 400 tickets with 20000-character descriptions, then 40
-#    concurrent list_tickets (limit 200) for 20 s; peak RSS (VmHWM) of the
+#    concurrent list_tickets (limit 100, the most MCP allows) for 20 s; peak RSS (VmHWM) of the
 #    server. Read rate limits are off for this run, so only the response
 #    and body bounds keep memory down. (SKIP_HOSTILE=1 skips it, and with it
 #    the large tickets the hostile-lists attack below lists.)
 # 2. Noisy neighbours, with the default limits: tenant B's p50 alone (1
 #    worker creating, 1 listing), then under each of tenant A's attacks:
 #      flood   400 concurrent creators that ignore every refusal;
-#      lists   64 concurrent list_tickets (limit 200) of A's large tickets;
+#      lists   64 concurrent list_tickets (limit 100, the most MCP allows) of A's large tickets;
 #      stalls  104 uploads sent at 1 KiB/s (64 of 256 KiB, 40 of 8 KiB).
 #    B's p50 counts only calls that succeeded; B's own 50 writes/s limit
 #    refuses the rest of its creates, which is expected. Any other failure
@@ -109,7 +109,7 @@ printf '{"project_id":"support","title":"large","description":"%s"}' "$DESC" >"$
 seq 400 | xargs -P 8 -I{} sh -c 'curl -fs -o /dev/null -X POST -H "Authorization: Bearer $0" -H "Content-Type: application/json" \
 	-H "Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)" --data-binary @"$1" "http://127.0.0.1:$2/api/v1/tickets"' "$ADMIN_A" "$WORK/ticket.json" "$PORT"
 start TICKETD_RATE_LIMIT_WRITES=0 TICKETD_RATE_LIMIT_READS=0
-"$LOAD" -url "$URL" -token "$TOK_A" -tool list_tickets -args '{"limit":200}' \
+"$LOAD" -url "$URL" -token "$TOK_A" -tool list_tickets -args '{"limit":100}' \
 	-workers 40 -duration 20s -timeout 30s -server-pid "$SERVER" || true
 fi
 
@@ -127,8 +127,8 @@ tenant_b flood create_ticket '{}'
 for _ in $(seq 3); do curl -s -o /dev/null -w "   readyz under the flood: %{http_code} in %{time_total}s\n" "http://127.0.0.1:$PORT/readyz"; done
 attack_ran flood "$FLOOD"
 
-echo "-- tenant A runs 64 hostile lists (limit 200 of its large tickets)"
-attack lists -workers 64 -duration 20s -timeout 30s -tool list_tickets -args '{"limit":200}'
+echo "-- tenant A runs 64 hostile lists (limit 100 of its large tickets)"
+attack lists -workers 64 -duration 20s -timeout 30s -tool list_tickets -args '{"limit":100}'
 LISTS=$ATTACK
 sleep 5
 tenant_b lists list_tickets '{"limit":20}'
