@@ -57,7 +57,7 @@ bench: ## Benchmarks on PostgreSQL and SQLite (create, update, comment and their
 	@url=$$(./scripts/ensure-postgres.sh) && \
 	  TICKETD_TEST_DATABASE_URL="$$url" $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -cpu 1,2 ./internal/tickets/
 
-bench-e2e: ## Issue 11's table: ticketd vs the go-sdk no-op floor, interleaved (ROUNDS=3 WARMUP=2s DURATION=8s WORKERS=16 SEEDS=).
+bench-e2e: ## ticketd vs the go-sdk (and, with Node, TypeScript SDK) no-op floors, interleaved (ROUNDS=3 WARMUP=2s DURATION=8s WORKERS=16 SEEDS=).
 	./scripts/bench-e2e.sh $(ARGS)
 
 load: ## Load-test MCP writes end to end (ARGS="-duration 10s -workers 8 -update-ratio 0.3 -comment-ratio 0.3"; PG=1 for PostgreSQL, needs psql).

@@ -11,12 +11,11 @@ import (
 // Rows for GORM stay here, beside their queries; domain types carry no tags.
 
 type projectRow struct {
-	TenantID   string    `gorm:"column:tenant_id;primaryKey"`
-	ID         string    `gorm:"column:id;primaryKey"`
-	Key        string    `gorm:"column:key"`
-	Name       string    `gorm:"column:name"`
-	NextNumber int64     `gorm:"column:next_number"`
-	CreatedAt  time.Time `gorm:"column:created_at"`
+	TenantID  string    `gorm:"column:tenant_id;primaryKey"`
+	ID        string    `gorm:"column:id;primaryKey"`
+	Key       string    `gorm:"column:key"`
+	Name      string    `gorm:"column:name"`
+	CreatedAt time.Time `gorm:"column:created_at"`
 }
 
 func (projectRow) TableName() string { return "projects" }
