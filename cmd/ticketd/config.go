@@ -142,7 +142,7 @@ var stringSettings = []stringSetting{
 	{groupEdge, "TICKETD_RATE_LIMIT_WRITES", "rate-limit-writes", "50", "writes per second per tenant (0 = no limit)", func(c *config) *string { return &c.RateLimitWrites }},
 	{groupEdge, "TICKETD_RATE_LIMIT_READS", "rate-limit-reads", "200", "reads per second per tenant (0 = no limit)", func(c *config) *string { return &c.RateLimitReads }},
 	{groupEdge, "TICKETD_RATE_LIMIT_BURST", "rate-limit-burst", "0", "requests a tenant may send at once above its rate (0 = twice the rate)", func(c *config) *string { return &c.RateLimitBurst }},
-	{groupEdge, "TICKETD_TENANT_CONCURRENCY", "tenant-concurrency", "64", "requests in flight per tenant (0 = no cap)", func(c *config) *string { return &c.TenantConcurrency }},
+	{groupEdge, "TICKETD_TENANT_CONCURRENCY", "tenant-concurrency", "", "requests in flight per tenant, below the database pool (default three quarters of it: 15 on PostgreSQL, 3 on SQLite)", func(c *config) *string { return &c.TenantConcurrency }},
 	{groupApprove, "TICKETD_APPROVAL", "approval", "on", "on: urgent tickets and large bulk updates need a person's yes before they are written; off: nobody is asked", func(c *config) *string { return &c.Approval }},
 	{groupApprove, "TICKETD_APPROVAL_BULK_THRESHOLD", "approval-bulk-threshold", "10", "bulk updates of at least this many tickets need approval", func(c *config) *string { return &c.ApprovalBulkThreshold }},
 	{groupApprove, "TICKETD_APPROVAL_SECRET", "approval-secret", "", "key signing approval request states, at least 32 bytes; give replicas the same one (default: with --dev kept in DATA_DIR, else random per process)", func(c *config) *string { return &c.ApprovalSecret }},

@@ -58,6 +58,9 @@ func TestServeConfigErrors(t *testing.T) {
 		{"ShortDBStatementTimeout", []string{"TICKETD_DB_STATEMENT_TIMEOUT", "500ms"}, nil, "TICKETD_DB_STATEMENT_TIMEOUT"},
 		{"BadDBIdleTimeout", []string{"TICKETD_DB_IDLE_IN_TRANSACTION_TIMEOUT", "soon"}, nil, "TICKETD_DB_IDLE_IN_TRANSACTION_TIMEOUT"},
 		{"ZeroDBTCPTimeoutFlag", nil, []string{"--db-tcp-timeout", "0s"}, "--db-tcp-timeout 0s"},
+		// SQLite's pool is 4 connections: a cap of 4, or none, would let one tenant hold them all.
+		{"TenantConcurrencyAtThePool", []string{"TICKETD_TENANT_CONCURRENCY", "4"}, nil, "TICKETD_TENANT_CONCURRENCY=\"4\" with a sqlite pool of 4 connections"},
+		{"NoTenantConcurrencyCap", []string{"TICKETD_TENANT_CONCURRENCY", "0"}, nil, "would let one tenant hold all 4 database connections"},
 		{"FlagOverridesEnv", nil, []string{"--database-url", "mysql://db/x"}, "TICKETD_DATABASE_URL"},
 		{"BadReadDatabaseURL", []string{"TICKETD_READ_DATABASE_URL", "mysql://db/x"}, nil, "TICKETD_READ_DATABASE_URL"},
 		{"ReadReplicaOfSQLite", []string{"TICKETD_READ_DATABASE_URL", "postgres://standby/ticketd"}, nil, "TICKETD_READ_DATABASE_URL: a read replica needs PostgreSQL"},
