@@ -71,7 +71,7 @@ func TestFailoverUnderLoadLosesNothing(t *testing.T) {
 		"TICKETD_DATABASE_URL=" + cluster.URL(), "TICKETD_JWT_ISSUER=" + issuer, "TICKETD_JWT_HS256_SECRET=" + testSecret,
 		"TICKETD_WEBHOOK_RETRY_MIN=1s", "TICKETD_WEBHOOK_ALLOW_PRIVATE=true", "TICKETD_LOG_LEVEL=warn",
 		// The load is the point; the tenant limits would only pace it.
-		"TICKETD_RATE_LIMIT_WRITES=0", "TICKETD_RATE_LIMIT_READS=0", "TICKETD_TENANT_CONCURRENCY=0",
+		"TICKETD_RATE_LIMIT_WRITES=0", "TICKETD_RATE_LIMIT_READS=0",
 	})
 	defer func() {
 		if t.Failed() {

@@ -114,7 +114,7 @@ func (g *Gate) Check(ctx context.Context, t Target, p Proposal) (operations.Writ
 	case cur.Status == StatusApproved:
 		return g.consume(t, cur.ID), nil
 	case cur.Status == StatusDeclined:
-		if err := g.markReported(ctx, cur.ID); err != nil {
+		if err := g.markReported(ctx, cur.Tenant, cur.ID); err != nil {
 			return nil, err
 		}
 		return nil, fmt.Errorf("%w by %s (approval %s)", ErrDeclined, cur.DecidedBy, cur.ID)
@@ -138,7 +138,7 @@ func (g *Gate) answered(ctx context.Context, t Target, p Proposal, ch Channel) (
 	}
 	if a.Status == StatusPending && g.now().Unix() > st.Expires {
 		// Expired: ask again rather than fail (the spec's advice).
-		if err := g.expire(ctx, a.ID); err != nil {
+		if err := g.expire(ctx, a.Tenant, a.ID); err != nil {
 			return nil, err
 		}
 		return nil, g.ask(ctx, t, p, ch)
@@ -299,17 +299,17 @@ func (g *Gate) current(ctx context.Context, t Target) (Approval, bool, error) {
 	return a, err == nil, err
 }
 
-func (g *Gate) markReported(ctx context.Context, id string) error {
-	if err := g.db.WithContext(ctx).Model(&approvalRow{}).Where("approval_id = ?", id).
+func (g *Gate) markReported(ctx context.Context, tenant, id string) error {
+	if err := g.db.WithContext(ctx).Model(&approvalRow{}).Where("tenant_id = ? AND approval_id = ?", tenant, id).
 		Update("reported_at", g.now()).Error; err != nil {
 		return fmt.Errorf("%w: mark decline reported: %v", ErrUnavailable, err)
 	}
 	return nil
 }
 
-func (g *Gate) expire(ctx context.Context, id string) error {
+func (g *Gate) expire(ctx context.Context, tenant, id string) error {
 	res := g.db.WithContext(ctx).Model(&approvalRow{}).
-		Where("approval_id = ? AND status = ?", id, string(StatusPending)).Update("status", string(StatusExpired))
+		Where("tenant_id = ? AND approval_id = ? AND status = ?", tenant, id, string(StatusPending)).Update("status", string(StatusExpired))
 	if res.Error != nil {
 		return fmt.Errorf("%w: expire approval: %v", ErrUnavailable, res.Error)
 	}

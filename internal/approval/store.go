@@ -82,7 +82,7 @@ func (g *Gate) Get(ctx context.Context, tenant, subject, id string) (Approval, e
 		return Approval{}, fmt.Errorf("approval %s: %w", id, ErrNotFound)
 	}
 	if a.Status == StatusPending && !g.now().Before(a.ExpiresAt) {
-		if err := g.expire(ctx, a.ID); err != nil {
+		if err := g.expire(ctx, a.Tenant, a.ID); err != nil {
 			return Approval{}, err
 		}
 		a.Status = StatusExpired

@@ -217,7 +217,7 @@ func insertEvent(tx *gorm.DB, tenant string, e Event) error {
 	}
 	if err := tx.Create(&row).Error; err != nil {
 		if errors.Is(err, gorm.ErrDuplicatedKey) {
-			// Only the unique (tenant, kind, operation_id) index can fire
+			// Only the unique (tenant, kind, operation_id, ticket) index can fire
 			// here (the ID and seq are fresh): this operation already left
 			// its event and its record has been pruned since. Writing it
 			// again would apply the operation twice.

@@ -5,7 +5,7 @@
 -- token's subject. approval_id is random and unguessable, because it is in
 -- the URL a person opens.
 CREATE TABLE approvals (
-    approval_id  text        PRIMARY KEY,
+    approval_id  text        NOT NULL,
     tenant_id    text        NOT NULL,
     action       text        NOT NULL,
     operation_id uuid        NOT NULL,
@@ -21,7 +21,9 @@ CREATE TABLE approvals (
     -- When the requester was told of a decline: a decline is reported once,
     -- after which the same operation ID asks again.
     reported_at  timestamptz,
-    CHECK ((status IN ('pending', 'expired')) OR (decided_by IS NOT NULL AND decided_at IS NOT NULL))
+    CHECK ((status IN ('pending', 'expired')) OR (decided_by IS NOT NULL AND decided_at IS NOT NULL)),
+    -- Led by the tenant like every key (docs/scale.md).
+    PRIMARY KEY (tenant_id, approval_id)
 );
 CREATE INDEX approvals_request ON approvals (tenant_id, action, operation_id, requested_by, created_at DESC);
 CREATE INDEX approvals_pending ON approvals (tenant_id, requested_by, created_at DESC) WHERE status = 'pending';

@@ -3,7 +3,8 @@
 -- already do (tickets_tenant_operation), so a retry that arrives after its
 -- operation record was pruned (ticketd prune) is refused instead of applied a
 -- second time: a comment has one row per add_comment; a ticket's history has
--- one event of each kind per operation (an ID may serve one create, one
+-- one event of each kind per operation and ticket (a bulk update leaves one
+-- per ticket it changes; an ID may serve one create, one
 -- update and one comment, since the ledger's key includes the action).
 --
 -- Rows that already are such a second application (a retry after an early
@@ -22,14 +23,14 @@ UPDATE comments SET reapplied_after_prune = 1 WHERE id IN (
 );
 UPDATE ticket_events SET reapplied_after_prune = 1 WHERE id IN (
     SELECT id FROM (
-        SELECT id, row_number() OVER (PARTITION BY tenant_id, kind, operation_id ORDER BY created_at, seq, id) AS n
+        SELECT id, row_number() OVER (PARTITION BY tenant_id, kind, operation_id, ticket_id ORDER BY created_at, seq, id) AS n
         FROM ticket_events
     ) ranked WHERE n > 1
 );
 
 CREATE UNIQUE INDEX comments_tenant_operation ON comments (tenant_id, operation_id)
     WHERE reapplied_after_prune = 0;
-CREATE UNIQUE INDEX ticket_events_tenant_kind_operation ON ticket_events (tenant_id, kind, operation_id)
+CREATE UNIQUE INDEX ticket_events_tenant_kind_operation ON ticket_events (tenant_id, kind, operation_id, ticket_id)
     WHERE reapplied_after_prune = 0;
 
 -- Console sessions of their own (DESIGN §17): the console's cookie holds a
