@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -47,6 +48,9 @@ type Options struct {
 	// writes of every transport, the console's included, are counted in one
 	// place. It must be cheap and safe for concurrent use.
 	OnWrite func(action string, replayed bool, err error)
+	// Tracked connects tracker-backed projects (DESIGN §16); without
+	// Tracked.Open such projects cannot be created.
+	Tracked TrackedOptions
 }
 
 // Service is the one application layer both transports call.
@@ -56,11 +60,16 @@ type Service struct {
 	cursors cursor.Codec
 	onWrite func(action string, replayed bool, err error)
 	outbox  Outbox
+	tracked TrackedOptions
+	// backends caches each project's backend (nil: local); a project's
+	// backend never changes once created.
+	backends sync.Map
 }
 
 // NewService returns a Service over a migrated database.
 func NewService(db *gorm.DB, opts Options) *Service {
-	return &Service{db: db, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey), onWrite: opts.OnWrite, outbox: opts.Outbox}
+	return &Service{db: db, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey), onWrite: opts.OnWrite, outbox: opts.Outbox,
+		tracked: opts.Tracked.withDefaults()}
 }
 
 // report tells Options.OnWrite the result of one write.
@@ -97,6 +106,13 @@ func (s *Service) CreateTicket(ctx context.Context, tenant, reporter, operationI
 	}
 	if err := checkActor(reporter); err != nil {
 		return CreateResult{}, err
+	}
+	backend, err := s.projectBackend(ctx, tenant, n.ProjectID)
+	if err != nil {
+		return CreateResult{OperationID: id}, fmt.Errorf("create ticket: %w", err)
+	}
+	if backend != nil {
+		return s.createTracked(ctx, tenant, reporter, id, n)
 	}
 	key := operations.Key{Tenant: tenant, Action: ActionCreateTicket, OperationID: id}
 	ticketID, eventID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
