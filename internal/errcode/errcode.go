@@ -236,7 +236,7 @@ func Of(err error) Code {
 		return InvalidInput
 	case errors.Is(err, tickets.ErrNotFound), errors.Is(err, operations.ErrNotFound), errors.Is(err, webhooks.ErrNotFound):
 		return NotFound
-	case errors.Is(err, webhooks.ErrConflict):
+	case errors.Is(err, webhooks.ErrConflict), errors.Is(err, tickets.ErrSettled):
 		return StateConflict
 	case errors.Is(err, tickets.ErrExists):
 		return AlreadyExists

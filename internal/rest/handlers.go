@@ -7,6 +7,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tracker"
 	"github.com/ticketd/ticketd/internal/wire"
 )
 
@@ -15,9 +16,10 @@ import (
 
 // newProjectBody is POST /api/v1/projects.
 type newProjectBody struct {
-	ID   string `json:"id"`
-	Key  string `json:"key"`
-	Name string `json:"name"`
+	ID      string        `json:"id"`
+	Key     string        `json:"key"`
+	Name    string        `json:"name"`
+	Backend *wire.Backend `json:"backend,omitempty"`
 }
 
 type ticketList struct {
@@ -168,7 +170,11 @@ func (a *api) createProject(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, "")
 		return
 	}
-	p, err := a.svc.CreateProject(r.Context(), principal(r).Tenant, tickets.Project{ID: body.ID, Key: body.Key, Name: body.Name})
+	p := tickets.Project{ID: body.ID, Key: body.Key, Name: body.Name}
+	if b := body.Backend; b != nil {
+		p.Backend = &tracker.Backend{Kind: b.Kind, Repository: b.Repository, APIURL: b.APIURL, TokenEnv: b.TokenEnv}
+	}
+	p, err := a.svc.CreateProject(r.Context(), principal(r).Tenant, p)
 	if err != nil {
 		fail(w, r, err, "")
 		return

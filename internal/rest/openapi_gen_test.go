@@ -81,6 +81,7 @@ func generateOpenAPI(raw []byte) ([]byte, error) {
 		"WebhookList":         wire.Infer[rest.WebhookList](),
 		"WebhookDelivery":     wire.Infer[rest.WebhookDelivery](),
 		"WebhookDeliveryList": wire.Infer[rest.WebhookDeliveryList](),
+		"Resolution":          resolutionSchema(),
 	} {
 		if err := described(name, s); err != nil {
 			return nil, err
@@ -133,4 +134,12 @@ func asJSON(s *jsonschema.Schema) (any, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// resolutionSchema is the resolve body with its outcome vocabulary.
+func resolutionSchema() *jsonschema.Schema {
+	s := wire.Infer[rest.Resolution]()
+	s.Properties["outcome"].Enum = wire.StringEnum(tickets.ResolveSucceeded, tickets.ResolveNotCreated)
+	s.Properties["reason"].MinLength, s.Properties["reason"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(tickets.MaxReason)
+	return s
 }

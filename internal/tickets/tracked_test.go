@@ -219,7 +219,7 @@ func TestTrackedCreate(t *testing.T) {
 			t.Parallel()
 			e := newTracked(t, d, false)
 			e.gh.FailCreates(githubtest.DropAfterCreate)
-			e.gh.LagLists(3 * settle)
+			e.gh.LagLists(time.Hour) // until the list catches up, below
 			id := newID()
 			if _, err := e.svc.CreateTicket(ctx, e.tenant, "alice", id, ghTicket("Lagging")); !errors.Is(err, operations.ErrOutcomeUnknown) {
 				t.Fatalf("first call: %v; want outcome unknown", err)
@@ -230,7 +230,7 @@ func TestTrackedCreate(t *testing.T) {
 			}
 			// The first issue surfaces once the list catches up; the duplicate
 			// check (here run by an operator) keeps the older one.
-			time.Sleep(3 * settle)
+			e.gh.LagLists(0)
 			st, err := e.svc.ReconcileOperation(ctx, e.tenant, "olivia", id, "")
 			if err != nil {
 				t.Fatalf("reconcile: %v", err)

@@ -24,6 +24,8 @@ type Ticket struct {
 	Version     int64     `json:"version" jsonschema:"1 at creation, +1 on every change of the ticket's fields (comments do not change it); pass it as if_version (MCP) or If-Match (REST) to update only this version"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
+	ExternalID  string    `json:"external_id,omitempty" jsonschema:"tracker-backed projects: the issue this ticket mirrors, e.g. owner/name#12"`
+	ExternalURL string    `json:"external_url,omitempty" jsonschema:"tracker-backed projects: the issue's web page"`
 }
 
 // FromTicket converts a domain ticket.
@@ -36,6 +38,7 @@ func FromTicket(t tickets.Ticket) Ticket {
 		ID: t.ID.String(), Key: t.Key, ProjectID: t.ProjectID, Title: t.Title, Description: t.Description,
 		Priority: string(t.Priority), Status: string(t.Status), Labels: labels, Reporter: t.Reporter,
 		Assignee: assignee(t.Assignee), Version: t.Version, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+		ExternalID: t.ExternalID, ExternalURL: t.ExternalURL,
 	}
 }
 
@@ -52,11 +55,26 @@ type Project struct {
 	ID   string `json:"id" jsonschema:"project ID to pass as project_id, e.g. support"`
 	Key  string `json:"key" jsonschema:"prefix of the project's ticket keys, e.g. SUP"`
 	Name string `json:"name"`
+	// Backend is absent for a local project.
+	Backend *Backend `json:"backend,omitempty" jsonschema:"where a tracker-backed project's tickets live; absent for a local project"`
+}
+
+// Backend is a tracker-backed project's tracker. It names the environment
+// variable holding the token, never the token.
+type Backend struct {
+	Kind       string `json:"kind" jsonschema:"github"`
+	Repository string `json:"repository" jsonschema:"owner/name"`
+	APIURL     string `json:"api_url,omitempty"`
+	TokenEnv   string `json:"token_env" jsonschema:"the environment variable on the server that holds the token"`
 }
 
 // FromProject converts a domain project.
 func FromProject(p tickets.Project) Project {
-	return Project{ID: p.ID, Key: p.Key, Name: p.Name}
+	out := Project{ID: p.ID, Key: p.Key, Name: p.Name}
+	if b := p.Backend; b != nil {
+		out.Backend = &Backend{Kind: b.Kind, Repository: b.Repository, APIURL: b.APIURL, TokenEnv: b.TokenEnv}
+	}
+	return out
 }
 
 // StatusNotFound is the operation status reported for an ID that has no
@@ -80,6 +98,37 @@ type OperationStatus struct {
 	UpdatedAt  *time.Time `json:"updated_at,omitempty"`
 	NextStep   string     `json:"next_step" jsonschema:"what to do next, in one sentence"`
 	Deliveries []Delivery `json:"deliveries,omitempty" jsonschema:"what registered webhooks have been told of this write, one per webhook; the write succeeded either way"`
+	Downstream *Downstream `json:"downstream,omitempty" jsonschema:"tracker-backed projects: what is known of the write in the tracker"`
+	History    []History   `json:"history,omitempty" jsonschema:"tracker-backed projects: each request, look at the tracker and operator's finding, oldest first"`
+}
+
+// Downstream is what is known of an operation's effect in an external
+// tracker (DESIGN §16).
+type Downstream struct {
+	System      string      `json:"system" jsonschema:"the tracker: github"`
+	Status      string      `json:"status" jsonschema:"pending, succeeded, unknown or failed"`
+	ExternalID  string      `json:"external_id,omitempty" jsonschema:"the issue, e.g. owner/name#12"`
+	ExternalURL string      `json:"external_url,omitempty"`
+	Attempts    int         `json:"attempts" jsonschema:"requests that may have reached the tracker"`
+	LastError   string      `json:"last_error,omitempty"`
+	NextCheckAt *time.Time  `json:"next_check_at,omitempty" jsonschema:"when ticketd looks at the tracker again"`
+	Duplicates  []Duplicate `json:"duplicates,omitempty" jsonschema:"issues the tracker let through twice for this operation, found after the fact"`
+}
+
+// Duplicate is a second issue filed for one operation.
+type Duplicate struct {
+	ExternalID  string `json:"external_id"`
+	ExternalURL string `json:"external_url,omitempty"`
+	Closed      bool   `json:"closed" jsonschema:"closed with a comment naming the kept issue"`
+	Kept        string `json:"kept_external_id"`
+}
+
+// History is one step of an operation's reconciliation.
+type History struct {
+	At     time.Time `json:"at"`
+	Kind   string    `json:"kind" jsonschema:"claimed, sent, no_answer, not_sent, looked, found, created, duplicate, resolved, …"`
+	Actor  string    `json:"actor" jsonschema:"ticketd, or the operator who acted"`
+	Detail string    `json:"detail"`
 }
 
 // Delivery is what one registered webhook has been told of an operation's
@@ -112,6 +161,17 @@ func FromOperation(st tickets.OperationStatus) OperationStatus {
 	if st.Ticket != nil {
 		t := FromTicket(*st.Ticket)
 		out.Ticket = &t
+	}
+	if d := st.Downstream; d != nil {
+		ds := &Downstream{System: d.System, Status: d.Status, ExternalID: d.ExternalID, ExternalURL: d.ExternalURL,
+			Attempts: d.Attempts, LastError: d.LastError, NextCheckAt: d.NextCheckAt}
+		for _, dup := range d.Duplicates {
+			ds.Duplicates = append(ds.Duplicates, Duplicate{ExternalID: dup.ExternalID, ExternalURL: dup.ExternalURL, Closed: dup.Closed, Kept: dup.KeptID})
+		}
+		out.Downstream = ds
+	}
+	for _, h := range st.History {
+		out.History = append(out.History, History{At: h.At, Kind: h.Kind, Actor: h.Actor, Detail: h.Detail})
 	}
 	for _, d := range st.Deliveries {
 		out.Deliveries = append(out.Deliveries, Delivery{
