@@ -140,7 +140,7 @@ func stdio(ctx context.Context, args []string, getenv func(string) string, stdin
 		}
 		return fmt.Errorf("stdio: TICKETD_TOKEN: %w", err)
 	}
-	store, svc, _, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey}, logger)
+	store, svc, _, _, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey}, logger)
 	if err != nil {
 		return err
 	}

@@ -80,6 +80,9 @@ type config struct {
 	WebhookRetryMin     time.Duration
 	WebhookMaxAttempts  int
 	WebhookAllowPrivate bool
+	// Tracker-backed projects (DESIGN §16); zero takes the defaults.
+	ReconcileSettle time.Duration
+	TrackerTimeout  time.Duration
 
 	// derivedPublicURL records that PublicURL came from Addr, which is
 	// wrong for clients when Addr is a wildcard such as 0.0.0.0.
@@ -179,6 +182,9 @@ func parseConfig(fs *flag.FlagSet, groups group, args []string, getenv func(stri
 		if err := c.webhookSettings(fs, getenv); err != nil {
 			return nil, err
 		}
+		if err := c.trackerSettings(fs, getenv); err != nil {
+			return nil, err
+		}
 	}
 	if groups&groupDev != 0 {
 		fs.BoolVar(&c.Dev, "dev", false, "development mode: HS256 secret generated in DATA_DIR (kept across starts), issuer "+devIssuer+
@@ -232,6 +238,28 @@ func (c *config) webhookSettings(fs *flag.FlagSet, getenv func(string) string) e
 			return fmt.Errorf("TICKETD_WEBHOOK_ALLOW_PRIVATE=%q: want true or false", v)
 		}
 		c.WebhookAllowPrivate = b
+	}
+	return nil
+}
+
+// trackerSettings declares the settings of tracker-backed projects and
+// reads their variables (DESIGN §16).
+func (c *config) trackerSettings(fs *flag.FlagSet, getenv func(string) string) error {
+	fs.DurationVar(&c.ReconcileSettle, "reconcile-settle", 2*time.Minute, "how long after an unanswered tracker request ticketd waits for it to land before it may send again (env TICKETD_RECONCILE_SETTLE)")
+	fs.DurationVar(&c.TrackerTimeout, "tracker-timeout", 10*time.Second, "bound on one request to a tracker, answer included (env TICKETD_TRACKER_TIMEOUT)")
+	for _, v := range []struct {
+		name string
+		dst  *time.Duration
+	}{{"TICKETD_RECONCILE_SETTLE", &c.ReconcileSettle}, {"TICKETD_TRACKER_TIMEOUT", &c.TrackerTimeout}} {
+		raw := getenv(v.name)
+		if raw == "" {
+			continue
+		}
+		d, err := time.ParseDuration(raw)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%s=%q: want a positive duration such as 2m", v.name, raw)
+		}
+		*v.dst = d
 	}
 	return nil
 }

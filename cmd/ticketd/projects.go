@@ -124,7 +124,7 @@ func openProjects(ctx context.Context, cfg *config) (*tickets.Service, func(), e
 	if err := cfg.checkDB(); err != nil {
 		return nil, nil, err
 	}
-	store, svc, _, err := openStore(ctx, cfg, tickets.Options{}, slog.New(slog.DiscardHandler))
+	store, svc, _, _, err := openStore(ctx, cfg, tickets.Options{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, nil, err
 	}

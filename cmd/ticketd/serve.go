@@ -13,8 +13,10 @@ import (
 
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/observe"
+	"github.com/ticketd/ticketd/internal/reconciler"
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tracker/github"
 	"github.com/ticketd/ticketd/internal/webhooks"
 	"github.com/ticketd/ticketd/migrations"
 )
@@ -89,9 +91,10 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 			logger.Warn("tracing", "error", err)
 		}
 	}()
-	metrics := observe.New(observe.Options{Logger: logger, Actions: tickets.Actions()})
+	metrics := observe.New(observe.Options{Logger: logger, Actions: tickets.Actions(), ReconcileResults: tickets.ReconcileResults()})
 
-	store, svc, hooks, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey, OnWrite: server.ObserveWrites(metrics)}, logger)
+	store, svc, hooks, queue, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey, OnWrite: server.ObserveWrites(metrics),
+		Tracked: tickets.TrackedOptions{OnReconcile: metrics.Reconciliation}}, logger)
 	if err != nil {
 		return err
 	}
@@ -110,6 +113,18 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		defer cancel()
 		if err := hooks.Stop(stopCtx); err != nil {
 			logger.Warn("webhook delivery did not stop cleanly; unfinished attempts are retried after restart", "err", err)
+		}
+	}()
+	// Reconciliation runs on every replica too: the queue hands each due
+	// operation to one of them.
+	if err := queue.Start(context.WithoutCancel(ctx), svc); err != nil {
+		return err
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		if err := queue.Stop(stopCtx); err != nil {
+			logger.Warn("reconciliation did not stop cleanly; its operations are picked up after restart", "err", err)
 		}
 	}()
 	if cfg.Dev {
@@ -238,21 +253,21 @@ func openDB(ctx context.Context, cfg *config) (*db.DB, error) {
 // builds the ticket service on it with opts and the webhook outbox, so that
 // every write, whichever command makes it, is told to the registered
 // webhooks. The webhook service delivers only once started (serve does).
-func openStore(ctx context.Context, cfg *config, opts tickets.Options, logger *slog.Logger) (*db.DB, *tickets.Service, *webhooks.Service, error) {
+func openStore(ctx context.Context, cfg *config, opts tickets.Options, logger *slog.Logger) (*db.DB, *tickets.Service, *webhooks.Service, *reconciler.Queue, error) {
 	store, err := openDB(ctx, cfg)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	// SQL spans under the request's; a no-op unless observe.Setup turned tracing on.
 	if err := observe.TraceGORM(store.Gorm); err != nil {
 		_ = store.Close()
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	if cfg.Migrate {
 		v, err := migrateUp(ctx, store)
 		if err != nil {
 			_ = store.Close()
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		logger.Info("database ready", "dialect", store.Dialect, "schema_version", v)
 	}
@@ -265,11 +280,24 @@ func openStore(ctx context.Context, cfg *config, opts tickets.Options, logger *s
 	})
 	if err != nil {
 		_ = store.Close()
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	opts.Outbox = webhooks.TicketOutbox(hooks)
+	queue, err := reconciler.New(store, reconciler.Options{Logger: logger})
+	if err != nil {
+		_ = store.Close()
+		return nil, nil, nil, nil, err
+	}
+	opts.Tracked.Open = github.Opener(github.Options{Timeout: cfg.TrackerTimeout})
+	opts.Tracked.Scheduler = queue
+	opts.Tracked.Settle = cfg.ReconcileSettle
+	if cfg.TrackerTimeout > 0 {
+		// Room for a list of several pages, a create and a duplicate's
+		// comment and close within one lease.
+		opts.Tracked.Lease = 6 * cfg.TrackerTimeout
+	}
 	svc := tickets.NewService(store.Gorm, opts)
-	return store, svc, hooks, nil
+	return store, svc, hooks, queue, nil
 }
 
 // collectStore adds the database's gauges to metrics: the connection pool,

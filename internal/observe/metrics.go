@@ -101,6 +101,9 @@ type Options struct {
 	// scrape: a rate over a series that appears only at its first event
 	// misses that event.
 	Actions []string
+	// ReconcileResults are the results of a look at an external tracker
+	// (tickets.ReconcileResults), bound up front like Actions.
+	ReconcileResults []string
 }
 
 // Metrics holds one server's metrics on a registry of its own, so two
@@ -113,6 +116,7 @@ type Metrics struct {
 	requests   *prometheus.CounterVec
 	durations  *prometheus.HistogramVec
 	deliveries [numDeliveryStatuses]prometheus.Counter
+	reconciles *prometheus.CounterVec
 
 	// Children of the vectors are bound once per label combination and kept
 	// here, so the hot path is a map read and an atomic add.
@@ -162,8 +166,15 @@ func New(opts Options) *Metrics {
 	for s := range numDeliveryStatuses {
 		m.deliveries[s] = deliveries.WithLabelValues(s.String())
 	}
+	m.reconciles = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ticketd_reconciliations_total",
+		Help: "Looks at an external tracker for an operation's effect, by result (found, waiting, resent, duplicate, verified, error, resolved).",
+	}, []string{"result"})
+	for _, r := range opts.ReconcileResults {
+		m.reconciles.WithLabelValues(r)
+	}
 	m.registry.MustRegister(
-		m.operations, m.requests, m.durations, deliveries,
+		m.operations, m.requests, m.durations, deliveries, m.reconciles,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -172,6 +183,9 @@ func New(opts Options) *Metrics {
 	}
 	return m
 }
+
+// Reconciliation counts one look at an external tracker by its result.
+func (m *Metrics) Reconciliation(result string) { m.reconciles.WithLabelValues(result).Inc() }
 
 // Registry is the registry behind Handler, for collectors a caller adds.
 func (m *Metrics) Registry() *prometheus.Registry { return m.registry }

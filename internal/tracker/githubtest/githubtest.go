@@ -38,6 +38,9 @@ const (
 	SecondaryRateLimit
 	// TooManyRequests answers 429 with Retry-After: 1, creating nothing.
 	TooManyRequests
+	// HangAfterCreate creates the issue, then answers nothing until the
+	// client goes away (a process killed between sending and recording).
+	HangAfterCreate
 	// DuplicateCreate creates the issue twice (a tracker that let a
 	// duplicate through) and answers with the first.
 	DuplicateCreate
@@ -291,6 +294,9 @@ func (s *Server) createIssue(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	case BadGatewayAfterCreate:
 		writeError(w, http.StatusBadGateway, "Server Error", "")
+		return
+	case HangAfterCreate:
+		<-r.Context().Done()
 		return
 	}
 	writeJSON(w, http.StatusCreated, out)
