@@ -53,6 +53,8 @@ type Options struct {
 	// Edge configures the edge (allowed origins and hosts, tenant limits,
 	// read-only); the zero value is the defaults.
 	Edge server.Edge
+	// Tracked connects tracker-backed projects (zero: none can be created).
+	Tracked tickets.TrackedOptions
 }
 
 // Start serves d (a fresh, migrated database, as dbtest gives) over
@@ -64,7 +66,7 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 	metrics := observe.New(observe.Options{Actions: tickets.Actions()})
 	e := &Env{
 		URL: base, Endpoint: base + server.MCPPath, DB: d,
-		Service: tickets.NewService(d.Gorm, tickets.Options{OnWrite: server.ObserveWrites(metrics)}),
+		Service: tickets.NewService(d.Gorm, tickets.Options{OnWrite: server.ObserveWrites(metrics), Tracked: opts.Tracked}),
 		Secret:  []byte("servertest-secret-of-at-least-32-bytes!"),
 		Metrics: metrics,
 	}
