@@ -49,8 +49,14 @@ func (e *env) requestURIs() []string {
 
 func newEnv(t testing.TB, cfg console.Config) *env {
 	t.Helper()
+	return newEnvWith(t, cfg, tickets.Options{})
+}
+
+// newEnvWith is newEnv with the service built from opts.
+func newEnvWith(t testing.TB, cfg console.Config, opts tickets.Options) *env {
+	t.Helper()
 	d := dbtest.SQLite(t)
-	svc := tickets.NewService(d.Gorm, tickets.Options{})
+	svc := tickets.NewService(d.Gorm, opts)
 	if _, err := svc.CreateProject(context.Background(), tenant, tickets.Project{ID: "support", Key: "SUP", Name: "Support"}); err != nil {
 		t.Fatal(err)
 	}

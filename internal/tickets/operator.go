@@ -152,9 +152,8 @@ func (s *Service) resolve(ctx context.Context, key operations.Key, actor string,
 	case !ok:
 		return fmt.Errorf("%w: it was settled meanwhile", ErrSettled)
 	}
-	who := fmt.Sprintf("resolved by %s: %s", actor, r.Reason)
 	if r.Outcome == ResolveNotCreated {
-		return s.fail(ctx, key, "not created ("+who+")", "resolved", actor)
+		return s.fail(ctx, key, fmt.Sprintf("not created (resolved by %s: %s)", actor, r.Reason), "resolved", actor)
 	}
 	b, err := s.projectBackend(ctx, key.Tenant, row.ProjectID)
 	if err != nil || b == nil {
@@ -175,7 +174,7 @@ func (s *Service) resolve(ctx context.Context, key operations.Key, actor string,
 	case err != nil:
 		return errors.Join(s.release(ctx, key, row, nil), fmt.Errorf("%w: read issue #%d: %v", ErrUnavailable, number, err))
 	}
-	return s.succeed(ctx, key, row, issue, b.Repository, row.duplicates(), "resolved", actor, who)
+	return s.succeed(ctx, key, row, issue, b.Repository, row.duplicates(), "resolved", actor, r.Reason)
 }
 
 // issueNumber reads "owner/name#12", "#12" or "12" as an issue of repo.

@@ -87,17 +87,17 @@ type OperationStatus struct {
 	OperationID string `json:"operation_id"`
 	// Action is absent only from a not_found answer: nothing ran, so no
 	// action is known.
-	Action     string     `json:"action,omitempty" jsonschema:"the write the ID was used for: create_ticket, update_ticket or add_comment (absent when status is not_found)"`
-	Status     string     `json:"status" jsonschema:"succeeded, failed, pending, unknown or not_found"`
-	TicketID   string     `json:"ticket_id,omitempty" jsonschema:"the ticket the operation created, updated or commented on, when succeeded"`
-	Ticket     *Ticket    `json:"ticket,omitempty" jsonschema:"that ticket as it is now, when succeeded"`
-	Version    int64      `json:"version,omitempty" jsonschema:"update_ticket: the version this update produced (the ticket may be later now)"`
-	CommentID  string     `json:"comment_id,omitempty" jsonschema:"add_comment: the comment it added"`
-	Error      string     `json:"error,omitempty" jsonschema:"why it failed, when failed"`
-	CreatedAt  *time.Time `json:"created_at,omitempty"`
-	UpdatedAt  *time.Time `json:"updated_at,omitempty"`
-	NextStep   string     `json:"next_step" jsonschema:"what to do next, in one sentence"`
-	Deliveries []Delivery `json:"deliveries,omitempty" jsonschema:"what registered webhooks have been told of this write, one per webhook; the write succeeded either way"`
+	Action     string      `json:"action,omitempty" jsonschema:"the write the ID was used for: create_ticket, update_ticket or add_comment (absent when status is not_found)"`
+	Status     string      `json:"status" jsonschema:"succeeded, failed, pending, unknown or not_found"`
+	TicketID   string      `json:"ticket_id,omitempty" jsonschema:"the ticket the operation created, updated or commented on, when succeeded"`
+	Ticket     *Ticket     `json:"ticket,omitempty" jsonschema:"that ticket as it is now, when succeeded"`
+	Version    int64       `json:"version,omitempty" jsonschema:"update_ticket: the version this update produced (the ticket may be later now)"`
+	CommentID  string      `json:"comment_id,omitempty" jsonschema:"add_comment: the comment it added"`
+	Error      string      `json:"error,omitempty" jsonschema:"why it failed, when failed"`
+	CreatedAt  *time.Time  `json:"created_at,omitempty"`
+	UpdatedAt  *time.Time  `json:"updated_at,omitempty"`
+	NextStep   string      `json:"next_step" jsonschema:"what to do next, in one sentence"`
+	Deliveries []Delivery  `json:"deliveries,omitempty" jsonschema:"what registered webhooks have been told of this write, one per webhook; the write succeeded either way"`
 	Downstream *Downstream `json:"downstream,omitempty" jsonschema:"tracker-backed projects: what is known of the write in the tracker"`
 	History    []History   `json:"history,omitempty" jsonschema:"tracker-backed projects: each request, look at the tracker and operator's finding, oldest first"`
 }
