@@ -7,8 +7,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 )

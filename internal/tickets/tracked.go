@@ -763,8 +763,10 @@ func (s *Service) succeed(ctx context.Context, key operations.Key, row downstrea
 }
 
 func setExternal(tx *gorm.DB, tenant string, ticketID uuid.UUID, extID, extURL string) error {
+	// UpdateColumns: mirroring the issue is not a change of the ticket, so
+	// updated_at stays as the ticket's own writes left it.
 	err := tx.Model(&ticketRow{}).Where("tenant_id = ? AND id = ?", tenant, ticketID.String()).
-		Updates(map[string]any{"external_id": extID, "external_url": extURL}).Error
+		UpdateColumns(map[string]any{"external_id": extID, "external_url": extURL}).Error
 	if err != nil {
 		return fmt.Errorf("%w: mirror issue on ticket: %v", ErrUnavailable, err)
 	}
@@ -787,6 +789,17 @@ func (s *Service) checkAgain(ctx context.Context, key operations.Key, row downst
 		}
 		return addHistory(tx, key, "looked", historyActor, why)
 	})
+}
+
+// untracked refuses an update or comment on a tracker-backed ticket: ticketd
+// does not carry those to the tracker yet, and changing the local row alone
+// would let it silently diverge from the issue it mirrors.
+func untracked(t Ticket) error {
+	if t.ExternalID == "" {
+		return nil
+	}
+	return invalidField("id", "%s mirrors %s, and ticketd does not yet carry edits or comments to the tracker: make them there (%s)",
+		t.Key, t.ExternalID, t.ExternalURL)
 }
 
 // ReconcileDue runs one round of reconciliation for the job queue: it
