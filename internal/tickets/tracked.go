@@ -196,14 +196,6 @@ type HistoryEntry struct {
 	At     time.Time
 }
 
-func (r downstreamRow) key() (operations.Key, error) {
-	id, err := uuid.Parse(r.OperationID)
-	if err != nil {
-		return operations.Key{}, fmt.Errorf("downstream row: bad operation_id %q: %w", r.OperationID, err)
-	}
-	return operations.Key{Tenant: r.TenantID, Action: r.Action, OperationID: id}, nil
-}
-
 func (r downstreamRow) duplicates() []Duplicate {
 	var out []Duplicate
 	_ = json.Unmarshal([]byte(r.Duplicates), &out) // written only by encodeDuplicates

@@ -29,7 +29,6 @@ type trackedEnv struct {
 	svc    *tickets.Service
 	gh     *githubtest.Server
 	d      *db.DB
-	rec    map[string]int
 	open   tracker.Opener
 }
 
