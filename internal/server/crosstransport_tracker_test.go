@@ -226,6 +226,15 @@ func TestTrackerBackedCreateAcrossTransports(t *testing.T) {
 			if !strings.Contains(mustJSON(t, st.History), "reconcile_requested") {
 				t.Errorf("history lacks the operator's request: %+v", st.History)
 			}
+			samples, err := scrapeMetrics(e.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for result, atLeast := range map[string]float64{"duplicate": 1, "resent": 1, "waiting": 1} {
+				if got := samples[`ticketd_reconciliations_total{result="`+result+`"}`]; got < atLeast {
+					t.Errorf("ticketd_reconciliations_total{result=%q} = %v, want ≥ %v", result, got, atLeast)
+				}
+			}
 		})
 
 		t.Run("OperatorResolvesOverRESTAndRetriesAnswerIt", func(t *testing.T) {

@@ -370,8 +370,12 @@ func (s *Service) answerRecorded(ctx context.Context, key operations.Key, replay
 		return res, fmt.Errorf("create ticket: %w (key %s): the tracker gave no definite answer (%s); ticketd reconciles before it sends again, next check %s",
 			operations.ErrOutcomeUnknown, key, deref(d.LastError), next)
 	}
-	return res, fmt.Errorf("create ticket: %w (key %s): the tracker has not confirmed the issue yet; next check %s",
-		operations.ErrInProgress, key, next)
+	why := ""
+	if d.LastError != nil {
+		why = " (" + *d.LastError + ")"
+	}
+	return res, fmt.Errorf("create ticket: %w (key %s): the tracker has not confirmed the issue yet%s; next check %s",
+		operations.ErrInProgress, key, why, next)
 }
 
 func (s *Service) downstream(ctx context.Context, key operations.Key) (downstreamRow, error) {
@@ -441,7 +445,9 @@ func (s *Service) work(ctx context.Context, key operations.Key, row downstreamRo
 		// tracker asked to wait until then.
 		return s.release(ctx, key, row, nil)
 	}
-	if row.Attempts > 0 {
+	// A settled operation is only ever looked at (a duplicate check), even
+	// one an operator resolved before any request was counted.
+	if row.Attempts > 0 || row.Status == DownstreamSucceeded {
 		issues, err := t.ListLabelled(ctx, tracker.Label, row.CreatedAt.Add(-listSkew))
 		if err != nil {
 			s.count(ReconcileError)

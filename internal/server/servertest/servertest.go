@@ -63,7 +63,10 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 	tb.Helper()
 	ts := httptest.NewUnstartedServer(nil)
 	base := "http://" + ts.Listener.Addr().String()
-	metrics := observe.New(observe.Options{Actions: tickets.Actions()})
+	metrics := observe.New(observe.Options{Actions: tickets.Actions(), ReconcileResults: tickets.ReconcileResults()})
+	if opts.Tracked.OnReconcile == nil {
+		opts.Tracked.OnReconcile = metrics.Reconciliation
+	}
 	e := &Env{
 		URL: base, Endpoint: base + server.MCPPath, DB: d,
 		Service: tickets.NewService(d.Gorm, tickets.Options{OnWrite: server.ObserveWrites(metrics), Tracked: opts.Tracked}),
