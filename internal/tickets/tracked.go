@@ -826,6 +826,11 @@ func (s *Service) ReconcileDue(ctx context.Context, key operations.Key) (next ti
 	if row.LeasedUntil != nil && row.LeasedUntil.After(next) {
 		next = *row.LeasedUntil
 	}
+	// A round that could not record its step (the database failing) leaves
+	// a due time in the past: look again shortly, not in a tight loop.
+	if soon := time.Now().Add(time.Second); next.Before(soon) {
+		next = soon
+	}
 	return next, false, nil
 }
 
