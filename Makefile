@@ -20,10 +20,15 @@ help: ## List the targets.
 run: ## Run the server with embedded SQLite and dev auth (prints a token).
 	$(GO) run ./cmd/ticketd serve --dev
 
+# The prerequisites are checked first, in seconds, each failing with one line
+# saying what to do: PostgreSQL answers (never installed here), Chromium is
+# found (Debian's chromium installed when missing, saying so).
 test: ## Run every test with -race against real PostgreSQL (an existing server; see README), SQLite and Chromium.
 	@url=$$(./scripts/ensure-postgres.sh) && \
+	  chromium=$$(./scripts/ensure-chromium.sh) && \
+	  echo "make test: PostgreSQL answers at $${url%%\?*}; Chromium is $$chromium" | sed -E 's#//[^@]*@#//…@#' && \
 	  ./scripts/ensure-postgres_test.sh "$$url" && \
-	  TICKETD_TEST_DATABASE_URL="$$url" TICKETD_REQUIRE_POSTGRES=1 TICKETD_REQUIRE_BROWSER=1 \
+	  TICKETD_TEST_DATABASE_URL="$$url" TICKETD_REQUIRE_POSTGRES=1 TICKETD_REQUIRE_BROWSER=1 TICKETD_CHROMIUM="$$chromium" \
 	  $(GO) test -race -count=1 -timeout 10m $(PKGS)
 
 test-short: ## Run the tests without PostgreSQL (its tests skip).

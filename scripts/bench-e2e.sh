@@ -20,8 +20,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 go build -o "$tmp/ticketd" ./cmd/ticketd
-go build -o "$tmp/ticketd-noop" ./cmd/ticketd-noop
-go build -o "$tmp/ticketd-load" ./cmd/ticketd-load
+go build -o "$tmp/ticketd-noop" ./tools/ticketd-noop
+go build -o "$tmp/ticketd-load" ./tools/ticketd-load
 
 admin_url="${PG_ADMIN_URL:-$(./scripts/ensure-postgres.sh)}"
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Makes sure a Chromium answers for the console's browser test and prints its
 # path. It uses TICKETD_CHROMIUM, or chromium / chromium-browser on the PATH;
-# only when none exists does it install Debian's chromium package with apt-get
-# (CI on a fresh Debian machine calls it for that). make test never runs it: it
-# only requires the browser (TICKETD_REQUIRE_BROWSER=1) and says to run this.
+# only when none exists does it install Debian's chromium package with apt-get,
+# saying so on stderr. make test runs it first, so a missing browser is found
+# in its first seconds rather than minutes into the suite.
 set -euo pipefail
 
 log() { echo "ensure-chromium: $*" >&2; }

@@ -34,7 +34,7 @@ trap cleanup EXIT
 
 log "building into $tmp"
 go build -o "$tmp/ticketd" ./cmd/ticketd
-go build -o "$tmp/ticketd-load" ./cmd/ticketd-load
+go build -o "$tmp/ticketd-load" ./tools/ticketd-load
 
 database_url="${DATABASE_URL:-}"
 if [ -z "$database_url" ] && [ "${PG:-}" = 1 ]; then

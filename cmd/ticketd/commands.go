@@ -28,9 +28,6 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 	if err != nil {
 		return err
 	}
-	if err := cfg.checkDB(); err != nil {
-		return err
-	}
 	store, err := openDB(ctx, cfg)
 	if err != nil {
 		return err
@@ -55,7 +52,7 @@ func token(ctx context.Context, self string, args []string, getenv func(string) 
 	scope := fs.String("scope", authn.ScopeRead+" "+authn.ScopeWrite, "space-separated scopes: "+authn.ScopeRead+", "+authn.ScopeWrite+", "+authn.ScopeAdmin)
 	ttl := fs.Duration("ttl", defaultTokenTTL, "lifetime of the token; the default suits an agent's configuration, which nobody updates daily "+
 		"(a token cannot be revoked before it expires except by changing the secret, so use e.g. 1h for one-off scripts)")
-	cfg, err := parseConfig(fs, groupHTTP|groupDB|groupAuth|groupDev, args, getenv, stdout)
+	cfg, err := parseConfig(fs, groupPublic|groupDB|groupMint|groupDev, args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -71,9 +68,6 @@ func token(ctx context.Context, self string, args []string, getenv func(string) 
 		return errors.New("token: this server verifies tokens from an identity provider (TICKETD_JWT_JWKS_URL or TICKETD_JWT_PUBLIC_KEY_FILE); get tokens there, or set TICKETD_JWT_HS256_SECRET instead")
 	case cfg.HS256Secret == "" && !cfg.Dev:
 		return errors.New("token: no HS256 secret: set TICKETD_JWT_HS256_SECRET, or use --dev for the dev server's secret")
-	}
-	if err := cfg.checkHTTP(); err != nil {
-		return err
 	}
 	authCfg, _, err := cfg.authConfig()
 	if err != nil {
@@ -118,7 +112,7 @@ func expiry(now time.Time, ttl time.Duration) string {
 func stdio(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("stdio", flag.ContinueOnError)
 	// Help goes to stderr: stdout is the protocol stream.
-	cfg, logger, cursorKey, err := setup(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupToken, args, getenv, stderr, stderr)
+	cfg, logger, cursorKey, err := setup(fs, groupPublic|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupToken, args, getenv, stderr, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}

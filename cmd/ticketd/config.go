@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -21,7 +21,7 @@ import (
 type group uint
 
 const (
-	groupHTTP    group = 1 << iota // address and public URL (the audience derives from them)
+	groupHTTP    group = 1 << iota // listen address and public URL (the audience derives from them)
 	groupDB                        // database URL
 	groupMigrate                   // migrate at start
 	groupAuth                      // JWT verification
@@ -32,6 +32,8 @@ const (
 	groupMetrics                   // where /metrics is served
 	groupEdge                      // Origin/Host allow-lists, tenant limits, read-only
 	groupWebhook                   // webhook delivery
+	groupPublic                    // the public URL alone, for commands that derive the audience but listen nowhere
+	groupMint                      // what minting a token needs: issuer, audience, HS256 secret, tenant claim
 )
 
 // Defaults that also appear in help and error messages.
@@ -68,7 +70,7 @@ type config struct {
 	Token         string
 	MetricsAddr   string
 
-	// The edge (DESIGN §12), parsed and checked by edge().
+	// The edge (docs/architecture.md#the-edge-in-the-order-it-is-wired), parsed and checked by edge().
 	AllowedOrigins    string
 	AllowedHosts      string
 	RateLimitWrites   string
@@ -104,14 +106,14 @@ type stringSetting struct {
 // generated from it, so flag, variable and default never disagree.
 var stringSettings = []stringSetting{
 	{groupHTTP, "TICKETD_ADDR", "addr", defaultAddr, "listen address host:port", func(c *config) *string { return &c.Addr }},
-	{groupHTTP, "TICKETD_PUBLIC_URL", "public-url", "", "URL clients reach this server at (default http://ADDR)", func(c *config) *string { return &c.PublicURL }},
+	{groupHTTP | groupPublic, "TICKETD_PUBLIC_URL", "public-url", "", "URL clients reach this server at (default http://ADDR)", func(c *config) *string { return &c.PublicURL }},
 	{groupDB, "TICKETD_DATABASE_URL", "database-url", "", "postgres://USER:PASS@HOST:PORT/DB?sslmode=… or sqlite://PATH (default " + defaultDatabaseURL + "; with --dev sqlite://DATA_DIR/" + devDatabaseFile + ")", func(c *config) *string { return &c.DatabaseURL }},
-	{groupAuth, "TICKETD_JWT_ISSUER", "jwt-issuer", "", "iss claim tokens must carry (required; with --dev " + devIssuer + ")", func(c *config) *string { return &c.Issuer }},
-	{groupAuth, "TICKETD_JWT_AUDIENCE", "jwt-audience", "", "aud claim tokens must carry (default PUBLIC_URL/mcp)", func(c *config) *string { return &c.Audience }},
+	{groupAuth | groupMint, "TICKETD_JWT_ISSUER", "jwt-issuer", "", "iss claim tokens must carry (required; with --dev " + devIssuer + ")", func(c *config) *string { return &c.Issuer }},
+	{groupAuth | groupMint, "TICKETD_JWT_AUDIENCE", "jwt-audience", "", "aud claim tokens must carry (default PUBLIC_URL/mcp)", func(c *config) *string { return &c.Audience }},
 	{groupAuth, "TICKETD_JWT_JWKS_URL", "jwt-jwks-url", "", "key source: identity provider JWK Set URL", func(c *config) *string { return &c.JWKSURL }},
 	{groupAuth, "TICKETD_JWT_PUBLIC_KEY_FILE", "jwt-public-key-file", "", "key source: PEM public key file (RSA, ECDSA or Ed25519)", func(c *config) *string { return &c.PublicKeyFile }},
-	{groupAuth, "TICKETD_JWT_HS256_SECRET", "jwt-hs256-secret", "", "key source: shared HS256 secret, at least 32 bytes (prefer the variable: flags show in ps)", func(c *config) *string { return &c.HS256Secret }},
-	{groupAuth, "TICKETD_JWT_TENANT_CLAIM", "jwt-tenant-claim", "tenant_id", "claim that carries the tenant", func(c *config) *string { return &c.TenantClaim }},
+	{groupAuth | groupMint, "TICKETD_JWT_HS256_SECRET", "jwt-hs256-secret", "", "key source: shared HS256 secret, at least 32 bytes (prefer the variable: flags show in ps)", func(c *config) *string { return &c.HS256Secret }},
+	{groupAuth | groupMint, "TICKETD_JWT_TENANT_CLAIM", "jwt-tenant-claim", "tenant_id", "claim that carries the tenant", func(c *config) *string { return &c.TenantClaim }},
 	{groupLog, "TICKETD_LOG_FORMAT", "log-format", "text", "log format: text or json", func(c *config) *string { return &c.LogFormat }},
 	{groupLog, "TICKETD_LOG_LEVEL", "log-level", "info", "log level: debug, info, warn or error", func(c *config) *string { return &c.LogLevel }},
 	{groupCursor, "TICKETD_CURSOR_SECRET", "cursor-secret", "", "key signing list cursors, at least 32 bytes; give replicas the same one (default random per process)", func(c *config) *string { return &c.CursorSecret }},
@@ -125,6 +127,43 @@ var stringSettings = []stringSetting{
 	{groupEdge, "TICKETD_RATE_LIMIT_BURST", "rate-limit-burst", "0", "requests a tenant may send at once above its rate (0 = twice the rate)", func(c *config) *string { return &c.RateLimitBurst }},
 	{groupEdge, "TICKETD_TENANT_CONCURRENCY", "tenant-concurrency", "64", "requests in flight per tenant (0 = no cap)", func(c *config) *string { return &c.TenantConcurrency }},
 	{groupToken, "TICKETD_TOKEN", "token", "", "bearer token whose principal the stdio session acts as (required; prefer the variable)", func(c *config) *string { return &c.Token }},
+}
+
+// typedSetting is one setting whose value is not a string: like a
+// stringSetting, plus into, which decodes its text (from the variable or the
+// flag) into the config and says what it wants when the text will not do.
+// A bool setting is a switch: --read-only alone means true.
+type typedSetting struct {
+	group group
+	env   string
+	flag  string
+	def   string
+	usage string
+	into  func(*config) decoder
+}
+
+// typedSettings are the settings that are not strings, declared and checked
+// the same way as stringSettings. Their usage names the value's kind in
+// backquotes, which help shows after the flag.
+var typedSettings = []typedSetting{
+	{groupMigrate, "TICKETD_MIGRATE", "migrate", "true", "apply migrations at start", func(c *config) decoder { return boolInto(&c.Migrate) }},
+	{groupEdge, "TICKETD_READ_ONLY", "read-only", "false", "serve the read tools only and refuse REST writes", func(c *config) decoder { return boolInto(&c.ReadOnly) }},
+	{groupWebhook, "TICKETD_WEBHOOK_RETRY_MIN", "webhook-retry-min", "5s", "the delay (a `duration`) before a webhook delivery's first retry; later ones double, with jitter", func(c *config) decoder { return positiveDurationInto(&c.WebhookRetryMin) }},
+	{groupWebhook, "TICKETD_WEBHOOK_MAX_ATTEMPTS", "webhook-max-attempts", "12", "the `count` of attempts of one webhook delivery before it is failed", func(c *config) decoder { return atLeastInto(&c.WebhookMaxAttempts, 1) }},
+	{groupWebhook, "TICKETD_WEBHOOK_ALLOW_PRIVATE", "webhook-allow-private", "false", "allow http:// and loopback or private webhook URLs; --dev allows loopback", func(c *config) decoder { return boolInto(&c.WebhookAllowPrivate) }},
+	{groupWebhook, "TICKETD_RECONCILE_SETTLE", "reconcile-settle", "2m", "how long (a `duration`) after an unanswered tracker request ticketd waits for it to land before it may send again", func(c *config) decoder { return positiveDurationInto(&c.ReconcileSettle) }},
+	{groupWebhook, "TICKETD_TRACKER_TIMEOUT", "tracker-timeout", "10s", "the bound (a `duration`) on one request to a tracker, answer included", func(c *config) decoder { return positiveDurationInto(&c.TrackerTimeout) }},
+}
+
+// envOnly names settings that a command in the given groups reads from the
+// environment without offering their flag: it cannot use them, but they
+// shape what it does use. token and stdio derive the public URL (so the
+// tokens' audience) from TICKETD_ADDR exactly as serve does; token refuses
+// to mint for a server that verifies an identity provider's keys.
+var envOnly = map[string]group{
+	"addr":                groupPublic,
+	"jwt-jwks-url":        groupMint,
+	"jwt-public-key-file": groupMint,
 }
 
 // setup is parseConfig then prepare, for the long-running commands (serve,
@@ -143,12 +182,16 @@ func setup(fs *flag.FlagSet, groups group, args []string, getenv func(string) st
 }
 
 // parseConfig reads the groups' settings from the environment, then from
-// args, which win. For -h it writes help to out and returns flag.ErrHelp,
-// which the commands turn into success.
+// args, which win, decodes and checks them (validate), and fills the derived
+// defaults. For -h it writes help to out and returns flag.ErrHelp, which the
+// commands turn into success.
 func parseConfig(fs *flag.FlagSet, groups group, args []string, getenv func(string) string, out io.Writer) (*config, error) {
 	c := &config{}
 	for _, s := range stringSettings {
 		if s.group&groups == 0 {
+			if envOnly[s.flag]&groups != 0 {
+				*s.field(c) = cmp.Or(getenv(s.env), s.def)
+			}
 			continue
 		}
 		fs.StringVar(s.field(c), s.flag, s.def, fmt.Sprintf("%s (env %s)", s.usage, s.env))
@@ -158,33 +201,17 @@ func parseConfig(fs *flag.FlagSet, groups group, args []string, getenv func(stri
 			*s.field(c) = v
 		}
 	}
-	if groups&groupMigrate != 0 {
-		fs.BoolVar(&c.Migrate, "migrate", true, "apply migrations at start (env TICKETD_MIGRATE)")
-		if v := getenv("TICKETD_MIGRATE"); v != "" {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return nil, fmt.Errorf("TICKETD_MIGRATE=%q: want true or false", v)
-			}
-			c.Migrate = b
+	typed := make(map[string]*text)
+	for _, s := range typedSettings {
+		if s.group&groups == 0 {
+			continue
 		}
-	}
-	if groups&groupEdge != 0 {
-		fs.BoolVar(&c.ReadOnly, "read-only", false, "serve the read tools only and refuse REST writes (env TICKETD_READ_ONLY)")
-		if v := getenv("TICKETD_READ_ONLY"); v != "" {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return nil, fmt.Errorf("TICKETD_READ_ONLY=%q: want true or false", v)
-			}
-			c.ReadOnly = b
+		t := &text{value: s.def, isBool: s.into(c).isBool()}
+		fs.Var(t, s.flag, fmt.Sprintf("%s (env %s)", s.usage, s.env))
+		if v := getenv(s.env); v != "" {
+			t.value = v
 		}
-	}
-	if groups&groupWebhook != 0 {
-		if err := c.webhookSettings(fs, getenv); err != nil {
-			return nil, err
-		}
-		if err := c.trackerSettings(fs, getenv); err != nil {
-			return nil, err
-		}
+		typed[s.flag] = t
 	}
 	if groups&groupDev != 0 {
 		fs.BoolVar(&c.Dev, "dev", false, "development mode: HS256 secret generated in DATA_DIR (kept across starts), issuer "+devIssuer+
@@ -201,8 +228,57 @@ func parseConfig(fs *flag.FlagSet, groups group, args []string, getenv func(stri
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("%s: unexpected argument %q (see ticketd %s -h)", fs.Name(), fs.Arg(0), fs.Name())
 	}
+	flagged := make(map[string]bool)
+	fs.Visit(func(f *flag.Flag) { flagged[f.Name] = true })
+	for _, s := range typedSettings {
+		t, ok := typed[s.flag]
+		if !ok {
+			continue
+		}
+		if err := s.into(c).decode(t.value); err != nil {
+			if flagged[s.flag] {
+				return nil, fmt.Errorf("--%s %s: %w", s.flag, t.value, err)
+			}
+			return nil, fmt.Errorf("%s=%q: %w", s.env, t.value, err)
+		}
+	}
 	c.resolve()
+	if err := c.validate(groups); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// validate is the one check of the settings the groups declare, made before
+// anything is opened or listens, so a bad value stops a command with one
+// line naming what to set.
+func (c *config) validate(groups group) error {
+	if groups&(groupHTTP|groupPublic) != 0 {
+		if err := c.checkHTTP(groups&groupHTTP != 0); err != nil {
+			return err
+		}
+	}
+	if groups&groupDB != 0 {
+		if err := c.checkDB(); err != nil {
+			return err
+		}
+	}
+	if groups&groupLog != 0 {
+		if _, err := c.logger(io.Discard); err != nil {
+			return err
+		}
+	}
+	if groups&groupCursor != 0 {
+		if _, err := c.cursorKey(); err != nil {
+			return err
+		}
+	}
+	if groups&groupEdge != 0 {
+		if _, err := c.edge(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func printHelp(fs *flag.FlagSet, out io.Writer) {
@@ -210,69 +286,6 @@ func printHelp(fs *flag.FlagSet, out io.Writer) {
 	fs.SetOutput(out)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
-}
-
-// webhookSettings declares the webhook delivery settings and reads their
-// variables (DESIGN §11).
-func (c *config) webhookSettings(fs *flag.FlagSet, getenv func(string) string) error {
-	fs.DurationVar(&c.WebhookRetryMin, "webhook-retry-min", 5*time.Second, "delay before a webhook delivery's first retry; later ones double, with jitter (env TICKETD_WEBHOOK_RETRY_MIN)")
-	fs.IntVar(&c.WebhookMaxAttempts, "webhook-max-attempts", 12, "attempts of one webhook delivery before it is failed (env TICKETD_WEBHOOK_MAX_ATTEMPTS)")
-	fs.BoolVar(&c.WebhookAllowPrivate, "webhook-allow-private", false, "allow http:// and loopback or private webhook URLs; --dev allows loopback (env TICKETD_WEBHOOK_ALLOW_PRIVATE)")
-	if v := getenv("TICKETD_WEBHOOK_RETRY_MIN"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return fmt.Errorf("TICKETD_WEBHOOK_RETRY_MIN=%q: want a positive duration such as 5s", v)
-		}
-		c.WebhookRetryMin = d
-	}
-	if v := getenv("TICKETD_WEBHOOK_MAX_ATTEMPTS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 {
-			return fmt.Errorf("TICKETD_WEBHOOK_MAX_ATTEMPTS=%q: want a whole number of at least 1", v)
-		}
-		c.WebhookMaxAttempts = n
-	}
-	if v := getenv("TICKETD_WEBHOOK_ALLOW_PRIVATE"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("TICKETD_WEBHOOK_ALLOW_PRIVATE=%q: want true or false", v)
-		}
-		c.WebhookAllowPrivate = b
-	}
-	return nil
-}
-
-// trackerSettings declares the settings of tracker-backed projects and
-// reads their variables (DESIGN §16).
-func (c *config) trackerSettings(fs *flag.FlagSet, getenv func(string) string) error {
-	fs.DurationVar(&c.ReconcileSettle, "reconcile-settle", 2*time.Minute, "how long after an unanswered tracker request ticketd waits for it to land before it may send again (env TICKETD_RECONCILE_SETTLE)")
-	fs.DurationVar(&c.TrackerTimeout, "tracker-timeout", 10*time.Second, "bound on one request to a tracker, answer included (env TICKETD_TRACKER_TIMEOUT)")
-	for _, v := range []struct {
-		name string
-		dst  *time.Duration
-	}{{"TICKETD_RECONCILE_SETTLE", &c.ReconcileSettle}, {"TICKETD_TRACKER_TIMEOUT", &c.TrackerTimeout}} {
-		raw := getenv(v.name)
-		if raw == "" {
-			continue
-		}
-		d, err := time.ParseDuration(raw)
-		if err != nil || d <= 0 {
-			return fmt.Errorf("%s=%q: want a positive duration such as 2m", v.name, raw)
-		}
-		*v.dst = d
-	}
-	return nil
-}
-
-// checkWebhook validates the webhook settings a flag may have set.
-func (c *config) checkWebhook() error {
-	if c.WebhookRetryMin <= 0 {
-		return fmt.Errorf("--webhook-retry-min %s: want a positive duration such as 5s", c.WebhookRetryMin)
-	}
-	if c.WebhookMaxAttempts < 1 {
-		return fmt.Errorf("--webhook-max-attempts %d: want at least 1", c.WebhookMaxAttempts)
-	}
-	return nil
 }
 
 // resolve fills the derived defaults.
@@ -311,10 +324,19 @@ func (c *config) keySources() []string {
 	return names
 }
 
-// checkHTTP validates the listen address and public URL. With --dev the
-// address must be loopback: dev mode's secret sits on disk and its token is
-// printed, so it must not be reachable from the network.
-func (c *config) checkHTTP() error {
+// checkHTTP validates the public URL and, for a command that listens, the
+// listen addresses. With --dev an address must be loopback: dev mode's
+// secret sits on disk and its token is printed, so it must not be reachable
+// from the network.
+func (c *config) checkHTTP(listens bool) error {
+	// The same check server.New makes, made here so that a bad URL stops
+	// start-up before the database is opened.
+	if _, err := server.ParsePublicURL(c.PublicURL); err != nil {
+		return fmt.Errorf("TICKETD_PUBLIC_URL: %w", err)
+	}
+	if !listens {
+		return nil
+	}
 	host, _, err := net.SplitHostPort(c.Addr)
 	if err != nil {
 		return fmt.Errorf("TICKETD_ADDR %q: want host:port, e.g. %s", c.Addr, defaultAddr)
@@ -330,11 +352,6 @@ func (c *config) checkHTTP() error {
 		if c.Dev && !server.IsLoopbackHost(host) {
 			return fmt.Errorf("--dev listens on loopback only, and TICKETD_METRICS_ADDR %q is not loopback: use 127.0.0.1:PORT", c.MetricsAddr)
 		}
-	}
-	// The same check server.New makes, made here so that a bad URL stops
-	// start-up before the database is opened.
-	if _, err := server.ParsePublicURL(c.PublicURL); err != nil {
-		return fmt.Errorf("TICKETD_PUBLIC_URL: %w", err)
 	}
 	return nil
 }

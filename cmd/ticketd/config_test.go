@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestServeConfigErrors checks that each misconfiguration stops serve with a
@@ -144,6 +147,55 @@ func TestHelpListsCommandsAndSettings(t *testing.T) {
 		if strings.Contains(stdout.String(), testSecret) {
 			t.Errorf("%v: help shows the HS256 secret from the environment", tc.args)
 		}
+	}
+}
+
+// TestSubcommandHelpListsOnlyWhatItUses: every command answers -h with
+// success and lists the settings it uses, and none it cannot: stdio listens
+// nowhere, token mints HS256 tokens only.
+func TestSubcommandHelpListsOnlyWhatItUses(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args          []string
+		want, notWant []string
+	}{
+		{[]string{"projects", "-h"}, []string{"ticketd projects create", "ticketd projects list"}, nil},
+		{[]string{"projects", "help"}, []string{"ticketd projects create", "ticketd projects list"}, nil},
+		{[]string{"stdio", "-h"}, []string{"-token", "-public-url", "-jwt-jwks-url", "-migrate"}, []string{"-addr", "-metrics-addr", "-read-only", "-webhook"}},
+		{[]string{"token", "-h"}, []string{"-tenant", "-public-url", "-jwt-hs256-secret", "-jwt-issuer"}, []string{"-addr", "jwks", "public-key-file", "-log-level"}},
+		{[]string{"serve", "-h"}, []string{"-addr", "-read-only", "-webhook-retry-min duration", "-webhook-max-attempts count", "-migrate\n"}, nil},
+	} {
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), append([]string{"ticketd"}, tc.args...), getenv(baseEnv("sqlite://x.db")), nil, &stdout, &stderr)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		help := stdout.String() + stderr.String() // stdio's help goes to stderr: stdout is the protocol
+		for _, w := range tc.want {
+			if !strings.Contains(help, w) {
+				t.Errorf("%v: help lacks %q:\n%s", tc.args, w, help)
+			}
+		}
+		for _, w := range tc.notWant {
+			if strings.Contains(help, w) {
+				t.Errorf("%v: help offers %q, which the command cannot use:\n%s", tc.args, w, help)
+			}
+		}
+	}
+}
+
+// TestSwitchesAndTypedSettings: a switch given alone is true, and a typed
+// setting from the environment and from a flag decodes the same way.
+func TestSwitchesAndTypedSettings(t *testing.T) {
+	t.Parallel()
+	env := getenv(map[string]string{"TICKETD_WEBHOOK_RETRY_MIN": "3s", "TICKETD_MIGRATE": "false"})
+	cfg, err := parseConfig(flag.NewFlagSet("serve", flag.ContinueOnError), groupHTTP|groupMigrate|groupEdge|groupWebhook,
+		[]string{"--read-only", "--webhook-max-attempts", "4"}, env, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.ReadOnly || cfg.Migrate || cfg.WebhookRetryMin != 3*time.Second || cfg.WebhookMaxAttempts != 4 || cfg.WebhookAllowPrivate {
+		t.Errorf("config %+v, want read-only, no migration, retry after 3s, 4 attempts, no private URLs", cfg)
 	}
 }
 

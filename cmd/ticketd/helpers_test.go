@@ -16,6 +16,7 @@ import (
 	"github.com/ticketd/ticketd/internal/logtest"
 	"github.com/ticketd/ticketd/internal/server/servertest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 // testSecret is an HS256 secret long enough for the verifier.
@@ -237,8 +238,5 @@ func seedProject(tb testing.TB, rawURL, tenant string) {
 		tb.Fatalf("open %s: %v", rawURL, err)
 	}
 	defer d.Close()
-	svc := tickets.NewService(d.Gorm, tickets.Options{})
-	if _, err := svc.CreateProject(ctx, tenant, tickets.Project{ID: "support", Key: "SUP", Name: "Support"}); err != nil {
-		tb.Fatalf("seed project: %v", err)
-	}
+	ticketstest.SeedSupport(tb, tickets.NewService(d.Gorm, tickets.Options{}), tenant)
 }

@@ -23,9 +23,12 @@ import (
 // an admin token and a REST call.
 func projects(ctx context.Context, self string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("projects: want a subcommand: create or list (see ticketd projects create -h)")
+		return errors.New("projects: want a subcommand: create or list (see ticketd projects -h)")
 	}
 	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		_, err := io.WriteString(stdout, projectsUsage)
+		return err
 	case "create":
 		return createProject(ctx, args[1:], getenv, stdout)
 	case "list":
@@ -34,6 +37,15 @@ func projects(ctx context.Context, self string, args []string, getenv func(strin
 		return fmt.Errorf("projects: unknown subcommand %q (want create or list)", args[0])
 	}
 }
+
+const projectsUsage = `Usage:
+  ticketd projects create --tenant T --id ID --key KEY --name NAME
+                            give a tenant a project (a new tenant's first step)
+  ticketd projects list --tenant T
+                            list a tenant's projects
+
+Run "ticketd projects create -h" or "ticketd projects list -h" for their flags.
+`
 
 func createProject(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("projects create", flag.ContinueOnError)
@@ -121,9 +133,6 @@ func checkTenant(tenant string) error {
 // deployment's first command may well be creating its first project), and
 // returns the service on it and how to close it.
 func openProjects(ctx context.Context, cfg *config) (*tickets.Service, func(), error) {
-	if err := cfg.checkDB(); err != nil {
-		return nil, nil, err
-	}
 	store, svc, _, _, err := openStore(ctx, cfg, tickets.Options{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, nil, err

@@ -34,9 +34,6 @@ func prune(ctx context.Context, args []string, getenv func(string) string, stdou
 	case *batchSize <= 0:
 		return fmt.Errorf("prune: --batch-size must be positive, got %d", *batchSize)
 	}
-	if err := cfg.checkDB(); err != nil {
-		return err
-	}
 	if *olderThan < operations.DefaultRetention {
 		fmt.Fprintf(stderr, "ticketd: prune: warning: --older-than %s is shorter than the %s retention ticketd promises agents; a retry of a pruned operation ID creates a new ticket\n",
 			*olderThan, days(operations.DefaultRetention))

@@ -51,9 +51,6 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 	if err != nil {
 		return err
 	}
-	if err := cfg.checkWebhook(); err != nil {
-		return err
-	}
 	edgeCfg, err := cfg.edge()
 	if err != nil {
 		return err
@@ -215,18 +212,11 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 	return nil
 }
 
-// prepare runs the start-up checks serve and stdio share, in the order that
-// keeps a bad setting from touching the disk or the network, and returns the
-// logger and the cursor key they need.
+// prepare builds the logger and the cursor key serve and stdio need, from
+// settings parseConfig has already checked (validate).
 func (c *config) prepare(stderr io.Writer) (*slog.Logger, []byte, error) {
 	logger, err := c.logger(stderr)
 	if err != nil {
-		return nil, nil, err
-	}
-	if err := c.checkHTTP(); err != nil {
-		return nil, nil, err
-	}
-	if err := c.checkDB(); err != nil {
 		return nil, nil, err
 	}
 	cursorKey, err := c.cursorKey()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/logtest"
 )
 
 // TestStdio runs the real binary as an MCP client would launch it: built
@@ -55,7 +56,8 @@ func TestStdio(t *testing.T) {
 		seedProject(t, rawURL, "acme")
 		tok := mint(t, authn.TokenRequest{Tenant: "acme", Subject: "carol", Scopes: []string{authn.ScopeRead, authn.ScopeWrite}, TTL: time.Hour})
 		cmd := command(rawURL, tok)
-		var stderr bytes.Buffer
+		// Read while the process may still write it (a failed connect).
+		var stderr logtest.Buffer
 		cmd.Stderr = &stderr
 
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

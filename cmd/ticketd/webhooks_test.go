@@ -21,6 +21,7 @@ import (
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/faultproxy"
+	"github.com/ticketd/ticketd/internal/logtest"
 )
 
 // countingReceiver is the reference receiver, counting the requests that
@@ -47,10 +48,13 @@ func (c *countingReceiver) counts() (requests, distinct int) {
 	return requests, len(c.requests)
 }
 
-// ticketdProcess is a built ticketd serving on a fixed address.
+// ticketdProcess is a built ticketd serving on a fixed address. Its stderr
+// is a logtest.Buffer: exec's copier goroutine writes to it for as long as
+// the process runs, while the test may read it (a failure's log, a check
+// for panics).
 type ticketdProcess struct {
 	cmd    *exec.Cmd
-	stderr bytes.Buffer
+	stderr logtest.Buffer
 }
 
 func startBinary(tb testing.TB, bin, addr string, env []string) *ticketdProcess {

@@ -9,7 +9,7 @@
 // cross-origin protection (Sec-Fetch-Site and Origin) and a CSRF token derived
 // from the session cookie. Every form that writes carries an operation ID
 // minted when the form is rendered, so a double submit or a resubmit after a
-// lost reply is one change: the retry contract (DESIGN §2) for people.
+// lost reply is one change: the retry contract (docs/contract.md#the-retry-contract) for people.
 package console
 
 import (

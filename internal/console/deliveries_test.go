@@ -13,6 +13,7 @@ import (
 	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 	"github.com/ticketd/ticketd/internal/webhooks"
 )
 
@@ -52,9 +53,7 @@ func TestFailedDeliveriesPageRetriesWithTheSameWebhookID(t *testing.T) {
 	// The console's service writes to its own database; the outbox needs
 	// this one, so write through a service over it.
 	svc := tickets.NewService(d.Gorm, tickets.Options{Outbox: webhooks.TicketOutbox(hooks)})
-	if _, err := svc.CreateProject(ctx, tenant, tickets.Project{ID: "support", Key: "SUP", Name: "Support"}); err != nil {
-		t.Fatal(err)
-	}
+	ticketstest.SeedSupport(t, svc, tenant)
 	mustCreate(t, svc, "alice", "Printer on fire")
 	var failed webhooks.Delivery
 	waitUntil(t, func() bool {

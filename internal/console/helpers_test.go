@@ -21,6 +21,7 @@ import (
 	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 const (
@@ -49,17 +50,15 @@ func (e *env) requestURIs() []string {
 
 func newEnv(t testing.TB, cfg console.Config) *env {
 	t.Helper()
-	return newEnvWith(t, cfg, tickets.Options{})
+	d := dbtest.SQLite(t)
+	svc := tickets.NewService(d.Gorm, tickets.Options{})
+	ticketstest.SeedSupport(t, svc, tenant)
+	return serveConsole(t, svc, cfg)
 }
 
-// newEnvWith is newEnv with the service built from opts.
-func newEnvWith(t testing.TB, cfg console.Config, opts tickets.Options) *env {
+// serveConsole serves a console over svc.
+func serveConsole(t testing.TB, svc *tickets.Service, cfg console.Config) *env {
 	t.Helper()
-	d := dbtest.SQLite(t)
-	svc := tickets.NewService(d.Gorm, opts)
-	if _, err := svc.CreateProject(context.Background(), tenant, tickets.Project{ID: "support", Key: "SUP", Name: "Support"}); err != nil {
-		t.Fatal(err)
-	}
 	v, err := authn.NewVerifier(context.Background(), authn.Config{Issuer: issuer, Audience: audience, HS256Secret: secret})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/console"
+	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tracker"
@@ -28,10 +29,11 @@ func TestBrowserOperatorResolvesUnknownOperation(t *testing.T) {
 	t.Parallel()
 	gh := githubtest.New("ghp_console")
 	apiURL := githubtest.Start(t, gh)
-	e := newEnvWith(t, console.Config{}, tickets.Options{Tracked: tickets.TrackedOptions{
+	svc := tickets.NewService(dbtest.SQLite(t).Gorm, tickets.Options{Tracked: tickets.TrackedOptions{
 		Open:   github.Opener(github.Options{Timeout: time.Second, Getenv: func(string) string { return "ghp_console" }}),
 		Settle: time.Hour, // nothing settles by itself during the test: the operator does
 	}})
+	e := serveConsole(t, svc, console.Config{})
 	ctx := context.Background()
 	if _, err := e.svc.CreateProject(ctx, tenant, tickets.Project{ID: "widgets", Key: "WID", Name: "Widgets",
 		Backend: &tracker.Backend{Kind: tracker.KindGitHub, Repository: "acme/widgets", APIURL: apiURL, TokenEnv: "GH_TOKEN"}}); err != nil {

@@ -121,69 +121,57 @@ type problem struct {
 	Next    string
 }
 
-// codeForm is how the console answers one contract code.
-type codeForm struct {
-	status int
-	next   string // the next step, for a person at a form (errcode's are for agents)
-}
-
-var codes = map[errcode.Code]codeForm{
-	errcode.InvalidInput: {http.StatusBadRequest,
-		"Nothing was changed. Correct what the message names and submit again; the form keeps its key, so it is still one change."},
-	errcode.IdempotencyConflict: {http.StatusUnprocessableEntity,
-		"This form's key was already used for a different change, so nothing was written. The form now has a new key: submit it only if you mean a separate change."},
-	errcode.OperationInProgress: {http.StatusConflict,
-		"The same submission is still being processed. Wait a moment and submit the form again as it is; it will not apply twice."},
-	errcode.OutcomeUnknown: {http.StatusServiceUnavailable,
-		"The change may or may not have been saved. Submit the form again exactly as it is: its key makes it apply at most once. The Operations page shows what became of it."},
-	errcode.OperationFailed: {http.StatusUnprocessableEntity,
-		"An earlier attempt with this key failed for the reason given, and repeating it fails the same way. Fix the cause and start from a fresh form."},
-	errcode.NotFound: {http.StatusNotFound,
-		"Nothing with that identifier exists in your tenant. Check it, or find it from the Tickets page."},
-	errcode.AlreadyExists: {http.StatusConflict,
-		"Something with that identifier already exists. Use it, or choose another identifier."},
-	errcode.VersionConflict: {http.StatusConflict,
-		"The ticket changed since the form was shown, so nothing was written. The form now shows the current values: check them and make your change again."},
-	errcode.StateConflict: {http.StatusConflict,
-		"This does not fit the current state (the message says why), so nothing was changed. Reload the page and decide again."},
-	errcode.Forbidden: {http.StatusForbidden,
-		"Your token lacks the scope for this. Sign out and sign in with a token that has it."},
-	errcode.Unauthenticated: {http.StatusUnauthorized,
-		"Sign in with a valid bearer token (for example one from ticketd token)."},
-	errcode.Unavailable: {http.StatusServiceUnavailable,
-		"The ticket store is unavailable and nothing was written. Submit the form again in a moment; it will not apply twice."},
-	errcode.Internal: {http.StatusInternalServerError,
-		"Something went wrong on the server and was logged. Submit the form again (it will not apply twice), and report it if it persists."},
-}
-
+// problemFor is the problem for code with message, its next step from the
+// code's row of errcode.Table.
 func problemFor(code errcode.Code, message string) *problem {
-	return &problem{Code: code, Message: message, Next: codes[code].next}
+	return &problem{Code: code, Message: message, Next: errcode.Lookup(code).PersonStep}
 }
 
-// problemOf classifies a service error and returns it with its HTTP status.
-// Internal errors are logged: only they are bugs.
+// problemOf classifies a service error and returns it with its HTTP status,
+// both from errcode.Table. A server fault is logged with its cause, which
+// the page never shows.
 func (c *console) problemOf(r *http.Request, err error) (*problem, int) {
 	code := errcode.Of(err)
-	if code == errcode.Internal {
-		c.log.ErrorContext(r.Context(), "console: unexpected error", "path", r.URL.Path, "err", err)
-		return problemFor(code, "An internal error occurred."), codes[code].status
+	row := errcode.Lookup(code)
+	if code.ServerFault() {
+		c.log.ErrorContext(r.Context(), "console: server fault", "code", code, "path", r.URL.Path, "err", err)
 	}
-	message := err.Error()
+	return problemFor(code, personMessage(row, err)), row.Status
+}
+
+// personMessage is what a person reads about err: under the table's one
+// policy (errcode.Row.ShowCause) the error's own text, a validation error's
+// fields written for a page, only when it names the caller's mistake and
+// carries no internals; else the row's public message. A driver's text,
+// with its user, database, host and port, never reaches a page.
+func personMessage(row *errcode.Row, err error) string {
+	if !row.ShowCause {
+		return sentence(row.Public)
+	}
 	var (
 		ve  *tickets.ValidationError
 		vce *tickets.VersionConflictError
 	)
-	if errors.As(err, &vce) {
-		message = vce.Error()
-	}
-	if errors.As(err, &ve) {
+	switch {
+	case errors.As(err, &ve):
 		parts := make([]string, len(ve.Fields))
 		for i, f := range ve.Fields {
 			parts[i] = f.Field + " " + f.Message
 		}
-		message = strings.Join(parts, "; ")
+		return strings.Join(parts, "; ")
+	case errors.As(err, &vce):
+		return vce.Error()
 	}
-	return problemFor(code, message), codes[code].status
+	return err.Error()
+}
+
+// sentence writes a table message as a page does: capitalised, with a full
+// stop.
+func sentence(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:] + "."
 }
 
 // fail shows an error page.

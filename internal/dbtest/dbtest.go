@@ -250,14 +250,19 @@ func PostgresViaProxy(tb testing.TB) (*db.DB, *faultproxy.Proxy) {
 	return open(tb, u.String()), proxy
 }
 
-// CountRows returns how many rows of table belong to tenant, read straight
-// from the database so a test's count does not depend on the code under
-// test.
+// CountRows returns how many rows of table belong to tenant, or with tenant
+// "" how many it holds in all (for a table without tenants, such as River's
+// river_job), read straight from the database so a test's count does not
+// depend on the code under test.
 func CountRows(tb testing.TB, d *db.DB, table, tenant string) int64 {
 	tb.Helper()
+	q := d.Gorm.Table(table)
+	if tenant != "" {
+		q = q.Where("tenant_id = ?", tenant)
+	}
 	var n int64
-	if err := d.Gorm.Table(table).Where("tenant_id = ?", tenant).Count(&n).Error; err != nil {
-		tb.Fatalf("count %s of %s: %v", table, tenant, err)
+	if err := q.Count(&n).Error; err != nil {
+		tb.Fatalf("count %s of %q: %v", table, tenant, err)
 	}
 	return n
 }

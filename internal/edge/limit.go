@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/limits"
 )
 
@@ -69,9 +70,9 @@ func MCPLimits(opts MCPLimitsOptions) func(http.Handler) http.Handler {
 
 func refuseMCP(w http.ResponseWriter, call Call, wait time.Duration, why string) {
 	ms := int64(math.Ceil(float64(wait) / float64(time.Millisecond)))
-	message := fmt.Sprintf("rate_limited: %s; retry after %d ms", why, ms)
+	message := fmt.Sprintf("%s: %s; retry after %d ms", errcode.RateLimited, why, ms)
 	if call.Method == "tools/call" && call.ID != nil {
-		writeReply(w, http.StatusOK, toolResult(call.ID, contractError{Code: "rate_limited", Message: message, Retryable: true, RetryAfterMS: &ms},
+		writeReply(w, http.StatusOK, toolResult(call.ID, contractError{Code: errcode.RateLimited, Message: message, Retryable: errcode.RateLimited.Retryable(), RetryAfterMS: &ms},
 			message+", with the same arguments (the same operation_id for a write)."))
 		return
 	}
@@ -116,13 +117,13 @@ func Limit(opts LimitOptions) func(http.Handler) http.Handler {
 			release, wait, ok := opts.Limits.Acquire(tenant)
 			if !ok {
 				w.Header().Set("Retry-After", retryAfterSeconds(wait))
-				reject(w, r, http.StatusTooManyRequests, "rate_limited", "too many requests from this tenant at once; retry after the Retry-After delay")
+				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "too many requests from this tenant at once; retry after the Retry-After delay")
 				return
 			}
 			defer release()
 			if ok, wait := opts.Limits.Allow(tenant, kind(r)); !ok {
 				w.Header().Set("Retry-After", retryAfterSeconds(wait))
-				reject(w, r, http.StatusTooManyRequests, "rate_limited", "this tenant's rate limit is reached; retry after the Retry-After delay")
+				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "this tenant's rate limit is reached; retry after the Retry-After delay")
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -185,7 +186,7 @@ func Bodies(opts BodiesOptions) func(http.Handler) http.Handler {
 			release, ok := opts.Budget.Reserve(n)
 			if !ok {
 				w.Header().Set("Retry-After", "1")
-				reject(w, r, http.StatusServiceUnavailable, "unavailable", "the server is holding as many request bodies as it can; retry shortly")
+				reject(w, r, http.StatusServiceUnavailable, errcode.Unavailable, "the server is holding as many request bodies as it can; retry shortly")
 				return
 			}
 			defer release()

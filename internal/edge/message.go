@@ -28,6 +28,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/ticketd/ticketd/internal/errcode"
 )
 
 // Call is what a JSON-RPC request body asked for, as the SDK will read it.
@@ -48,9 +50,6 @@ type Reply struct {
 	// Code is the JSON-RPC error code, or 0 for an isError tool result.
 	Code int64
 }
-
-// invalidInput is the contract code for input the edge refuses (DESIGN §3).
-const invalidInput = "invalid_input"
 
 // methodAllowed lists what ticketd serves: only the tools capability is
 // declared, yet the SDK dispatches prompts/*, resources/*, logging/* and
@@ -283,20 +282,20 @@ func rpcError(id json.RawMessage, code int64, message string) *Reply {
 	return &Reply{Body: body, Code: code}
 }
 
-// contractError is the "error" member of a tool error result (DESIGN §3).
+// contractError is the "error" member of a tool error result (docs/contract.md#error-codes).
 type contractError struct {
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	Retryable bool   `json:"retryable"`
+	Code      errcode.Code `json:"code"`
+	Message   string       `json:"message"`
+	Retryable bool         `json:"retryable"`
 	// RetryAfterMS is set with rate_limited.
 	RetryAfterMS *int64 `json:"retry_after_ms,omitempty"`
 }
 
 // toolError builds the tools/call result the tools themselves give for
-// invalid_input (DESIGN §3), so a model reads one shape whoever refused.
+// invalid_input (docs/contract.md#error-codes), so a model reads one shape whoever refused.
 func toolError(id json.RawMessage, message string) *Reply {
-	return toolResult(id, contractError{Code: invalidInput, Message: message},
-		invalidInput+": "+message+". Fix the input and call again; nothing was attempted.")
+	return toolResult(id, contractError{Code: errcode.InvalidInput, Message: message, Retryable: errcode.InvalidInput.Retryable()},
+		string(errcode.InvalidInput)+": "+message+". Fix the input and call again; nothing was attempted.")
 }
 
 // toolResult builds a tools/call result with isError carrying e, and text

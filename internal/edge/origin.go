@@ -9,20 +9,22 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/ticketd/ticketd/internal/errcode"
 )
 
 // Reject writes a refusal in the guarded route's own error format; code is
-// a contract error code (DESIGN §3). WriteError is the default.
-type Reject func(w http.ResponseWriter, r *http.Request, status int, code, message string)
+// a contract error code (docs/contract.md#error-codes). WriteError is the default.
+type Reject func(w http.ResponseWriter, r *http.Request, status int, code errcode.Code, message string)
 
 // WriteError is the default Reject: a JSON body
 // {"error":{"code","message","retryable":false}}, the shape MCP tool errors
 // carry, which a REST wiring replaces with its problem+json writer.
-func WriteError(w http.ResponseWriter, _ *http.Request, status int, code, message string) {
+func WriteError(w http.ResponseWriter, _ *http.Request, status int, code errcode.Code, message string) {
 	type body struct {
-		Code      string `json:"code"`
-		Message   string `json:"message"`
-		Retryable bool   `json:"retryable"`
+		Code      errcode.Code `json:"code"`
+		Message   string       `json:"message"`
+		Retryable bool         `json:"retryable"`
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
@@ -87,12 +89,12 @@ func Origin(opts OriginOptions) (func(http.Handler) http.Handler, error) {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if !slices.Contains(hosts, hostOnly(r.Host)) {
-				reject(w, r, http.StatusForbidden, "forbidden", "the Host header does not name this server")
+				reject(w, r, http.StatusForbidden, errcode.Forbidden, "the Host header does not name this server")
 				return
 			}
 			if values := r.Header.Values("Origin"); len(values) > 0 {
 				if len(values) > 1 || !originAllowed(origins, values[0]) {
-					reject(w, r, http.StatusForbidden, "forbidden", "requests from this Origin are not allowed")
+					reject(w, r, http.StatusForbidden, errcode.Forbidden, "requests from this Origin are not allowed")
 					return
 				}
 			}
@@ -157,7 +159,7 @@ func SingleAuthorization(reject Reject) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if len(r.Header.Values("Authorization")) > 1 {
 				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_request", error_description="more than one Authorization header"`)
-				reject(w, r, http.StatusBadRequest, "unauthenticated", "send exactly one Authorization header")
+				reject(w, r, http.StatusBadRequest, errcode.Unauthenticated, "send exactly one Authorization header")
 				return
 			}
 			next.ServeHTTP(w, r)

@@ -1,8 +1,10 @@
-// Package errcode is ticketd's one error table (DESIGN §3): the stable,
-// machine-readable codes of the public contract, one Row per code saying
-// everything either transport, the log, the schemas and the README need
-// about it, and Of, the one classifier from an error to its code. Adding a
-// code is adding a row (and its case in Of, and a test).
+// Package errcode is ticketd's one error table (docs/contract.md#error-codes):
+// the stable, machine-readable codes of the public contract, one Row per
+// code saying everything the transports (MCP, REST), the console, the
+// metrics, the log, the schemas and the docs need about it, and Of, the one
+// classifier from an error to its code. Adding a code is adding a row and
+// its case in Of (with its example in errcodetest, whose walks then check
+// every surface).
 package errcode
 
 import (
@@ -83,7 +85,35 @@ type Row struct {
 	AgentStep string
 	// OperatorStep tells an operator (REST) what to do next, in HTTP terms.
 	OperatorStep string
+	// PersonStep tells a person at the console what to do next, in the
+	// words of its pages and forms.
+	PersonStep string
+	// Outcome is how ticketd_operations_total counts a write that ended
+	// with this code.
+	Outcome Outcome
 }
+
+// Outcome is the outcome label of ticketd_operations_total for a write that
+// ended with a code (docs/contract.md#metrics). A success is created or
+// replayed, which no code carries.
+type Outcome string
+
+// The outcomes a code can count as.
+const (
+	CountConflict   Outcome = "conflict"
+	CountInProgress Outcome = "in_progress"
+	// CountUnknown is never merged with anything else: each one needs an
+	// operator.
+	CountUnknown Outcome = "unknown"
+	// CountInvalid: rejected on its input, nothing written.
+	CountInvalid Outcome = "invalid"
+	// CountFailed: the write did not happen for another reason.
+	CountFailed Outcome = "failed"
+	// NotCounted marks a refusal before the ledger (the token, its scope,
+	// the tenant's limits): such a call is a request, never an operation,
+	// and ticketd_requests_total counts it.
+	NotCounted Outcome = "-"
+)
 
 // Table is every code, in the order the README and the schemas list them.
 var Table = []Row{
@@ -93,6 +123,8 @@ var Table = []Row{
 		Public:       "the input is invalid",
 		AgentStep:    "Nothing was attempted; fix the input the message names and call again (for a write, the same operation_id is fine).",
 		OperatorStep: "The request is invalid; nothing was attempted. Fix it and send it again (the same Idempotency-Key is fine).",
+		PersonStep:   "Nothing was changed. Correct what the message names and submit again; the form keeps its key, so it is still one change.",
+		Outcome:      CountInvalid,
 	},
 	{
 		Code: IdempotencyConflict, Meaning: "ID already used with different input", Retry: "no; a new ID only for a genuinely new ticket",
@@ -100,6 +132,8 @@ var Table = []Row{
 		Public:       "this operation ID was already used with different input",
 		AgentStep:    "This operation_id was already used for a different ticket; nothing was written. Do not change the input to force it through: if this is genuinely a new ticket, generate a new operation_id.",
 		OperatorStep: "This Idempotency-Key was already used with a different request; nothing was written. Use a new key only for a genuinely new ticket.",
+		PersonStep:   "This form's key was already used for a different change, so nothing was written. The form now has a new key: submit it only if you mean a separate change.",
+		Outcome:      CountConflict,
 	},
 	{
 		Code: OperationInProgress, Meaning: "the same ID is running concurrently", Retry: "yes, same ID, after a short wait", Retryable: true,
@@ -108,6 +142,8 @@ var Table = []Row{
 		RetryAfter:   time.Second,
 		AgentStep:    "Another call with this operation_id is still running; wait a moment and retry with the same operation_id and input.",
 		OperatorStep: "A request with this Idempotency-Key is still running; retry the same request after Retry-After seconds.",
+		PersonStep:   "The same submission is still being processed. Wait a moment and submit the form again as it is; it will not apply twice.",
+		Outcome:      CountInProgress,
 	},
 	{
 		Code: OutcomeUnknown, Meaning: "may or may not have committed", Retry: "check status, or retry with the same ID", Retryable: true,
@@ -116,6 +152,8 @@ var Table = []Row{
 		RetryAfter:   2 * time.Second,
 		AgentStep:    "The write may or may not have happened; call get_operation_status with this operation_id, or retry with the same operation_id and input (never a new one).",
 		OperatorStep: "The write may or may not have happened. Check GET /api/v1/operations/{operation_id}, or retry the same request with the same Idempotency-Key (never a new one).",
+		PersonStep:   "The change may or may not have been saved. Submit the form again exactly as it is: its key makes it apply at most once. The Operations page shows what became of it.",
+		Outcome:      CountUnknown,
 	},
 	{
 		Code: OperationFailed, Meaning: "the ID's operation was recorded as failed", Retry: "no; fix the cause, new ID",
@@ -123,6 +161,8 @@ var Table = []Row{
 		Public:       "the operation with this ID failed earlier",
 		AgentStep:    "This operation_id was used before and that operation failed for the reason given; nothing was created. Repeating it fails the same way: fix the cause and use a new operation_id.",
 		OperatorStep: "This Idempotency-Key was used before and that request failed; nothing was created. Repeating it fails the same way: fix the cause and use a new key.",
+		PersonStep:   "An earlier attempt with this key failed for the reason given, and repeating it fails the same way. Fix the cause and start from a fresh form.",
+		Outcome:      CountFailed,
 	},
 	{
 		Code: NotFound, Meaning: "no such ticket, project or operation (or another tenant's)", Retry: "no",
@@ -130,6 +170,8 @@ var Table = []Row{
 		Public:       "nothing with that identifier exists for your tenant",
 		AgentStep:    "Nothing with that identifier exists for your tenant; check the identifier (list_tickets or list_projects can help).",
 		OperatorStep: "Nothing with that identifier exists for your tenant; check it (GET /api/v1/tickets or /api/v1/projects can help).",
+		PersonStep:   "Nothing with that identifier exists in your tenant. Check it, or find it from the Tickets page.",
+		Outcome:      CountInvalid,
 	},
 	{
 		Code: AlreadyExists, Meaning: "a project with that ID or key exists", Retry: "no",
@@ -137,6 +179,8 @@ var Table = []Row{
 		Public:       "something with that identifier already exists",
 		AgentStep:    "Something with that identifier already exists; use it, or pick another identifier.",
 		OperatorStep: "Something with that identifier already exists; use it, or pick another identifier.",
+		PersonStep:   "Something with that identifier already exists. Use it, or choose another identifier.",
+		Outcome:      CountInvalid,
 	},
 	{
 		Code: VersionConflict, Meaning: "the ticket changed since the version the caller read", Retry: "no; re-read the ticket and decide again",
@@ -144,6 +188,8 @@ var Table = []Row{
 		Public:       "the ticket was changed by someone else since the version given",
 		AgentStep:    "The ticket changed since you read it; nothing was written or recorded. This result carries current_version and the current ticket: decide again whether the change is still right and, if so, call again with if_version set to current_version (the same operation_id is fine).",
 		OperatorStep: "The ticket changed since the version you sent; nothing was written or recorded. The ETag header names the current version: GET the ticket, decide again, and send that version in If-Match (the same Idempotency-Key is fine).",
+		PersonStep:   "The ticket changed since the form was shown, so nothing was written. The form now shows the current values: check them and make your change again.",
+		Outcome:      CountInvalid,
 	},
 	{
 		Code: StateConflict, Meaning: "the request does not fit the resource's state (a webhook delivery still pending, a disabled webhook)", Retry: "no; once the state changes",
@@ -151,6 +197,8 @@ var Table = []Row{
 		Public:       "the request does not fit the current state of what it names",
 		AgentStep:    "The request does not fit the current state of what it names; read it again and decide.",
 		OperatorStep: "The request does not fit the current state of what it names (the message says which); GET it again and decide.",
+		PersonStep:   "This does not fit the current state (the message says why), so nothing was changed. Reload the page and decide again.",
+		Outcome:      CountFailed,
 	},
 	{
 		Code: Forbidden, Meaning: "the token lacks the scope", Retry: "no",
@@ -158,6 +206,8 @@ var Table = []Row{
 		Public:       "your token lacks the scope this action needs",
 		AgentStep:    "Your token lacks the scope for this action; ask for a token with the scope named in the message.",
 		OperatorStep: "Your token lacks the scope this request needs; use a token that grants the scope named here.",
+		PersonStep:   "Your token lacks the scope for this. Sign out and sign in with a token that has it.",
+		Outcome:      NotCounted,
 	},
 	{
 		Code: Unauthenticated, Meaning: "missing or invalid token", Retry: "no",
@@ -165,6 +215,8 @@ var Table = []Row{
 		Public:       "a valid bearer token is required",
 		AgentStep:    "Provide a valid bearer token.",
 		OperatorStep: "Send a valid bearer token: Authorization: Bearer <token>.",
+		PersonStep:   "Sign in with a valid bearer token (for example one from ticketd token).",
+		Outcome:      NotCounted,
 	},
 	{
 		Code: RateLimited, Meaning: "the tenant is over its share of the server", Retry: "yes, same ID, after the wait it names", Retryable: true,
@@ -173,6 +225,8 @@ var Table = []Row{
 		RetryAfter:   time.Second,
 		AgentStep:    "Your tenant has too many calls in flight; nothing was attempted. Wait the time given, then retry with the same operation_id and input.",
 		OperatorStep: "Your tenant has too many requests in flight; nothing was attempted. Retry the same request after Retry-After seconds.",
+		PersonStep:   "Your tenant is sending more than its share right now, so nothing was attempted. Wait a moment and submit the form again as it is; it will not apply twice.",
+		Outcome:      NotCounted,
 	},
 	{
 		Code: Unavailable, Meaning: "the store failed before anything committed", Retry: "yes, same ID", Retryable: true,
@@ -181,6 +235,8 @@ var Table = []Row{
 		RetryAfter:   5 * time.Second,
 		AgentStep:    "The ticket store is unavailable and nothing was written; retry shortly with the same operation_id and input.",
 		OperatorStep: "The ticket store is unavailable and nothing was written; retry the same request shortly.",
+		PersonStep:   "The ticket store is unavailable and nothing was written. Submit the form again in a moment; it will not apply twice.",
+		Outcome:      CountFailed,
 	},
 	{
 		Code: Internal, Meaning: "a bug; logged with a request ID", Retry: "maybe", Retryable: true,
@@ -188,6 +244,8 @@ var Table = []Row{
 		Public:       "internal error",
 		AgentStep:    "An internal error occurred; retry with the same operation_id and input, and report it if it persists.",
 		OperatorStep: "An internal error occurred; retry the same request, and report the request_id if it persists.",
+		PersonStep:   "Something went wrong on the server and was logged. Submit the form again (it will not apply twice), and report it if it persists.",
+		Outcome:      CountFailed,
 	},
 }
 

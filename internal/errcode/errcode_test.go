@@ -1,55 +1,26 @@
 package errcode_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/errcode/errcodetest"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
-	"github.com/ticketd/ticketd/internal/webhooks"
-	"github.com/ticketd/ticketd/internal/webhooks/ssrf"
 )
 
 func TestOf(t *testing.T) {
 	t.Parallel()
-	wrap := func(err error) error { return fmt.Errorf("create ticket: %w", err) }
-	cases := []struct {
-		err  error
-		want errcode.Code
-	}{
-		{nil, ""},
-		{wrap(operations.ErrOutcomeUnknown), errcode.OutcomeUnknown},
-		// A lost COMMIT on a dead connection is unknown, not unavailable.
-		{fmt.Errorf("%w: %w", operations.ErrOutcomeUnknown, operations.ErrUnavailable), errcode.OutcomeUnknown},
-		{wrap(operations.ErrConflict), errcode.IdempotencyConflict},
-		{wrap(operations.ErrInProgress), errcode.OperationInProgress},
-		{wrap(operations.ErrFailed), errcode.OperationFailed},
-		{wrap(&tickets.ValidationError{Fields: []tickets.FieldError{{Field: "title", Message: "required"}}}), errcode.InvalidInput},
-		{wrap(tickets.ErrNotFound), errcode.NotFound},
-		{wrap(operations.ErrNotFound), errcode.NotFound},
-		{wrap(tickets.ErrExists), errcode.AlreadyExists},
-		{wrap(&tickets.VersionConflictError{Expected: 1}), errcode.VersionConflict},
-		{wrap(tickets.ErrUnavailable), errcode.Unavailable},
-		{wrap(webhooks.ErrInvalid), errcode.InvalidInput},
-		{wrap(fmt.Errorf("%w: 10.0.0.1 is private", ssrf.ErrRefused)), errcode.InvalidInput},
-		{wrap(webhooks.ErrNotFound), errcode.NotFound},
-		{wrap(webhooks.ErrConflict), errcode.StateConflict},
-		{wrap(authn.ErrForbidden), errcode.Forbidden},
-		{wrap(authn.ErrInvalidToken), errcode.Unauthenticated},
-		{wrap(operations.ErrUnavailable), errcode.Unavailable},
-		{wrap(context.DeadlineExceeded), errcode.Unavailable},
-		{errors.New("surprise"), errcode.Internal},
+	if got := errcode.Of(nil); got != "" {
+		t.Errorf("Of(nil) = %q, want none", got)
 	}
-	for _, c := range cases {
-		if got := errcode.Of(c.err); got != c.want {
-			t.Errorf("Of(%v) = %q, want %q", c.err, got, c.want)
+	for _, c := range errcodetest.Examples {
+		if got := errcode.Of(c.Err); got != c.Code {
+			t.Errorf("Of(%v) = %q, want %q", c.Err, got, c.Code)
 		}
 	}
 }
@@ -85,7 +56,7 @@ func TestTableIsComplete(t *testing.T) {
 		}
 		seen[r.Code] = true
 		if r.Meaning == "" || r.Retry == "" || r.MCP == "" || r.Status < 400 || r.Title == "" || r.Public == "" ||
-			r.AgentStep == "" || r.OperatorStep == "" {
+			r.AgentStep == "" || r.OperatorStep == "" || r.PersonStep == "" || r.Outcome == "" {
 			t.Errorf("row %s is incomplete: %+v", r.Code, r)
 		}
 		if r.Retryable != (r.RetryAfter > 0) && r.Code != errcode.OutcomeUnknown && r.Code != errcode.Internal {
@@ -138,5 +109,46 @@ func TestREADMETable(t *testing.T) {
 	}
 	if !strings.Contains(string(raw), b.String()) {
 		t.Errorf("README.md's error table differs from errcode.Table; it should read:\n%s", b.String())
+	}
+}
+
+// TestContractTable keeps docs/contract.md's error table what the table says.
+func TestContractTable(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../docs/contract.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("| code | retryable | MCP | HTTP | Retry-After | status | counted as |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range errcode.Table {
+		mcp := r.MCP
+		if mcp == errcode.MCPToolError {
+			mcp = "`isError`"
+		}
+		retryable := "no"
+		if r.Retryable {
+			retryable = "yes"
+		}
+		status := strconv.Itoa(r.Status)
+		if r.StatusNote != "" {
+			status += " " + r.StatusNote
+		}
+		retryAfter := "—"
+		if r.RetryAfter > 0 {
+			retryAfter = r.RetryAfter.String()
+		}
+		opStatus := "—"
+		if r.OperationStatus != "" {
+			opStatus = "`" + string(r.OperationStatus) + "`"
+		}
+		counted := "—"
+		if r.Outcome != errcode.NotCounted {
+			counted = "`" + string(r.Outcome) + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", r.Code, retryable, mcp, status, retryAfter, opStatus, counted)
+	}
+	if !strings.Contains(string(raw), b.String()) {
+		t.Errorf("docs/contract.md's error table differs from errcode.Table; it should read:\n%s", b.String())
 	}
 }

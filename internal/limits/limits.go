@@ -20,7 +20,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// Defaults for Config's zero values (DESIGN §12).
+// Defaults for Config's zero values (docs/contract.md#configuration).
 const (
 	DefaultConcurrency = 64
 	DefaultMaxTenants  = 10000

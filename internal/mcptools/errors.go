@@ -17,7 +17,7 @@ import (
 	"github.com/ticketd/ticketd/internal/wire"
 )
 
-// ErrorDetail is the error member of a tool error result (DESIGN §3).
+// ErrorDetail is the error member of a tool error result (docs/contract.md#error-codes).
 type ErrorDetail struct {
 	Code      string `json:"code" jsonschema:"Stable, machine-readable error code."`
 	Message   string `json:"message" jsonschema:"What went wrong."`
@@ -72,6 +72,9 @@ func failure[T any](err error, operationID string) (*mcp.CallToolResult, outcome
 	}) {
 		next = badOperationIDNextStep
 	}
+	if errors.Is(err, tickets.ErrUnknownProject) {
+		next = unknownProjectNextStep
+	}
 	res, out := errorResult(code, code.Message(err), operationID, err, next)
 	var stale *tickets.VersionConflictError
 	if errors.As(err, &stale) {
@@ -84,6 +87,11 @@ func failure[T any](err error, operationID string) (*mcp.CallToolResult, outcome
 // badOperationIDNextStep replaces the invalid_input next step ("the same
 // operation_id is fine") when the operation ID itself is what is wrong.
 const badOperationIDNextStep = "Nothing was attempted; generate a fresh random UUID (version 4 or 7) as operation_id, call again, and reuse that operation_id unchanged on every retry."
+
+// unknownProjectNextStep replaces the invalid_input next step when the
+// project_id names no project of the tenant: the domain's message lists the
+// known ones, and list_projects is how an agent finds them.
+const unknownProjectNextStep = "Nothing was attempted; call list_projects for your tenant's project_id values (for a tenant with none, its next_step says what an operator runs), then call again with one of them; the same operation_id is fine."
 
 // errorResult builds an isError result: the structured error and one text
 // block with the code, the message and the next step (code's own unless

@@ -69,9 +69,14 @@ func TestPreviewTicketRejectsUnknownProject(t *testing.T) {
 	t.Parallel()
 	env := startEnv(t, dbtest.SQLite(t))
 	cs := env.Connect(t, writer(t, env))
-	e := toolError(t, servertest.Call(t, cs, mcptools.ToolPreviewTicket, with(ticketArgs(newOperationID(t)), "project_id", "nope")), "invalid_input")
+	res := servertest.Call(t, cs, mcptools.ToolPreviewTicket, with(ticketArgs(newOperationID(t)), "project_id", "nope"))
+	e := toolError(t, res, "invalid_input")
 	if e.OperationID == "" {
 		t.Errorf("preview error should echo the valid operation_id: %+v", e)
+	}
+	// The domain names no tool; MCP says how an agent finds the projects.
+	if !strings.Contains(text(res), "call list_projects") {
+		t.Errorf("unknown project error %q does not point to list_projects", text(res))
 	}
 }
 

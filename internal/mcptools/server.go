@@ -1,9 +1,11 @@
-// Package mcptools is ticketd's MCP surface (DESIGN §4): six tools over one
-// tickets.Service, served statelessly over Streamable HTTP or over stdio.
+// Package mcptools is ticketd's MCP surface (docs/contract.md#mcp-tools):
+// the tools Tools lists, over one tickets.Service, served statelessly over
+// Streamable HTTP or over stdio.
 //
 // The package is a thin port: it decodes arguments, authorises the call
 // against the principal's scopes, calls the service, and maps errors to the
-// contract's structured tool errors (DESIGN §3). The principal never comes
+// contract's structured tool errors (docs/contract.md#error-codes). The
+// principal never comes
 // from arguments: on HTTP it is the verified bearer token the transport puts
 // in the request, on stdio the one verified at start-up and carried in the
 // context.

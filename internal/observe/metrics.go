@@ -1,4 +1,4 @@
-// Package observe is ticketd's telemetry for operators (DESIGN §13):
+// Package observe is ticketd's telemetry for operators (docs/contract.md#metrics):
 // Prometheus metrics on a registry of the server's own, and OpenTelemetry
 // traces — one span per request, child spans for the ledger and for each SQL
 // statement — exported over OTLP/HTTP only when the standard
@@ -59,7 +59,7 @@ var durationBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .2
 // set of values of the status label of ticketd_webhook_deliveries_total.
 type DeliveryStatus uint8
 
-// The delivery statuses (DESIGN §11).
+// The delivery statuses (docs/contract.md#webhooks).
 const (
 	// Delivered: the receiver answered 2xx.
 	Delivered DeliveryStatus = iota

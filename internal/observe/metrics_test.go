@@ -18,6 +18,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/errcode/errcodetest"
 	"github.com/ticketd/ticketd/internal/observe"
 )
 
@@ -325,4 +326,25 @@ func BenchmarkMiddleware(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestOutcomesFollowTheErrorTable walks errcode.Table: every code counts as
+// the outcome its row names, and every row names one this package counts
+// (or none, for a refusal at the edge).
+func TestOutcomesFollowTheErrorTable(t *testing.T) {
+	t.Parallel()
+	errcodetest.Walk(t, func(t *testing.T, row errcode.Row, err error) {
+		got, ok := observe.OutcomeOf(string(row.Code), false)
+		switch {
+		case row.Outcome == errcode.NotCounted && ok:
+			t.Errorf("%s counts as %s, want not counted: an edge refusal is not an operation", row.Code, got)
+		case row.Outcome != errcode.NotCounted && (!ok || got.String() != string(row.Outcome)):
+			t.Errorf("%s counts as %s (%v), want the row's %s", row.Code, got, ok, row.Outcome)
+		}
+		if err != nil {
+			if again, _ := observe.OutcomeOf(string(errcode.Of(err)), false); again != got {
+				t.Errorf("%v counts as %s, its code as %s", err, again, got)
+			}
+		}
+	})
 }

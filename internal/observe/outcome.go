@@ -1,10 +1,14 @@
 package observe
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/ticketd/ticketd/internal/errcode"
+)
 
 // Outcome is the result of one write operation as an operator counts it: the
 // closed set of values of the outcome label of ticketd_operations_total
-// (DESIGN §13). Being an enumeration, not a string, it cannot grow the
+// (docs/contract.md#metrics). Being an enumeration, not a string, it cannot grow the
 // label's cardinality.
 type Outcome uint8
 
@@ -46,40 +50,39 @@ func (o Outcome) String() string {
 	return outcomeNames[o]
 }
 
+// outcomeNamed finds the outcome whose label is name.
+func outcomeNamed(name string) (Outcome, bool) {
+	for o, n := range outcomeNames {
+		if n == name {
+			return Outcome(o), true
+		}
+	}
+	return 0, false
+}
+
 // OutcomeOf maps a write's result to its outcome: code is the contract error
-// code of DESIGN §3 ("" when the write succeeded) and replayed the flag of a
-// successful result. It reports false for the codes that are not an
-// operation's outcome but a refusal at the edge (unauthenticated, forbidden,
-// rate_limited): those calls never reached the ledger, and requests_total
-// already counts them.
-//
-// The mapping, so that the outcome rates read the same as the retry contract:
-//
-//	""                      created, or replayed when replayed is true
-//	idempotency_conflict    conflict
-//	operation_in_progress   in_progress
-//	outcome_unknown         unknown (never merged with anything else)
-//	invalid_input, version_conflict, not_found, already_exists
-//	                        invalid: rejected on its input, nothing written
-//	operation_failed, unavailable, internal and any code added later
-//	                        failed
+// code (docs/contract.md#error-codes; "" when the write succeeded) and
+// replayed the flag of a successful result. A failure counts as its row of
+// errcode.Table says (Row.Outcome), so the outcome rates read the same as
+// the retry contract and a new code is counted by its row alone. It reports
+// false for the codes that are not an operation's outcome but a refusal at
+// the edge (errcode.NotCounted: unauthenticated, forbidden, rate_limited):
+// those calls never reached the ledger, and requests_total already counts
+// them. A code without a row counts as Internal's, failed.
 func OutcomeOf(code string, replayed bool) (Outcome, bool) {
-	switch code {
-	case "":
+	if code == "" {
 		if replayed {
 			return Replayed, true
 		}
 		return Created, true
-	case "idempotency_conflict":
-		return Conflict, true
-	case "operation_in_progress":
-		return InProgress, true
-	case "outcome_unknown":
-		return Unknown, true
-	case "invalid_input", "version_conflict", "not_found", "already_exists":
-		return Invalid, true
-	case "unauthenticated", "forbidden", "rate_limited":
+	}
+	row := errcode.Lookup(errcode.Code(code))
+	if row.Outcome == errcode.NotCounted {
 		return 0, false
 	}
+	if o, ok := outcomeNamed(string(row.Outcome)); ok {
+		return o, true
+	}
+	// errcode's tests require every row's outcome to be one of ours.
 	return Failed, true
 }

@@ -30,15 +30,6 @@ func insertProject(id string) operations.WriteFunc {
 	}
 }
 
-func countRows(tb testing.TB, d *db.DB, table string) int64 {
-	tb.Helper()
-	var n int64
-	if err := d.Gorm.Table(table).Count(&n).Error; err != nil {
-		tb.Fatal(err)
-	}
-	return n
-}
-
 func TestRunRecordsAndReplays(t *testing.T) {
 	t.Parallel()
 	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
@@ -82,7 +73,7 @@ func TestRunFailingWriteRollsBackEverything(t *testing.T) {
 		if !errors.Is(err, boom) {
 			t.Fatalf("err = %v, want the write's error", err)
 		}
-		if n := countRows(t, d, "projects") + countRows(t, d, "operations"); n != 0 {
+		if n := dbtest.CountRows(t, d, "projects", "") + dbtest.CountRows(t, d, "operations", ""); n != 0 {
 			t.Fatalf("%d rows survived a failed write, want 0", n)
 		}
 		if _, err := l.Run(ctx, key, fingerprintA, "whole", insertProject("whole")); err != nil {
@@ -108,7 +99,7 @@ func TestRunPanickingWriteRollsBack(t *testing.T) {
 				panic("bug in write")
 			})
 		}()
-		if n := countRows(t, d, "projects") + countRows(t, d, "operations"); n != 0 {
+		if n := dbtest.CountRows(t, d, "projects", "") + dbtest.CountRows(t, d, "operations", ""); n != 0 {
 			t.Errorf("%d rows survived a panicking write, want 0", n)
 		}
 	})
@@ -127,7 +118,7 @@ func TestRunConflictDoesNotWrite(t *testing.T) {
 		if !errors.Is(err, operations.ErrConflict) || out.Record.ResultID != "p1" {
 			t.Fatalf("run = %+v, %v; want ErrConflict naming the first result", out, err)
 		}
-		if n := countRows(t, d, "projects"); n != 1 {
+		if n := dbtest.CountRows(t, d, "projects", ""); n != 1 {
 			t.Errorf("%d projects, want 1", n)
 		}
 	})
@@ -248,7 +239,7 @@ func TestRunAnswersRecordedStatesHonestly(t *testing.T) {
 				t.Errorf("record %s: Run = %+v, %v; want %v and no replay", status, out, err, want)
 			}
 		}
-		if n := countRows(t, d, "projects"); n != 0 {
+		if n := dbtest.CountRows(t, d, "projects", ""); n != 0 {
 			t.Errorf("the write ran %d times for recorded keys, want 0", n)
 		}
 	})
@@ -321,7 +312,7 @@ func TestRunWaiterFollowsTheHolder(t *testing.T) {
 			case holderFails && (got.out.Replayed || got.out.Record.ResultID != "waiter"):
 				t.Errorf("waiter = %+v; want its own fresh result", got.out)
 			}
-			if n := countRows(t, d, "projects"); n != 1 {
+			if n := dbtest.CountRows(t, d, "projects", ""); n != 1 {
 				t.Errorf("%d writes committed, want 1", n)
 			}
 		})
@@ -342,7 +333,7 @@ func TestRunWriteTimeoutRollsBack(t *testing.T) {
 		if err == nil || errors.Is(err, operations.ErrOutcomeUnknown) {
 			t.Fatalf("err = %v, want a definite failure", err)
 		}
-		if n := countRows(t, d, "projects") + countRows(t, d, "operations"); n != 0 {
+		if n := dbtest.CountRows(t, d, "projects", "") + dbtest.CountRows(t, d, "operations", ""); n != 0 {
 			t.Fatalf("%d rows survived a timed-out write, want 0", n)
 		}
 		if _, err := l.Run(context.Background(), key, fingerprintA, "fast", insertProject("fast")); err != nil {

@@ -19,7 +19,11 @@ type Status string
 
 // The statuses a record can have.
 const (
-	// StatusPending means the key is claimed and the outcome is not known yet.
+	// StatusPending means the key is claimed and the outcome is not known
+	// yet. The ledger never stores it: its record is written complete
+	// (succeeded) and is invisible until COMMIT. It reports it for a key a
+	// concurrent call holds (ErrInProgress); an operator reconciling by hand,
+	// or a future asynchronous action, may store it.
 	StatusPending Status = "pending"
 	// StatusSucceeded means the write committed; ResultID names what it made.
 	StatusSucceeded Status = "succeeded"
@@ -29,7 +33,7 @@ const (
 	StatusUnknown Status = "unknown"
 )
 
-// Errors the ledger returns. Each maps to one contract code (DESIGN §3).
+// Errors the ledger returns. Each maps to one contract code (docs/contract.md#error-codes).
 var (
 	// ErrConflict: the key was used before with a different fingerprint.
 	ErrConflict = errors.New("operation ID already used with different input")
@@ -76,23 +80,35 @@ type Outcome struct {
 	Replayed bool
 }
 
+// IDError says why a text is not an operation ID. Reason reads after the
+// name of whatever carried the ID ("must be a UUID of version 4 or 7, got
+// version 1"), so that each caller names its own field: the operation_id
+// argument, the Idempotency-Key header, a form's key.
+type IDError struct {
+	Reason string
+}
+
+func (e *IDError) Error() string { return "operation ID " + e.Reason }
+
 // ParseID parses an operation ID: a canonical 8-4-4-4-12 UUID of version 4
 // or 7 (either case). Braces, "urn:uuid:", other versions and the nil UUID
 // are rejected because a predictable or ambiguous key would let two
 // intentions collide.
+//
+// Errors: *IDError.
 func ParseID(s string) (uuid.UUID, error) {
 	if len(s) != 36 {
-		return uuid.Nil, fmt.Errorf("operation_id must be a UUID in 8-4-4-4-12 form (36 characters), got %d characters", len(s))
+		return uuid.Nil, &IDError{fmt.Sprintf("must be a UUID in 8-4-4-4-12 form (36 characters), got %d characters", len(s))}
 	}
 	id, err := uuid.Parse(s)
 	if err != nil {
-		return uuid.Nil, fmt.Errorf("operation_id is not a UUID: %w", err)
+		return uuid.Nil, &IDError{"is not a UUID: " + err.Error()}
 	}
 	if id.Variant() != uuid.RFC4122 {
-		return uuid.Nil, errors.New("operation_id must be an RFC 9562 UUID (variant 10xx)")
+		return uuid.Nil, &IDError{"must be an RFC 9562 UUID (variant 10xx)"}
 	}
 	if v := id.Version(); v != 4 && v != 7 {
-		return uuid.Nil, fmt.Errorf("operation_id must be a UUID of version 4 or 7, got version %d", v)
+		return uuid.Nil, &IDError{fmt.Sprintf("must be a UUID of version 4 or 7, got version %d", v)}
 	}
 	return id, nil
 }

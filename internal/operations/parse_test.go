@@ -1,6 +1,7 @@
 package operations_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -27,8 +28,14 @@ func TestParseID(t *testing.T) {
 		}
 	}
 	for _, s := range reject {
-		if _, err := operations.ParseID(s); err == nil {
+		_, err := operations.ParseID(s)
+		if err == nil {
 			t.Errorf("ParseID(%q) accepted", s)
+		}
+		// The reason names no field: each caller names its own.
+		var bad *operations.IDError
+		if !errors.As(err, &bad) || bad.Reason == "" || strings.Contains(bad.Reason, "operation") {
+			t.Errorf("ParseID(%q) = %v, want an *IDError whose reason names no field", s, err)
 		}
 	}
 }

@@ -77,8 +77,8 @@ func (a *api) scopeParam() string {
 // body budget and tenant limits) as a problem document with the contract
 // code, so a REST caller meets one error shape whatever refused it. A
 // Retry-After the caller already set is kept.
-func Reject(w http.ResponseWriter, r *http.Request, status int, code, message string) {
-	p := newProblem(errcode.Code(code), message)
+func Reject(w http.ResponseWriter, r *http.Request, status int, code errcode.Code, message string) {
+	p := newProblem(code, message)
 	p.Status = status
 	if w.Header().Get("Retry-After") != "" {
 		p.retryAfter = 0

@@ -248,9 +248,12 @@ func idempotencyKey(h http.Header) (string, error) {
 		key = s
 	}
 	id, err := operations.ParseID(key)
+	var bad *operations.IDError
+	if errors.As(err, &bad) {
+		return "", invalid(field, bad.Reason)
+	}
 	if err != nil {
-		// ParseID speaks of operation_id, the MCP argument; here it is the header.
-		return "", invalid(field, strings.TrimPrefix(err.Error(), "operation_id "))
+		return "", fmt.Errorf("parse %s: %w", field, err)
 	}
 	return id.String(), nil // the stored, lower-case form every answer echoes
 }

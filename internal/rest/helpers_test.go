@@ -21,6 +21,7 @@ import (
 	"github.com/ticketd/ticketd/internal/logtest"
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 	"github.com/ticketd/ticketd/internal/webhooks"
 )
 
@@ -47,13 +48,8 @@ type env struct {
 // tenantA and tenantB.
 func newEnv(tb testing.TB, d *db.DB) *env {
 	tb.Helper()
-	ctx := context.Background()
 	svc := tickets.NewService(d.Gorm, tickets.Options{})
-	for _, tenant := range []string{tenantA, tenantB} {
-		if _, err := svc.CreateProject(ctx, tenant, tickets.Project{ID: "support", Key: "SUP", Name: "Support"}); err != nil {
-			tb.Fatalf("seed project: %v", err)
-		}
-	}
+	ticketstest.SeedSupport(tb, svc, tenantA, tenantB)
 	return serveEnv(tb, d, svc, nil)
 }
 

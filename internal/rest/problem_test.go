@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/errcode/errcodetest"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
@@ -78,4 +80,47 @@ func TestSFString(t *testing.T) {
 			t.Errorf("sfString(%q) = %q, %v; want %q, ok %v", c.in, got, err, c.want, c.ok)
 		}
 	}
+}
+
+// TestProblemsFollowTheErrorTable walks errcode.Table: every code, whether
+// a handler fails with it or the edge refuses with it, is a problem with
+// the row's status, title, retryability, Retry-After and operator step, and
+// shows the error's own text only where the row allows it, never a driver's.
+func TestProblemsFollowTheErrorTable(t *testing.T) {
+	t.Parallel()
+	check := func(t *testing.T, w *httptest.ResponseRecorder, row errcode.Row) problem {
+		t.Helper()
+		var p problem
+		if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
+			t.Fatal(err)
+		}
+		if w.Code != row.Status || p.Status != row.Status || p.Code != row.Code || p.Title != row.Title ||
+			p.Retryable != row.Retryable || p.NextStep != row.OperatorStep || p.Type != problemTypeBase+string(row.Code) {
+			t.Errorf("answer %d %+v, want the row %+v", w.Code, p, row)
+		}
+		want := ""
+		if row.RetryAfter > 0 {
+			want = strconv.Itoa(int(row.RetryAfter.Seconds()))
+		}
+		if got := w.Header().Get("Retry-After"); got != want {
+			t.Errorf("Retry-After = %q, want %q", got, want)
+		}
+		if strings.Contains(w.Body.String(), "10.0.0.7") || strings.Contains(w.Body.String(), "ticketd_owner") {
+			t.Errorf("problem shows the driver's text: %s", w.Body)
+		}
+		return p
+	}
+	errcodetest.Walk(t, func(t *testing.T, row errcode.Row, err error) {
+		w := httptest.NewRecorder()
+		Reject(w, httptest.NewRequest(http.MethodPost, "/api/v1/tickets", nil), row.Status, row.Code, "refused at the edge")
+		check(t, w, row)
+		if err == nil {
+			return
+		}
+		w = httptest.NewRecorder()
+		fail(w, httptest.NewRequest(http.MethodPost, "/api/v1/tickets", nil), err, "")
+		if p := check(t, w, row); !row.ShowCause && p.Detail != row.Public {
+			t.Errorf("detail %q, want the row's public message %q", p.Detail, row.Public)
+		}
+	})
 }

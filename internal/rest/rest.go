@@ -5,7 +5,7 @@
 // and intent are the same operation.
 //
 // Every problem document's type is https://ticketd.dev/problems/<code>, where
-// <code> is the contract error code (DESIGN §3) also given in the code member;
+// <code> is the contract error code (docs/contract.md#error-codes) also given in the code member;
 // requests refused for their shape (wrong method, media type or size) carry
 // code invalid_input with the more precise HTTP status.
 package rest

@@ -15,6 +15,7 @@ import (
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 	"github.com/ticketd/ticketd/internal/webhooks"
 )
 
@@ -39,9 +40,7 @@ func newWebhookEnv(tb testing.TB, d *db.DB) (*env, *webhooks.Service) {
 		_ = hooks.Stop(ctx)
 	})
 	svc := tickets.NewService(d.Gorm, tickets.Options{Outbox: webhooks.TicketOutbox(hooks)})
-	if _, err := svc.CreateProject(ctx, tenantA, tickets.Project{ID: "support", Key: "SUP", Name: "Support"}); err != nil {
-		tb.Fatalf("seed project: %v", err)
-	}
+	ticketstest.SeedSupport(tb, svc, tenantA)
 	return serveEnv(tb, d, svc, hooks), hooks
 }
 

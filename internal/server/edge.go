@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/limits"
 	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/rest"
@@ -82,7 +83,7 @@ func refuseWrites(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		rest.Reject(w, r, http.StatusForbidden, "forbidden", "this server is read-only (TICKETD_READ_ONLY): it refuses every write")
+		rest.Reject(w, r, http.StatusForbidden, errcode.Forbidden, "this server is read-only (TICKETD_READ_ONLY): it refuses every write")
 	})
 }
 

@@ -87,7 +87,7 @@ type Config struct {
 	// MetricsElsewhere leaves /metrics off this handler, for when it is
 	// served on a listener of its own (TICKETD_METRICS_ADDR).
 	MetricsElsewhere bool
-	// Edge configures the checks in front of /mcp and /api/v1 (DESIGN §12).
+	// Edge configures the checks in front of /mcp and /api/v1 (docs/architecture.md#the-edge-in-the-order-it-is-wired).
 	Edge Edge
 	// Webhooks serves the REST webhook routes; nil leaves them out.
 	Webhooks *webhooks.Service
@@ -119,7 +119,7 @@ type Edge struct {
 const DefaultBodyBudget = 64 * MaxBodyBytes
 
 // challengeScopes are the scopes a 401 challenge names: what an agent needs
-// to use every tool (DESIGN §12), and all an MCP client may ask for.
+// to use every tool (docs/contract.md#mcp-tools), and all an MCP client may ask for.
 var challengeScopes = []string{authn.ScopeRead, authn.ScopeWrite}
 
 // New returns the HTTP handler serving:
@@ -319,8 +319,10 @@ func ParsePublicURL(raw string) (string, error) {
 }
 
 // IsLoopbackHost reports whether host is localhost (any case) or a loopback
-// address: the one definition both dev mode's bind check and the SDK's
-// DNS-rebinding guard rely on.
+// address, for dev mode's bind check (cmd/ticketd/config.go). The SDK's own
+// DNS-rebinding guard is off (DisableLocalhostProtection, in New):
+// edge.Origin checks Host instead, with its own copy of this test
+// (isLoopback in internal/edge/origin.go), since edge cannot import server.
 func IsLoopbackHost(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true

@@ -10,7 +10,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// The outbox event types, one per write (DESIGN §11).
+// The outbox event types, one per write (docs/contract.md#webhooks).
 const (
 	OutboxTicketCreated  = "ticket.created"
 	OutboxTicketUpdated  = "ticket.updated"

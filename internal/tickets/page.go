@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// MaxPageBytes bounds a list page (DESIGN §12): a page stops early, with a
+// MaxPageBytes bounds a list page (docs/contract.md#mcp-tools): a page stops early, with a
 // NextCursor, once its items would pass this much JSON, so no list call makes
 // the server hold more than a few MiB however large the rows are.
 const MaxPageBytes = 1 << 20

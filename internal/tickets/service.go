@@ -272,11 +272,22 @@ func unknownProject(db *gorm.DB, tenant, projectID string) error {
 		return fmt.Errorf("%w: list projects: %v", ErrUnavailable, err)
 	}
 	if len(ids) == 0 {
-		return invalidField("project_id", "unknown project %q; this tenant has no projects yet", projectID)
+		return unknownProjectError{invalidField("project_id", "unknown project %q; this tenant has no projects yet", projectID)}
 	}
-	return invalidField("project_id", "unknown project %q; known projects: %s (call list_projects)",
-		projectID, strings.Join(ids, ", "))
+	return unknownProjectError{invalidField("project_id", "unknown project %q; known projects: %s", projectID, strings.Join(ids, ", "))}
 }
+
+// ErrUnknownProject marks the invalid input of a project ID the tenant does
+// not have, so that a transport can add how its callers list the projects
+// (MCP: list_projects). The error is also a *ValidationError.
+var ErrUnknownProject = errors.New("unknown project")
+
+// unknownProjectError is a *ValidationError about project_id that is
+// ErrUnknownProject too.
+type unknownProjectError struct{ *ValidationError }
+
+func (e unknownProjectError) Is(target error) bool { return target == ErrUnknownProject }
+func (e unknownProjectError) Unwrap() error        { return e.ValidationError }
 
 // Would says what CreateTicket would do with an operation ID.
 type Would string

@@ -16,6 +16,7 @@ import (
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 const (
@@ -28,11 +29,7 @@ const (
 func newService(tb testing.TB, d *db.DB) *tickets.Service {
 	tb.Helper()
 	svc := tickets.NewService(d.Gorm, tickets.Options{})
-	for _, tenant := range []string{tenantA, tenantB} {
-		if _, err := svc.CreateProject(context.Background(), tenant, tickets.Project{ID: "support", Key: "SUP", Name: "Support"}); err != nil {
-			tb.Fatalf("seed project: %v", err)
-		}
-	}
+	ticketstest.SeedSupport(tb, svc, tenantA, tenantB)
 	return svc
 }
 
@@ -168,8 +165,12 @@ func TestCreateTicketUnknownProjectNamesKnownOnes(t *testing.T) {
 		if !errors.As(err, &ve) || len(ve.Fields) != 1 || ve.Fields[0].Field != "project_id" {
 			t.Fatalf("err = %v, want a project_id validation error", err)
 		}
-		if want := `unknown project "sales"; known projects: support (call list_projects)`; ve.Fields[0].Message != want {
+		// Transport-neutral: each transport says how its callers list projects.
+		if want := `unknown project "sales"; known projects: support`; ve.Fields[0].Message != want {
 			t.Errorf("message = %q, want %q", ve.Fields[0].Message, want)
+		}
+		if !errors.Is(err, tickets.ErrUnknownProject) || !errors.Is(err, tickets.ErrInvalid) {
+			t.Errorf("err = %v, want ErrUnknownProject and ErrInvalid", err)
 		}
 	})
 }

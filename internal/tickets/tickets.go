@@ -1,6 +1,9 @@
-// Package tickets is ticketd's domain: projects, tickets and the one
-// retry-safe way to create a ticket. It imports no transport; the tenant and
-// the reporter are explicit arguments of every method.
+// Package tickets is ticketd's domain and its one service layer (Service):
+// projects; the writes (create, update, comment), each run once per
+// operation ID through the operations ledger, with its history event and
+// its outbox entry in the same transaction; reads, search and history; and
+// what became of an operation. It imports no transport: the tenant and the
+// acting subject are explicit arguments of every method.
 package tickets
 
 import (

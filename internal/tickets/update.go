@@ -48,7 +48,7 @@ func (e *VersionConflictError) Error() string {
 // Is makes errors.Is(err, ErrVersionConflict) true.
 func (e *VersionConflictError) Is(target error) bool { return target == ErrVersionConflict }
 
-// moves lists the status moves a ticket may make (DESIGN §10).
+// moves lists the status moves a ticket may make (docs/contract.md#tickets).
 var moves = map[Status][]Status{
 	StatusOpen:       {StatusInProgress, StatusResolved, StatusClosed},
 	StatusInProgress: {StatusOpen, StatusResolved, StatusClosed},

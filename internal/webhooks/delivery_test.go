@@ -22,11 +22,7 @@ func TestRolledBackWriteEnqueuesNothingCommittedIsDeliveredOnce(t *testing.T) {
 
 		rolledBack := newEvent(webhooks.TypeTicketCreated)
 		enqueue(t, d, svc, rolledBack, false)
-		var jobs int64
-		if err := d.Gorm.Table("river_job").Count(&jobs).Error; err != nil {
-			t.Fatal(err)
-		}
-		if jobs != 0 {
+		if jobs := dbtest.CountRows(t, d, "river_job", ""); jobs != 0 {
 			t.Fatalf("river jobs after rollback: %d, want 0", jobs)
 		}
 		if ds, err := svc.DeliveriesFor(context.Background(), tenant, rolledBack.OperationID); err != nil || len(ds) != 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 	"github.com/ticketd/ticketd/internal/webhooks"
 )
 
@@ -24,9 +25,7 @@ import (
 func ticketService(tb testing.TB, d *db.DB, out tickets.Outbox) *tickets.Service {
 	tb.Helper()
 	svc := tickets.NewService(d.Gorm, tickets.Options{Outbox: out})
-	if _, err := svc.CreateProject(context.Background(), tenant, tickets.Project{ID: "support", Key: "SUP", Name: "Support"}); err != nil {
-		tb.Fatalf("seed project: %v", err)
-	}
+	ticketstest.SeedSupport(tb, svc, tenant)
 	return svc
 }
 
@@ -152,11 +151,7 @@ func TestRolledBackTicketWriteEnqueuesNothing(t *testing.T) {
 				t.Errorf("%s rows after rollback: %d, want 0", table, n)
 			}
 		}
-		var jobs int64
-		if err := d.Gorm.Table("river_job").Count(&jobs).Error; err != nil {
-			t.Fatal(err)
-		}
-		if jobs != 0 {
+		if jobs := dbtest.CountRows(t, d, "river_job", ""); jobs != 0 {
 			t.Errorf("river jobs after rollback: %d, want 0", jobs)
 		}
 	})

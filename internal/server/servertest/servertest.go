@@ -21,6 +21,7 @@ import (
 	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 // Issuer is the issuer every Env's verifier accepts.
@@ -131,10 +132,7 @@ func (e *Env) Connect(tb testing.TB, token string) *mcp.ClientSession {
 // SeedProject creates the project "support" (key SUP) for tenant.
 func (e *Env) SeedProject(tb testing.TB, tenant string) {
 	tb.Helper()
-	_, err := e.Service.CreateProject(context.Background(), tenant, tickets.Project{ID: "support", Key: "SUP", Name: "Support"})
-	if err != nil {
-		tb.Fatalf("servertest: seed project: %v", err)
-	}
+	ticketstest.SeedSupport(tb, e.Service, tenant)
 }
 
 // CountTickets returns how many tickets tenant has, read straight from the

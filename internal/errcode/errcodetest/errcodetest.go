@@ -1,0 +1,91 @@
+// Package errcodetest gives the error codes example errors, as the packages
+// that detect them return them, so that a test can walk errcode.Table across
+// every surface (MCP, REST, console, metrics). Adding a code is its row in
+// errcode.Table, its case in errcode.Of and its example here; every walk
+// then covers it.
+package errcodetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/webhooks"
+	"github.com/ticketd/ticketd/internal/webhooks/ssrf"
+)
+
+// DriverText is what a database driver says about a connection it lost: the
+// user, database, host and port. No surface may ever show it.
+const DriverText = "failed to connect to `user=ticketd_owner database=ticketd_prod`: 10.0.0.7:5432 (db.internal): dial error: connection refused"
+
+// Example is an error that errcode.Of classifies as Code.
+type Example struct {
+	Code errcode.Code
+	Err  error
+}
+
+func wrap(err error) error { return fmt.Errorf("create ticket: %w", err) }
+
+// Examples lists errors of every code a service can return, each wrapped as
+// its caller wraps it; the first of each code is the one Walk uses. A code
+// only the edge answers (rate_limited) has none.
+var Examples = []Example{
+	{errcode.InvalidInput, wrap(&tickets.ValidationError{Fields: []tickets.FieldError{{Field: "title", Message: "is required"}}})},
+	{errcode.InvalidInput, wrap(webhooks.ErrInvalid)},
+	{errcode.InvalidInput, wrap(fmt.Errorf("%w: 10.0.0.1 is private", ssrf.ErrRefused))},
+	{errcode.IdempotencyConflict, wrap(operations.ErrConflict)},
+	{errcode.OperationInProgress, wrap(operations.ErrInProgress)},
+	{errcode.OutcomeUnknown, wrap(fmt.Errorf("%w (key acme/create_ticket/…): %s", operations.ErrOutcomeUnknown, DriverText))},
+	// A lost COMMIT on a dead connection is unknown, not unavailable.
+	{errcode.OutcomeUnknown, fmt.Errorf("%w: %w", operations.ErrOutcomeUnknown, operations.ErrUnavailable)},
+	{errcode.OperationFailed, wrap(fmt.Errorf("%w (key acme/create_ticket/…): the project was archived", operations.ErrFailed))},
+	{errcode.NotFound, wrap(tickets.ErrNotFound)},
+	{errcode.NotFound, wrap(operations.ErrNotFound)},
+	{errcode.NotFound, wrap(webhooks.ErrNotFound)},
+	{errcode.AlreadyExists, wrap(tickets.ErrExists)},
+	{errcode.VersionConflict, wrap(&tickets.VersionConflictError{Expected: 1, Current: tickets.Ticket{Key: "SUP-1", Version: 2}})},
+	{errcode.StateConflict, wrap(webhooks.ErrConflict)},
+	{errcode.Forbidden, wrap(authn.ErrForbidden)},
+	{errcode.Unauthenticated, wrap(authn.ErrInvalidToken)},
+	{errcode.Unauthenticated, wrap(authn.ErrUnauthenticated)},
+	{errcode.Unavailable, wrap(fmt.Errorf("%w: read ticket: %s", tickets.ErrUnavailable, DriverText))},
+	{errcode.Unavailable, wrap(operations.ErrUnavailable)},
+	{errcode.Unavailable, wrap(context.DeadlineExceeded)},
+	{errcode.Internal, fmt.Errorf("decode labels: %s", DriverText)},
+	{errcode.Internal, errors.New("surprise")},
+}
+
+// EdgeOnly lists the codes no service returns: the edge answers them itself
+// (internal/edge/limit.go), so they have no example error.
+var EdgeOnly = []errcode.Code{errcode.RateLimited}
+
+// Walk runs f once for every row of errcode.Table, as a subtest named after
+// the code, with the row's first example (nil for a code only the edge
+// answers). A code that is neither in Examples nor answered by the edge
+// alone fails the walk: its surfaces would go untested.
+func Walk(t *testing.T, f func(t *testing.T, row errcode.Row, err error)) {
+	t.Helper()
+	for _, row := range errcode.Table {
+		err := example(row.Code)
+		if err == nil && !slices.Contains(EdgeOnly, row.Code) {
+			t.Errorf("%s has no example in errcodetest.Examples", row.Code)
+			continue
+		}
+		t.Run(string(row.Code), func(t *testing.T) { f(t, row, err) })
+	}
+}
+
+func example(code errcode.Code) error {
+	for _, e := range Examples {
+		if e.Code == code {
+			return e.Err
+		}
+	}
+	return nil
+}
