@@ -52,7 +52,7 @@ func token(ctx context.Context, self string, args []string, getenv func(string) 
 	scope := fs.String("scope", authn.ScopeRead+" "+authn.ScopeWrite, "space-separated scopes: "+authn.ScopeRead+", "+authn.ScopeWrite+", "+authn.ScopeAdmin)
 	ttl := fs.Duration("ttl", defaultTokenTTL, "lifetime of the token; the default suits an agent's configuration, which nobody updates daily "+
 		"(a token cannot be revoked before it expires except by changing the secret, so use e.g. 1h for one-off scripts)")
-	cfg, err := parseConfig(fs, groupPublic|groupDB|groupMint|groupDev, args, getenv, stdout)
+	cfg, err := parseConfig(fs, groupHTTP|groupDB|groupMint|groupDev, args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -133,6 +133,10 @@ func stdio(ctx context.Context, args []string, getenv func(string) string, stdin
 				exp.UTC().Format(time.RFC3339), days(defaultTokenTTL), err)
 		}
 		return fmt.Errorf("stdio: TICKETD_TOKEN: %w", err)
+	}
+	// Only a start that goes ahead warns: a refusal stays one line.
+	if w := cfg.cursorWarning(); w != "" {
+		logger.Warn(w)
 	}
 	store, svc, _, _, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey}, logger)
 	if err != nil {

@@ -32,7 +32,7 @@ const (
 	groupMetrics                   // where /metrics is served
 	groupEdge                      // Origin/Host allow-lists, tenant limits, read-only
 	groupWebhook                   // webhook delivery
-	groupPublic                    // the public URL alone, for commands that derive the audience but listen nowhere
+	groupPublic                    // the public URL alone, for stdio: it derives the audience but listens nowhere
 	groupMint                      // what minting a token needs: issuer, audience, HS256 secret, tenant claim
 )
 
@@ -69,6 +69,9 @@ type config struct {
 	DataDir       string
 	Token         string
 	MetricsAddr   string
+	// AuthorizationServers is TICKETD_OAUTH_AUTHORIZATION_SERVERS, checked
+	// by server.ParseAuthorizationServers.
+	AuthorizationServers string
 
 	// The edge (docs/architecture.md#the-edge-in-the-order-it-is-wired), parsed and checked by edge().
 	AllowedOrigins    string
@@ -116,10 +119,11 @@ var stringSettings = []stringSetting{
 	{groupAuth | groupMint, "TICKETD_JWT_TENANT_CLAIM", "jwt-tenant-claim", "tenant_id", "claim that carries the tenant", func(c *config) *string { return &c.TenantClaim }},
 	{groupLog, "TICKETD_LOG_FORMAT", "log-format", "text", "log format: text or json", func(c *config) *string { return &c.LogFormat }},
 	{groupLog, "TICKETD_LOG_LEVEL", "log-level", "info", "log level: debug, info, warn or error", func(c *config) *string { return &c.LogLevel }},
-	{groupCursor, "TICKETD_CURSOR_SECRET", "cursor-secret", "", "key signing list cursors, at least 32 bytes; give replicas the same one (default random per process)", func(c *config) *string { return &c.CursorSecret }},
+	{groupCursor, "TICKETD_CURSOR_SECRET", "cursor-secret", "", "key signing list cursors, at least 32 bytes; give replicas the same one (default: with --dev kept in DATA_DIR, else random per process)", func(c *config) *string { return &c.CursorSecret }},
 	{groupDev, "TICKETD_DATA_DIR", "data-dir", defaultDataDir, "where --dev keeps its secret and SQLite database", func(c *config) *string { return &c.DataDir }},
 	{groupMetrics, "TICKETD_METRICS_ADDR", "metrics-addr", "", "serve /metrics on this host:port of its own instead of on TICKETD_ADDR (keeps it off a public listener)", func(c *config) *string { return &c.MetricsAddr }},
 	// The edge, in one block: edge() parses and checks these.
+	{groupEdge, "TICKETD_OAUTH_AUTHORIZATION_SERVERS", "oauth-authorization-servers", "", "comma-separated issuer URLs of the OAuth authorization servers whose tokens ticketd verifies, named in Protected Resource Metadata so OAuth clients find them (default: TICKETD_JWT_ISSUER if it is a URL)", func(c *config) *string { return &c.AuthorizationServers }},
 	{groupEdge, "TICKETD_ALLOWED_ORIGINS", "allowed-origins", "", "comma-separated origins (scheme://host[:port]) besides the public URL's that browsers may call from", func(c *config) *string { return &c.AllowedOrigins }},
 	{groupEdge, "TICKETD_ALLOWED_HOSTS", "allowed-hosts", "", "comma-separated Host names besides the public URL's host the server answers to (e.g. an internal name behind a proxy)", func(c *config) *string { return &c.AllowedHosts }},
 	{groupEdge, "TICKETD_RATE_LIMIT_WRITES", "rate-limit-writes", "50", "writes per second per tenant (0 = no limit)", func(c *config) *string { return &c.RateLimitWrites }},
@@ -157,9 +161,9 @@ var typedSettings = []typedSetting{
 
 // envOnly names settings that a command in the given groups reads from the
 // environment without offering their flag: it cannot use them, but they
-// shape what it does use. token and stdio derive the public URL (so the
-// tokens' audience) from TICKETD_ADDR exactly as serve does; token refuses
-// to mint for a server that verifies an identity provider's keys.
+// shape what it does use. stdio derives the public URL (so the tokens'
+// audience) from TICKETD_ADDR exactly as serve does; token refuses to mint
+// for a server that verifies an identity provider's keys.
 var envOnly = map[string]group{
 	"addr":                groupPublic,
 	"jwt-jwks-url":        groupMint,
@@ -363,6 +367,15 @@ func (c *config) warnings() []string {
 		return []string{fmt.Sprintf("TICKETD_PUBLIC_URL is not set, so clients are told the MCP resource is %s/mcp and tokens must carry that audience; set it to the URL clients use", c.PublicURL)}
 	}
 	return nil
+}
+
+// cursorWarning says what a missing cursor secret costs outside --dev
+// (which keeps one in its data directory), or "".
+func (c *config) cursorWarning() string {
+	if c.Dev || c.CursorSecret != "" {
+		return ""
+	}
+	return "TICKETD_CURSOR_SECRET is not set: list cursors are signed with a random key of this process, so they stop working after a restart and on other replicas or processes; set it to the same 32+ byte secret everywhere"
 }
 
 // checkDB validates the database URL without connecting.

@@ -152,7 +152,8 @@ func TestHelpListsCommandsAndSettings(t *testing.T) {
 
 // TestSubcommandHelpListsOnlyWhatItUses: every command answers -h with
 // success and lists the settings it uses, and none it cannot: stdio listens
-// nowhere, token mints HS256 tokens only.
+// nowhere, token mints HS256 tokens only (its -addr stays: the audience of
+// the token derives from it, as serve's does).
 func TestSubcommandHelpListsOnlyWhatItUses(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -162,7 +163,7 @@ func TestSubcommandHelpListsOnlyWhatItUses(t *testing.T) {
 		{[]string{"projects", "-h"}, []string{"ticketd projects create", "ticketd projects list"}, nil},
 		{[]string{"projects", "help"}, []string{"ticketd projects create", "ticketd projects list"}, nil},
 		{[]string{"stdio", "-h"}, []string{"-token", "-public-url", "-jwt-jwks-url", "-migrate"}, []string{"-addr", "-metrics-addr", "-read-only", "-webhook"}},
-		{[]string{"token", "-h"}, []string{"-tenant", "-public-url", "-jwt-hs256-secret", "-jwt-issuer"}, []string{"-addr", "jwks", "public-key-file", "-log-level"}},
+		{[]string{"token", "-h"}, []string{"-tenant", "-addr", "-public-url", "-jwt-hs256-secret", "-jwt-issuer"}, []string{"jwks", "public-key-file", "-log-level"}},
 		{[]string{"serve", "-h"}, []string{"-addr", "-read-only", "-webhook-retry-min duration", "-webhook-max-attempts count", "-migrate\n"}, nil},
 	} {
 		var stdout, stderr bytes.Buffer

@@ -24,8 +24,12 @@ import (
 // The dev principal and the data dev mode seeds.
 const (
 	devSecretFile = "hs256.secret"
-	devTenant     = "demo"
-	devSubject    = "dev"
+	// devCursorSecretFile keeps the key signing list cursors, so a cursor
+	// outlives a restart and works in every process on the same data
+	// directory (a stdio agent's, the server's).
+	devCursorSecretFile = "cursor.secret"
+	devTenant           = "demo"
+	devSubject          = "dev"
 )
 
 // defaultTokenTTL is how long `ticketd token` and the dev banner's tokens
@@ -44,7 +48,19 @@ var (
 // secret, so `TICKETD_JWT_HS256_SECRET=$(cat .ticketd/hs256.secret)` gives a
 // non-dev server the same key.
 func devSecret(dir string) (secret []byte, path string, err error) {
-	path = filepath.Join(dir, devSecretFile)
+	return devKey(dir, devSecretFile)
+}
+
+// devCursorKey returns the cursor key kept in dir, generated on first use
+// as devSecret's is.
+func devCursorKey(dir string) ([]byte, error) {
+	key, _, err := devKey(dir, devCursorSecretFile)
+	return key, err
+}
+
+// devKey returns the key kept in dir under file, generating it on first use.
+func devKey(dir, file string) (secret []byte, path string, err error) {
+	path = filepath.Join(dir, file)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, path, fmt.Errorf("dev data directory: %w", err)
 	}
@@ -68,7 +84,7 @@ func createDevSecret(dir, path string) error {
 	// rather than hand out a weak key.
 	_, _ = rand.Read(key)
 	// CreateTemp makes the file with mode 0600.
-	tmp, err := os.CreateTemp(dir, ".hs256.secret-*")
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return fmt.Errorf("create dev secret: %w", err)
 	}

@@ -58,6 +58,9 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 	for _, w := range cfg.warnings() {
 		logger.Warn(w)
 	}
+	if w := cfg.cursorWarning(); w != "" {
+		logger.Warn(w)
+	}
 	if *pprofAddr != "" {
 		stopPprof, err := startPprof(ctx, *pprofAddr, logger)
 		if err != nil {
@@ -135,16 +138,21 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		return err
 	}
 	defer closeProbe()
+	authServers, err := server.ParseAuthorizationServers(cfg.AuthorizationServers)
+	if err != nil {
+		return fmt.Errorf("TICKETD_OAUTH_AUTHORIZATION_SERVERS: %w", err)
+	}
 	handler, err := server.New(server.Config{
-		Service:   svc,
-		Verifier:  verifier,
-		PublicURL: cfg.PublicURL,
-		Issuer:    cfg.Issuer,
-		Logger:    logger,
-		Ready:     readyCheck,
-		Edge:      edgeCfg,
-		Metrics:   metrics,
-		Webhooks:  hooks,
+		AuthorizationServers: authServers,
+		Service:              svc,
+		Verifier:             verifier,
+		PublicURL:            cfg.PublicURL,
+		Issuer:               cfg.Issuer,
+		Logger:               logger,
+		Ready:                readyCheck,
+		Edge:                 edgeCfg,
+		Metrics:              metrics,
+		Webhooks:             hooks,
 		// With a listener of their own, metrics stay off the public one.
 		MetricsElsewhere: cfg.MetricsAddr != "",
 	})
@@ -242,8 +250,19 @@ func openDB(ctx context.Context, cfg *config) (*db.DB, error) {
 // openStore opens the database, applies migrations unless disabled, and
 // builds the ticket service on it with opts and the webhook outbox, so that
 // every write, whichever command makes it, is told to the registered
-// webhooks. The webhook service delivers only once started (serve does).
+// webhooks, and with the GitHub connector and the reconciliation queue, so
+// that a tracker-backed create made by any command is settled. The webhook
+// service delivers and the queue reconciles only once started (serve does).
 func openStore(ctx context.Context, cfg *config, opts tickets.Options, logger *slog.Logger) (*db.DB, *tickets.Service, *webhooks.Service, *reconciler.Queue, error) {
+	if opts.CursorKey == nil && cfg.Dev {
+		// Here, after every check, so a bad setting never writes the data
+		// directory.
+		key, err := devCursorKey(cfg.DataDir)
+		if err != nil {
+			return nil, nil, nil, nil, err
+		}
+		opts.CursorKey = key
+	}
 	store, err := openDB(ctx, cfg)
 	if err != nil {
 		return nil, nil, nil, nil, err

@@ -60,6 +60,11 @@ func TestServeAnswersHealthAndMCPWithMintedToken(t *testing.T) {
 	if logs := s.Stderr.String(); strings.Contains(logs, tok) {
 		t.Fatal("the log contains the bearer token")
 	}
+	// Without --dev and without a cursor secret, cursors die with the
+	// process: the operator is told at start.
+	if !strings.Contains(s.Stderr.String(), "TICKETD_CURSOR_SECRET is not set") {
+		t.Errorf("no warning about the missing cursor secret:\n%s", s.Stderr)
+	}
 }
 
 func TestServeRejectsRequestsWithoutToken(t *testing.T) {
@@ -273,6 +278,21 @@ func TestServeDevFromEmptyDirectory(t *testing.T) {
 	if m := scrape(t, first.URL); !strings.Contains(m, `ticketd_operations_total{action="create_ticket",outcome="created"} 1`+"\n") {
 		t.Fatalf("/metrics does not count the one created ticket:\n%s", m)
 	}
+	// A cursor issued now must still work after the restart: --dev keeps
+	// the cursor key in the data directory, and warns about nothing.
+	if _, _, err := createTicket(context.Background(), session, "Made in the first run too"); err != nil {
+		t.Fatalf("create_ticket: %v", err)
+	}
+	var page struct {
+		NextCursor string `json:"next_cursor"`
+	}
+	callTool(t, session, "list_tickets", map[string]any{"limit": 1}, &page)
+	if page.NextCursor == "" {
+		t.Fatal("list_tickets with limit 1 of 2 tickets gave no next_cursor")
+	}
+	if strings.Contains(first.Stderr.String(), "TICKETD_CURSOR_SECRET") {
+		t.Errorf("--dev warned about the cursor secret:\n%s", first.Stderr)
+	}
 	if err := first.stop(t); err != nil {
 		t.Fatalf("first run: %v", err)
 	}
@@ -292,8 +312,15 @@ func TestServeDevFromEmptyDirectory(t *testing.T) {
 	if ids := projectIDs(t, session); !slices.Equal(ids, []string{"support"}) {
 		t.Fatalf("list_projects after restart = %v, want [support]", ids)
 	}
-	if keys := ticketKeys(t, session); !slices.Equal(keys, []string{"SUP-1"}) {
-		t.Fatalf("list_tickets after restart = %v, want [SUP-1]", keys)
+	if keys := ticketKeys(t, session); !slices.Equal(keys, []string{"SUP-2", "SUP-1"}) {
+		t.Fatalf("list_tickets after restart = %v, want [SUP-2 SUP-1]", keys)
+	}
+	var rest struct {
+		Tickets []struct{ Key string } `json:"tickets"`
+	}
+	callTool(t, session, "list_tickets", map[string]any{"limit": 1, "cursor": page.NextCursor}, &rest)
+	if len(rest.Tickets) != 1 || rest.Tickets[0].Key != "SUP-1" {
+		t.Fatalf("the first run's cursor after restart listed %+v, want SUP-1", rest.Tickets)
 	}
 
 	// The banner's "Another token" command, run as printed, mints a token

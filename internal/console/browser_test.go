@@ -297,3 +297,65 @@ func TestBrowser(t *testing.T) {
 	b.do(chromedp.Navigate(e.srv.URL + "/console/projects"))
 	b.screenshot("projects")
 }
+
+// TestBrowserViews opens the views operators asked for in
+// headless Chromium: "Needs attention" lists the unassigned tickets that
+// are not closed, "Mine" the signed-in person's, and the filter form takes
+// several statuses and a sort. At phone width the page is no wider than the
+// screen: the navigation wraps and the table scrolls in its own box.
+func TestBrowserViews(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, console.Config{})
+	seed(t, e.svc)
+	b := newBrowser(t, e.srv.URL)
+	tok := token(t, "alice", time.Now(), authn.ScopeRead, authn.ScopeWrite)
+	b.do(chromedp.Navigate(e.srv.URL+"/console/signin#token="+url.QueryEscape(tok)),
+		chromedp.WaitVisible(chromedp.CSS("table.list")))
+	keys := func() string {
+		t.Helper()
+		return run(b, chromedp.Evaluate[string](`[...document.querySelectorAll("table.list tbody tr td:first-child")].map(td => td.textContent.trim()).join(" ")`))
+	}
+
+	// Unassigned and not closed, most urgent first: SUP-1 (high), SUP-5
+	// (normal, resolved), SUP-4 (low); SUP-2 and SUP-3 are assigned.
+	b.submit(chromedp.Click(chromedp.CSS(`nav.tabs a[href$="view=attention"]`)))
+	if got := keys(); got != "SUP-1 SUP-5 SUP-4" {
+		t.Errorf("needs attention lists %q, want SUP-1 SUP-5 SUP-4", got)
+	}
+	b.screenshot("attention")
+
+	b.submit(chromedp.Click(chromedp.CSS(`nav.tabs a[href$="view=mine"]`)))
+	if got := keys(); got != "SUP-2" {
+		t.Errorf("mine (alice) lists %q, want SUP-2", got)
+	}
+
+	// Two statuses at once, most urgent first.
+	b.do(chromedp.Navigate(e.srv.URL + "/console/tickets"))
+	b.do(chromedp.Click(chromedp.CSS(`input[name="status"][value="open"]`)),
+		chromedp.Click(chromedp.CSS(`input[name="status"][value="in_progress"]`)),
+		chromedp.SetValue(chromedp.CSS(`select[name="sort"]`), string(tickets.SortPriorityDesc)))
+	b.submit(chromedp.Click(chromedp.CSS(`form.filters button[type="submit"]`)))
+	if got := keys(); got != "SUP-2 SUP-1 SUP-3 SUP-4" {
+		t.Errorf("open or in progress, most urgent first: %q, want SUP-2 SUP-1 SUP-3 SUP-4", got)
+	}
+	b.screenshot("statuses")
+
+	// Phone width.
+	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	b.do(chromedp.Navigate(e.srv.URL+"/console/tickets?view=attention"), chromedp.WaitVisible(chromedp.CSS("table.list")))
+	if over := run(b, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`)); over {
+		t.Error("at phone width the page is wider than the screen")
+	}
+	if !run(b, chromedp.Evaluate[bool](`(() => { const s = document.querySelector(".scroll"); return s.scrollWidth > s.clientWidth && getComputedStyle(s).overflowX === "auto"; })()`)) {
+		t.Error("at phone width the table does not scroll in its own box")
+	}
+	if !run(b, chromedp.Evaluate[bool](`document.querySelector(".top nav").getBoundingClientRect().top > document.querySelector(".top .brand").getBoundingClientRect().bottom`)) {
+		t.Error("at phone width the navigation does not wrap below the brand")
+	}
+	b.screenshot("attention-phone")
+	b.do(chromedp.Navigate(e.srv.URL + "/console/tickets/SUP-1"))
+	if over := run(b, chromedp.Evaluate[bool](`document.documentElement.scrollWidth > window.innerWidth`)); over {
+		t.Error("at phone width the ticket page is wider than the screen")
+	}
+	b.screenshot("ticket-phone")
+}

@@ -3,6 +3,7 @@ package console
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -22,23 +23,74 @@ func newOperationID() string { return uuid.NewString() }
 
 // ticketFilters are the tickets page's query parameters, echoed into its form.
 type ticketFilters struct {
-	Query, Status, Priority, Assignee, Label, Project string
+	Query, Priority, Assignee, Label, Project, Sort string
+	// Statuses are the statuses chosen (any of them); none is every status.
+	Statuses []string
+	// View is one of the views operators asked for (README, Console): "" for
+	// all tickets, viewAttention or viewMine.
+	View string
 }
+
+// The views of the tickets page.
+const (
+	// viewAttention is what needs a person: unassigned and not closed,
+	// most urgent first.
+	viewAttention = "attention"
+	// viewMine is the tickets assigned to the signed-in person.
+	viewMine = "mine"
+)
 
 func (f ticketFilters) values() url.Values {
 	v := url.Values{}
-	for k, s := range map[string]string{"q": f.Query, "status": f.Status, "priority": f.Priority,
-		"assignee": f.Assignee, "label": f.Label, "project": f.Project} {
+	for k, s := range map[string]string{"q": f.Query, "priority": f.Priority, "assignee": f.Assignee,
+		"label": f.Label, "project": f.Project, "sort": f.Sort, "view": f.View} {
 		if s != "" {
 			v.Set(k, s)
 		}
 	}
+	for _, st := range f.Statuses {
+		v.Add("status", st)
+	}
 	return v
+}
+
+// statusChoice is one status checkbox of the filter form.
+type statusChoice struct {
+	Status  tickets.Status
+	Checked bool
+}
+
+// sortChoice is one entry of the sort menu.
+type sortChoice struct {
+	Sort  tickets.Sort
+	Label string
+}
+
+// sortChoices are the orders the console offers; the first, the empty
+// sort, is the list's default.
+var sortChoices = []sortChoice{
+	{"", "default order"},
+	{tickets.SortCreatedDesc, "newest first"},
+	{tickets.SortUpdatedDesc, "recently updated"},
+	{tickets.SortPriorityDesc, "most urgent first"},
+}
+
+// viewTab is one tab of the tickets page.
+type viewTab struct {
+	View, Label, URL string
+}
+
+var viewTabs = []viewTab{
+	{"", "All tickets", "/console/tickets"},
+	{viewAttention, "Needs attention", "/console/tickets?view=" + viewAttention},
+	{viewMine, "Mine", "/console/tickets?view=" + viewMine},
 }
 
 type ticketsData struct {
 	Filters    ticketFilters
-	Statuses   []tickets.Status
+	Statuses   []statusChoice
+	Sorts      []sortChoice
+	Views      []viewTab
 	Priorities []tickets.Priority
 	Projects   []tickets.Project
 	Tickets    []tickets.Ticket
@@ -46,28 +98,57 @@ type ticketsData struct {
 	FirstURL   string // set when not on the first page
 }
 
+// listParams is the filters as the service takes them, for the caller
+// subject: a view fills in what it means, and "me" is the caller.
+func (f ticketFilters) listParams(subject string) tickets.ListTicketsParams {
+	p := tickets.ListTicketsParams{
+		ProjectID: f.Project, Query: f.Query, Assignee: f.Assignee, Label: f.Label,
+		Priority: tickets.Priority(f.Priority), Sort: tickets.Sort(f.Sort),
+	}
+	for _, st := range f.Statuses {
+		p.Statuses = append(p.Statuses, tickets.Status(st))
+	}
+	switch f.View {
+	case viewAttention:
+		p.Assignee = tickets.AssigneeNone
+		if len(p.Statuses) == 0 {
+			p.Statuses = []tickets.Status{tickets.StatusOpen, tickets.StatusInProgress, tickets.StatusResolved}
+		}
+		if p.Sort == "" {
+			p.Sort = tickets.SortPriorityDesc
+		}
+	case viewMine:
+		p.Assignee = subject
+	}
+	if strings.EqualFold(strings.TrimSpace(p.Assignee), tickets.AssigneeMe) {
+		p.Assignee = subject
+	}
+	return p
+}
+
 func (c *console) ticketsPage(w http.ResponseWriter, r *http.Request, req *request) {
 	q := r.URL.Query()
 	f := ticketFilters{
-		Query: q.Get("q"), Status: q.Get("status"), Priority: q.Get("priority"),
-		Assignee: q.Get("assignee"), Label: q.Get("label"), Project: q.Get("project"),
+		Query: q.Get("q"), Priority: q.Get("priority"), Assignee: q.Get("assignee"), Label: q.Get("label"),
+		Project: q.Get("project"), Sort: q.Get("sort"), Statuses: q["status"],
 	}
-	data := ticketsData{Filters: f, Statuses: tickets.Statuses, Priorities: tickets.Priorities}
+	if v := q.Get("view"); v == viewAttention || v == viewMine {
+		f.View = v
+	}
+	data := ticketsData{Filters: f, Sorts: sortChoices, Views: viewTabs, Priorities: tickets.Priorities}
+	for _, st := range tickets.Statuses {
+		data.Statuses = append(data.Statuses, statusChoice{Status: st, Checked: slices.Contains(f.Statuses, string(st))})
+	}
 	projects, err := c.svc.ListProjects(r.Context(), req.principal.Tenant)
 	if err != nil {
 		c.failErr(w, r, req, err)
 		return
 	}
 	data.Projects = projects
-	assignee := f.Assignee
-	if strings.EqualFold(strings.TrimSpace(assignee), "me") {
-		assignee = req.principal.Subject
-	}
 	cursor := q.Get("cursor")
-	page, err := c.svc.ListTickets(r.Context(), req.principal.Tenant, tickets.ListTicketsParams{
-		ProjectID: f.Project, Status: tickets.Status(f.Status), Query: f.Query, Assignee: assignee,
-		Label: f.Label, Priority: tickets.Priority(f.Priority), Limit: pageSize, Cursor: cursor,
-	})
+	params := f.listParams(req.principal.Subject)
+	params.Limit, params.Cursor = pageSize, cursor
+	page, err := c.svc.ListTickets(r.Context(), req.principal.Tenant, params)
 	l := layout{Title: "Tickets", Nav: "/console/tickets"}
 	if err != nil {
 		p, status := c.problemOf(r, err)

@@ -8,6 +8,8 @@ import (
 	"net/http"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/ticketd/ticketd/internal/errcode"
 )
 
 // DefaultMaxBody bounds an MCP request body when MCPBodyOptions.MaxBytes is
@@ -59,6 +61,7 @@ func MCPBody(opts MCPBodyOptions) func(http.Handler) http.Handler {
 			}
 			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 			if err != nil {
+				NoteRefusal(r, Call{}, errcode.InvalidInput, "the body could not be read: "+err.Error())
 				var tooBig *http.MaxBytesError
 				if errors.As(err, &tooBig) {
 					writeReply(w, http.StatusRequestEntityTooLarge, rpcError(nil, jsonrpc.CodeInvalidRequest, "request body is larger than the server accepts"))
@@ -69,6 +72,7 @@ func MCPBody(opts MCPBodyOptions) func(http.Handler) http.Handler {
 			}
 			call, reply := CheckMessage(body)
 			if reply != nil {
+				NoteRefusal(r, call, errcode.InvalidInput, "the edge refused the message")
 				writeReply(w, replyStatus(r, reply.Code), reply)
 				return
 			}

@@ -53,13 +53,13 @@ func MCPLimits(opts MCPLimitsOptions) func(http.Handler) http.Handler {
 			call, _ := CallFrom(r.Context())
 			release, wait, ok := opts.Limits.Acquire(tenant)
 			if !ok {
-				refuseMCP(w, call, wait, "too many requests from this tenant at once")
+				refuseMCP(w, r, call, wait, "too many requests from this tenant at once")
 				return
 			}
 			defer release()
 			if call.Method == "tools/call" {
 				if ok, wait := opts.Limits.Allow(tenant, opts.KindFor(call.Tool)); !ok {
-					refuseMCP(w, call, wait, "this tenant's rate limit for this kind of call is reached")
+					refuseMCP(w, r, call, wait, "this tenant's rate limit for this kind of call is reached")
 					return
 				}
 			}
@@ -68,11 +68,12 @@ func MCPLimits(opts MCPLimitsOptions) func(http.Handler) http.Handler {
 	}
 }
 
-func refuseMCP(w http.ResponseWriter, call Call, wait time.Duration, why string) {
+func refuseMCP(w http.ResponseWriter, r *http.Request, call Call, wait time.Duration, why string) {
 	ms := int64(math.Ceil(float64(wait) / float64(time.Millisecond)))
 	message := fmt.Sprintf("%s: %s; retry after %d ms", errcode.RateLimited, why, ms)
+	NoteRefusal(r, call, errcode.RateLimited, why)
 	if call.Method == "tools/call" && call.ID != nil {
-		writeReply(w, http.StatusOK, toolResult(call.ID, contractError{Code: errcode.RateLimited, Message: message, Retryable: errcode.RateLimited.Retryable(), RetryAfterMS: &ms},
+		writeReply(w, http.StatusOK, toolResult(call, contractError{Code: errcode.RateLimited, Message: message, Retryable: errcode.RateLimited.Retryable(), RetryAfterMS: &ms},
 			message+", with the same arguments (the same operation_id for a write)."))
 		return
 	}

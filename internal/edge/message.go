@@ -24,12 +24,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ticketd/ticketd/internal/buildinfo"
 	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/reqinfo"
 )
 
 // Call is what a JSON-RPC request body asked for, as the SDK will read it.
@@ -40,6 +44,19 @@ type Call struct {
 	Tool string
 	// ID is the request's id as sent; nil for a notification.
 	ID json.RawMessage
+	// Version is the protocol version the request names in its _meta
+	// (2026-07-28 and later name it on every request); empty before.
+	Version string
+}
+
+// Protocol2026 is the first protocol version whose results carry a
+// resultType and the server's identity in _meta (SEP-2322, SEP-2575).
+const Protocol2026 = protocol2026
+
+// ServerInfo is the server's identity, as initialize and (from
+// 2026-07-28) every result's _meta name it.
+func ServerInfo() *mcp.Implementation {
+	return &mcp.Implementation{Name: "ticketd", Title: "ticketd", Version: buildinfo.Version()}
 }
 
 // Reply is the answer CheckMessage gives in place of the SDK: either a
@@ -114,6 +131,17 @@ func CheckMessage(msg []byte) (Call, *Reply) {
 		// A non-string name is left to the SDK, which refuses it.
 		_ = json.Unmarshal(params["name"], &call.Tool)
 	}
+	if raw, ok := env["params"]; ok {
+		// Best effort: a _meta the SDK cannot read is the SDK's to refuse.
+		var p struct {
+			Meta struct {
+				Version string `json:"io.modelcontextprotocol/protocolVersion"`
+			} `json:"_meta"`
+		}
+		if json.Unmarshal(raw, &p) == nil {
+			call.Version = p.Meta.Version
+		}
+	}
 
 	// Byte-level and structural rules, answered in the form the message
 	// allows.
@@ -142,7 +170,7 @@ func CheckMessage(msg []byte) (Call, *Reply) {
 	}
 	if problem != "" {
 		if call.Method == "tools/call" && call.ID != nil {
-			return call, toolError(call.ID, problem)
+			return call, toolError(call, problem)
 		}
 		return call, rpcError(call.ID, jsonrpc.CodeInvalidParams, problem)
 	}
@@ -269,8 +297,29 @@ func hex4(b []byte) rune {
 	return r
 }
 
+// NoteRefusal records, for the access log and the request metrics, that
+// the edge answered the MCP request r (asking for call) itself with the
+// contract code: its tool as the route and the code with why. The server's
+// counting middleware reads it back (reqinfo), so a refusal the SDK never
+// saw is counted and logged with its tenant and code like REST's.
+func NoteRefusal(r *http.Request, call Call, code errcode.Code, why string) {
+	info := reqinfo.From(r.Context())
+	if call.Tool != "" {
+		info.SetRoute(call.Tool)
+	}
+	info.SetError(string(code), errors.New(why))
+}
+
 // rpcError builds a JSON-RPC error response; a nil id is sent as null.
 func rpcError(id json.RawMessage, code int64, message string) *Reply {
+	return &Reply{Body: RPCError(id, code, message), Code: code}
+}
+
+// RPCError is the body of a JSON-RPC error response to the request with
+// id. It always names the id, null when the request's is unknown (JSON-RPC
+// 2.0 §5: "id" is REQUIRED in a response), where the SDK's encoder leaves a
+// zero id out.
+func RPCError(id json.RawMessage, code int64, message string) []byte {
 	if id == nil {
 		id = json.RawMessage("null")
 	}
@@ -279,7 +328,7 @@ func rpcError(id json.RawMessage, code int64, message string) *Reply {
 		ID      json.RawMessage `json:"id"`
 		Error   jsonrpc.Error   `json:"error"`
 	}{"2.0", id, jsonrpc.Error{Code: code, Message: message}})
-	return &Reply{Body: body, Code: code}
+	return body
 }
 
 // contractError is the "error" member of a tool error result (docs/contract.md#error-codes).
@@ -293,30 +342,40 @@ type contractError struct {
 
 // toolError builds the tools/call result the tools themselves give for
 // invalid_input (docs/contract.md#error-codes), so a model reads one shape whoever refused.
-func toolError(id json.RawMessage, message string) *Reply {
-	return toolResult(id, contractError{Code: errcode.InvalidInput, Message: message, Retryable: errcode.InvalidInput.Retryable()},
+func toolError(call Call, message string) *Reply {
+	return toolResult(call, contractError{Code: errcode.InvalidInput, Message: message, Retryable: errcode.InvalidInput.Retryable()},
 		string(errcode.InvalidInput)+": "+message+". Fix the input and call again; nothing was attempted.")
 }
 
-// toolResult builds a tools/call result with isError carrying e, and text
-// as its one text block.
-func toolResult(id json.RawMessage, e contractError, text string) *Reply {
+// toolResult builds the answer to call: a tools/call result with isError
+// carrying e, and text as its one text block, shaped as the SDK shapes its
+// own results for the call's protocol version: from 2026-07-28 on with
+// resultType "complete" (without it the TypeScript SDK's v2 client refuses
+// the result) and the server's identity in _meta.
+func toolResult(call Call, e contractError, text string) *Reply {
 	type content struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
+	}
+	result := struct {
+		Meta              map[string]any `json:"_meta,omitempty"`
+		Content           []content      `json:"content"`
+		StructuredContent any            `json:"structuredContent"`
+		IsError           bool           `json:"isError"`
+		ResultType        string         `json:"resultType,omitempty"`
+	}{
+		Content:           []content{{Type: "text", Text: text}},
+		StructuredContent: map[string]contractError{"error": e},
+		IsError:           true,
+	}
+	if call.Version >= Protocol2026 {
+		result.Meta = map[string]any{mcp.MetaKeyServerInfo: ServerInfo()}
+		result.ResultType = "complete"
 	}
 	body, _ := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Result  any             `json:"result"`
-	}{"2.0", id, struct {
-		Content           []content `json:"content"`
-		StructuredContent any       `json:"structuredContent"`
-		IsError           bool      `json:"isError"`
-	}{
-		Content:           []content{{Type: "text", Text: text}},
-		StructuredContent: map[string]contractError{"error": e},
-		IsError:           true,
-	}})
+	}{"2.0", call.ID, result})
 	return &Reply{Body: body}
 }

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ticketd/ticketd/internal/errcode"
 )
 
 // ScopeFor names the scope a tool needs; known is false for a name that is
@@ -39,7 +42,7 @@ func TokenScopes(ctx context.Context) []string {
 // StepUp refuses, before the SDK runs, a tools/call for a tool whose scope
 // the caller's token lacks: HTTP 403 with
 //
-//	WWW-Authenticate: Bearer error="insufficient_scope", scope="<needed>", resource_metadata="<url>"
+//	WWW-Authenticate: Bearer error="insufficient_scope", scope="<granted> <needed>", resource_metadata="<url>"
 //
 // which is the MCP authorization spec's step-up signal, and a JSON-RPC
 // error body, so a client that cannot step up sees the call fail while its
@@ -65,11 +68,17 @@ func StepUp(opts StepUpOptions) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			challenge := fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q`, need)
+			// Granted plus needed, as the MCP authorization spec recommends:
+			// a client that asks for only the missing scope loses the ones
+			// it had, and then steps up back and forth for ever.
+			granted := scopes(r.Context())
+			want := append(slices.Clone(granted), need)
+			challenge := fmt.Sprintf(`Bearer error="insufficient_scope", scope=%q`, strings.Join(want, " "))
 			if opts.ResourceMetadataURL != "" {
 				challenge += fmt.Sprintf(`, resource_metadata=%q`, opts.ResourceMetadataURL)
 			}
 			w.Header().Set("WWW-Authenticate", challenge)
+			NoteRefusal(r, call, errcode.Forbidden, "the token lacks scope "+need)
 			writeReply(w, http.StatusForbidden, rpcError(call.ID, jsonrpc.CodeInvalidRequest,
 				fmt.Sprintf("forbidden: tool %q needs scope %s, which this token lacks; ask the authorization server for a token with it", call.Tool, need)))
 		})

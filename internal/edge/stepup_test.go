@@ -41,7 +41,9 @@ func TestStepUpRefusesMissingScopeAndKeepsTheSession(t *testing.T) {
 	if code := rpcCode(t, err); code != jsonrpc.CodeInvalidRequest || !strings.Contains(err.Error(), "needs scope tickets:write") {
 		t.Errorf("error = %v (code %d), want the step-up refusal naming tickets:write", err, code)
 	}
-	want := `Bearer error="insufficient_scope", scope="tickets:write", resource_metadata="` + metadataURL + `"`
+	// Granted plus needed (docs/contract.md#mcp-tools): asking for tickets:write alone
+	// would lose tickets:read.
+	want := `Bearer error="insufficient_scope", scope="tickets:read tickets:write", resource_metadata="` + metadataURL + `"`
 	if got := rt.challenge.Load(); rt.status.Load() != http.StatusForbidden || got != want {
 		t.Errorf("answer = %d with WWW-Authenticate %q, want 403 with %q", rt.status.Load(), got, want)
 	}

@@ -22,7 +22,7 @@ func TestAgentFlow(t *testing.T) {
 		created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, with(ticketArgs(newOperationID(t)), "title", "Scanner jams")))
 		want := created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, ticketArgs(newOperationID(t)))).Ticket
 
-		found := servertest.Decode[mcptools.ListTicketsOut](t, servertest.Call(t, cs, mcptools.ToolListTickets,
+		found := servertest.Decode[summaryPage](t, servertest.Call(t, cs, mcptools.ToolListTickets,
 			map[string]any{"query": "printer FIRE", "status": "open"}))
 		if len(found.Tickets) != 1 || found.Tickets[0].ID != want.ID || found.Tickets[0].Version != 1 || found.Tickets[0].Assignee != nil {
 			t.Fatalf("search found %+v, want only %s at version 1, unassigned", found.Tickets, want.Key)
@@ -41,7 +41,7 @@ func TestAgentFlow(t *testing.T) {
 		if take.Version != 2 {
 			t.Errorf("taking the ticket made version %d, want 2", take.Version)
 		}
-		mine := servertest.Decode[mcptools.ListTicketsOut](t, servertest.Call(t, cs, mcptools.ToolListTickets, map[string]any{"assignee": "me"}))
+		mine := servertest.Decode[summaryPage](t, servertest.Call(t, cs, mcptools.ToolListTickets, map[string]any{"assignee": "me"}))
 		if len(mine.Tickets) != 1 || mine.Tickets[0].ID != want.ID || *mine.Tickets[0].Assignee != "agent" {
 			t.Errorf("assignee=me found %+v, want %s", mine.Tickets, want.Key)
 		}

@@ -20,27 +20,17 @@ const (
 )
 
 const (
-	descAddComment = `Add a comment to one of your tenant's tickets: what you found, did or decided. Comments do not change the ticket's version. Safe to retry: one operation_id adds at most one comment, ever.
+	descAddComment = `Add a comment to a ticket of your tenant (its version stays).
 
-operation_id: generate a fresh random UUID (version 4 or 7) for this one intended comment, and reuse exactly the same operation_id and arguments on every retry of it (after a timeout, a lost connection, a retryable error, or whenever you are unsure it went through). A retry returns the original comment (same comment.id) with replayed: true and adds nothing. ticketd remembers a succeeded operation_id for 30 days, so retries belong within that window. A new comment gets a new operation_id.
+Retry contract: a fresh random UUID (v4 or v7) as operation_id for this one intended comment, the SAME operation_id and arguments on every retry (timeout, lost connection, retryable error, any doubt): a retry adds nothing and answers the original comment with replayed: true, for 30 days. A new comment gets a new ID. Errors are isError results with error.code, retryable and a next step.`
 
-On success: status "succeeded" and the comment.
-Errors (isError: true, error.code, and a sentence saying what to do next):
-- invalid_input: nothing was attempted; fix what the message names and call again; the same operation_id is fine.
-- not_found: your tenant has no such ticket.
-- idempotency_conflict: this operation_id was already used for a different call; nothing was written. Generate a new operation_id only for a genuinely new comment.
-- operation_in_progress: a call with this operation_id is still running; wait a few seconds and retry with the same operation_id and arguments.
-- outcome_unknown: the comment may or may not have been added; call get_operation_status with this operation_id, or retry with the same operation_id and arguments (never a new one).
-- unavailable or internal: retry shortly with the same operation_id and arguments.
-- forbidden: your token lacks the tickets:write scope; retrying will not help.`
-
-	descListComments = `List the comments on one of your tenant's tickets, oldest first. Returns at most limit comments (default 50, at most 200); when next_cursor is present, call again with it as cursor for the next page. Errors: not_found if your tenant has no such ticket. Read-only.`
+	descListComments = `List the comments on a ticket of your tenant, oldest first; limit 1-200 (default 50). With next_cursor, call again with it as cursor.`
 )
 
 // AddCommentIn is the input of add_comment.
 type AddCommentIn struct {
-	OperationID string `json:"operation_id" jsonschema:"A fresh random UUID (version 4 or 7) that you generate once for this intended comment and reuse unchanged on every retry of it."`
-	ID          string `json:"id" jsonschema:"The ticket's ID (UUID) or key, like SUP-42."`
+	OperationID string `json:"operation_id" jsonschema:"Fresh random UUID (v4 or v7) for this one intended comment; the same on every retry of it."`
+	ID          string `json:"id" jsonschema:"Ticket ID (UUID) or key, e.g. SUP-42."`
 	wire.CommentFields
 }
 
@@ -55,9 +45,9 @@ type AddCommentOut struct {
 
 // ListCommentsIn is the input of list_comments.
 type ListCommentsIn struct {
-	ID     string `json:"id" jsonschema:"The ticket's ID (UUID) or key, like SUP-42."`
-	Limit  int    `json:"limit,omitempty" jsonschema:"At most this many comments, 1-200 (default 50)."`
-	Cursor string `json:"cursor,omitempty" jsonschema:"The next_cursor of the previous page."`
+	ID     string `json:"id" jsonschema:"Ticket ID (UUID) or key, e.g. SUP-42."`
+	Limit  int    `json:"limit,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
 }
 
 // ListCommentsOut is list_comments' result.

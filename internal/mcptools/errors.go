@@ -22,6 +22,9 @@ type ErrorDetail struct {
 	Code      string `json:"code" jsonschema:"Stable, machine-readable error code."`
 	Message   string `json:"message" jsonschema:"What went wrong."`
 	Retryable bool   `json:"retryable" jsonschema:"Whether repeating the same call (same operation_id, same arguments) can succeed."`
+	// RetryAfterMS comes with rate_limited: how long to wait before the
+	// retry.
+	RetryAfterMS *int64 `json:"retry_after_ms,omitempty" jsonschema:"With rate_limited: wait this many milliseconds before retrying."`
 }
 
 // ErrorOut is the structured content of every tool error result

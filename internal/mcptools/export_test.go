@@ -1,4 +1,17 @@
 package mcptools
 
+import (
+	"errors"
+
+	"github.com/ticketd/ticketd/internal/errcode"
+)
+
 // RecoverPanics lets the external tests drive the panic middleware alone.
 var RecoverPanics = recoverPanics
+
+// ErrorContent is the structured content of the tool error ticketd answers
+// with code, built as every tool builds its errors.
+func ErrorContent(code errcode.Code, operationID string) any {
+	_, out := errorResult(code, code.Message(errors.New("the cause")), operationID, errors.New("the cause"), "")
+	return out
+}

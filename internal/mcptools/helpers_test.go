@@ -10,6 +10,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/server/servertest"
+	"github.com/ticketd/ticketd/internal/wire"
 )
 
 // newOperationID returns a fresh v7 operation ID, as an agent would make.
@@ -106,4 +107,10 @@ func callSettled(cs *mcp.ClientSession, tool string, args map[string]any) (*mcp.
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// summaryPage is a list_tickets answer with its default detail.
+type summaryPage struct {
+	Tickets    []wire.TicketSummary `json:"tickets"`
+	NextCursor string               `json:"next_cursor"`
 }

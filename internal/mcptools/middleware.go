@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ticketd/ticketd/internal/edge"
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/reqinfo"
@@ -157,7 +158,7 @@ func recoverPanics(logger *slog.Logger) mcp.Middleware {
 					logger.WarnContext(ctx, "panic on tool arguments that are not an object", "method", method, "tool", call.Params.Name, "panic", fmt.Sprint(v))
 					r, out := errorResult(errcode.InvalidInput, "invalid arguments: arguments must be a JSON object (use {} for none)", "", fmt.Errorf("panic: %v", v), "")
 					r.StructuredContent = out
-					res, err = r, nil
+					res, err = asNegotiated(req, r), nil
 					return
 				}
 				logger.ErrorContext(ctx, "panic serving MCP request", "method", method, "panic", v, "stack", string(debug.Stack()))
@@ -167,11 +168,43 @@ func recoverPanics(logger *slog.Logger) mcp.Middleware {
 				}
 				r, out := errorResult(errcode.Internal, "internal error", operationIDArgument(call), fmt.Errorf("panic: %v", v), "")
 				r.StructuredContent = out
-				res, err = r, nil
+				res, err = asNegotiated(req, r), nil
 			}()
 			return next(ctx, method, req)
 		}
 	}
+}
+
+// asNegotiated returns r as the SDK shapes a tool result it builds itself
+// for req's protocol version: from 2026-07-28 on, marked resultType
+// "complete" (the SDK then adds its serverInfo _meta on the way out). The
+// SDK keeps the result type unexported and sets it only on results its
+// tool handlers return, so a result built outside one (after a panic)
+// gets it the one way the type allows, by decoding.
+func asNegotiated(req mcp.Request, r *mcp.CallToolResult) *mcp.CallToolResult {
+	if !newProtocol(req) {
+		return r
+	}
+	var marked mcp.CallToolResult
+	if err := json.Unmarshal([]byte(`{"content":[],"resultType":"complete"}`), &marked); err != nil {
+		return r
+	}
+	content, structured, cause := r.Content, r.StructuredContent, r.GetError()
+	marked.Content, marked.StructuredContent = content, structured
+	marked.SetError(cause)
+	return &marked
+}
+
+// newProtocol reports whether req was made at protocol 2026-07-28 or later,
+// decided as the SDK decides it (mcp/mrtr.go, clientSupportsMultiRoundTrip):
+// a session without initialize parameters is a 2026-07-28 one.
+func newProtocol(req mcp.Request) bool {
+	ss, ok := req.GetSession().(*mcp.ServerSession)
+	if !ok || ss == nil {
+		return false
+	}
+	p := ss.InitializeParams()
+	return p == nil || p.ProtocolVersion >= edge.Protocol2026
 }
 
 // argumentsAreObject reports whether a call's arguments are a JSON object.
@@ -202,9 +235,14 @@ func shapeArgumentErrors() mcp.Middleware {
 				cause = errors.New(contentText(r))
 			}
 			msg, next := argumentMessage(call.Params.Name, cause.Error())
-			shaped, out := errorResult(errcode.InvalidInput, msg, operationIDArgument(call), cause, next)
-			shaped.StructuredContent = out
-			return shaped, nil
+			built, out := errorResult(errcode.InvalidInput, msg, operationIDArgument(call), cause, next)
+			// A copy of the SDK's own result keeps what it set for the
+			// negotiated version (resultType on 2026-07-28, which has no
+			// setter); only the error's content is ours.
+			shaped := *r
+			shaped.Content, shaped.StructuredContent = built.Content, out
+			shaped.SetError(cause)
+			return &shaped, nil
 		}
 	}
 }

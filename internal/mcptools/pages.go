@@ -2,6 +2,8 @@ package mcptools
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -14,6 +16,25 @@ import (
 // Building a full page is CPU-bound, so more at once than about two per core
 // adds memory, not throughput; small pages take milliseconds and barely wait.
 const DefaultMaxConcurrentPages = 4
+
+// PageBytes bounds the structured content of one list_tickets answer
+// (docs/contract.md#lists-and-the-context-budget): a page stops before its items would pass it, and
+// next_cursor continues, so one call never floods a model's context.
+const PageBytes = 64 << 10
+
+// pageItemsBudget is what a page's items may take of PageBytes: the rest is
+// the envelope ({"tickets":[…],"next_cursor":…}, a cursor of at most
+// maxCursor bytes).
+const pageItemsBudget = PageBytes - maxCursor - 64
+
+// measureItem is an item's size in a page: its JSON and the comma after it.
+func measureItem(v any) (int, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0, fmt.Errorf("measure list item: %w", err)
+	}
+	return len(b) + 1, nil
+}
 
 // pageTools are the tools whose answer is a page of up to a MiB.
 var pageTools = map[string]bool{ToolListTickets: true, ToolListComments: true}

@@ -119,16 +119,16 @@ func TestGetAndListTickets(t *testing.T) {
 		}
 		toolError(t, servertest.Call(t, cs, mcptools.ToolGetTicket, map[string]any{"id": "no such thing"}), "invalid_input")
 
-		first := servertest.Decode[mcptools.ListTicketsOut](t, servertest.Call(t, cs, mcptools.ToolListTickets, map[string]any{"limit": 2}))
+		first := servertest.Decode[summaryPage](t, servertest.Call(t, cs, mcptools.ToolListTickets, map[string]any{"limit": 2}))
 		if len(first.Tickets) != 2 || first.NextCursor == "" || first.Tickets[0].Key != keys[2] {
 			t.Fatalf("first page = %+v, want the 2 newest and a cursor", first)
 		}
-		rest := servertest.Decode[mcptools.ListTicketsOut](t, servertest.Call(t, cs, mcptools.ToolListTickets,
+		rest := servertest.Decode[summaryPage](t, servertest.Call(t, cs, mcptools.ToolListTickets,
 			map[string]any{"limit": 2, "cursor": first.NextCursor}))
 		if len(rest.Tickets) != 1 || rest.NextCursor != "" || rest.Tickets[0].Key != keys[0] {
 			t.Errorf("second page = %+v, want the oldest ticket and no cursor", rest)
 		}
-		none := servertest.Decode[mcptools.ListTicketsOut](t, servertest.Call(t, cs, mcptools.ToolListTickets, map[string]any{"status": "closed"}))
+		none := servertest.Decode[summaryPage](t, servertest.Call(t, cs, mcptools.ToolListTickets, map[string]any{"status": "closed"}))
 		if none.Tickets == nil || len(none.Tickets) != 0 {
 			t.Errorf("closed tickets = %#v, want an empty array", none.Tickets)
 		}

@@ -2,8 +2,10 @@ package mcptools_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -47,6 +49,17 @@ func TestPanicsBecomeErrors(t *testing.T) {
 	sc, _ := res.StructuredContent.(map[string]any)
 	if e, _ := sc["error"].(map[string]any); e["code"] != "internal" || e["retryable"] != true {
 		t.Errorf("structured content = %v, want a retryable internal error", res.StructuredContent)
+	}
+	// Built outside any tool handler, it still carries what the session's
+	// protocol (2026-07-28 in memory) requires, as the SDK's own results do.
+	fine, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fine"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]*mcp.CallToolResult{"the SDK's own": fine, "the panic's": res} {
+		if b, _ := json.Marshal(r); !strings.Contains(string(b), `"resultType":"complete"`) {
+			t.Errorf("%s result lacks resultType complete: %s", name, b)
+		}
 	}
 
 	_, err = cs.ListTools(ctx, nil)

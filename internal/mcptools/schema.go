@@ -1,6 +1,11 @@
 package mcptools
 
 import (
+	"iter"
+	"maps"
+	"slices"
+	"strings"
+
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/ticketd/ticketd/internal/errcode"
@@ -20,35 +25,158 @@ const (
 	maxCursor    = 1024 // issued cursors are about 150 characters
 )
 
+// Output schemas are what every client that loads ticketd's tools pays for
+// on every turn (docs/contract.md#lists-and-the-context-budget: tools/list within 24 KiB), so they are exact
+// but terse: no descriptions (the tool's description says what the fields
+// mean), and the shapes several tools share written once per schema under
+// $defs and referred to as #/$defs/<name>. A reference inside one tool's
+// schema is all a client resolves: none points outside its document.
+
+// The shared definitions.
+const (
+	defTicket   = "ticket"
+	defSummary  = "summary"
+	defError    = "error"
+	defDelivery = "delivery"
+	defChange   = "change"
+)
+
+// definitions builds each shared definition but the error's, which
+// depends on the tool (errorOutputSchema).
+var definitions = map[string]func() *jsonschema.Schema{
+	defTicket:  wire.TicketSchema,
+	defSummary: wire.TicketSummarySchema,
+	defDelivery: func() *jsonschema.Schema {
+		s := inferred[wire.Delivery]()
+		s.Properties["status"].Enum = stringEnum(wire.DeliveryStatuses...)
+		s.Properties["attempts"].Minimum = jsonschema.Ptr(0.0)
+		return s
+	},
+	defChange: func() *jsonschema.Schema {
+		// A field's value before and after: a string, null (an unassigned
+		// assignee) or the labels.
+		value := func() *jsonschema.Schema {
+			return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
+				{Type: "string"}, {Type: "null"}, {Type: "array", Items: &jsonschema.Schema{Type: "string"}},
+			}}
+		}
+		return &jsonschema.Schema{
+			Type: "object", Required: []string{"from", "to"}, AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
+			Properties: map[string]*jsonschema.Schema{"from": value(), "to": value()},
+		}
+	},
+}
+
+// ref refers to a shared definition.
+func ref(name string) *jsonschema.Schema { return &jsonschema.Schema{Ref: "#/$defs/" + name} }
+
 // outputSchema describes a tool's structured content: its success shape T
-// (adjusted by refine, if given) or the error shape shared by every tool.
-// Both are listed so clients that validate structured content accept tool
-// errors too.
-func outputSchema[T any](refine func(*jsonschema.Schema)) *jsonschema.Schema {
+// (adjusted by refine, if given, which puts refs where shared shapes go) or
+// the error shape of every tool (with version_conflict's current_version
+// and ticket for a tool that can raise it). Both are listed so clients that
+// validate structured content accept tool errors too.
+func outputSchema[T any](refine func(*jsonschema.Schema), versionConflicts bool) *jsonschema.Schema {
 	ok := inferred[T]()
 	if refine != nil {
 		refine(ok)
 	}
-	return &jsonschema.Schema{
-		Type:        "object",
-		Description: "The result on success; on a tool error (isError: true), an object with error {code, message, retryable}.",
-		AnyOf:       []*jsonschema.Schema{ok, errorOutputSchema()},
+	root := &jsonschema.Schema{Type: "object", AnyOf: []*jsonschema.Schema{ok, ref(defError)}}
+	root.Defs = map[string]*jsonschema.Schema{defError: errorOutputSchema(versionConflicts)}
+	addDefs(root.Defs, root)
+	terse(root)
+	return root
+}
+
+// addDefs puts into defs every shared definition s refers to, and those
+// they refer to in turn.
+func addDefs(defs map[string]*jsonschema.Schema, s *jsonschema.Schema) {
+	for _, name := range refsOf(s) {
+		if _, ok := defs[name]; ok {
+			continue
+		}
+		d := definitions[name]()
+		defs[name] = d
+		addDefs(defs, d)
 	}
 }
 
-func errorOutputSchema() *jsonschema.Schema {
+// refsOf lists the shared definitions s refers to.
+func refsOf(s *jsonschema.Schema) []string {
+	var names []string
+	for sub := range all(s) {
+		if name, ok := strings.CutPrefix(sub.Ref, "#/$defs/"); ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// terse removes every description from s and its subschemas.
+func terse(s *jsonschema.Schema) {
+	for sub := range all(s) {
+		sub.Description = ""
+	}
+}
+
+// all yields s and every schema inside it, depth first (jsonschema-go
+// keeps its own walk unexported).
+func all(s *jsonschema.Schema) iter.Seq[*jsonschema.Schema] {
+	return func(yield func(*jsonschema.Schema) bool) { walkSchema(s, yield) }
+}
+
+func walkSchema(s *jsonschema.Schema, yield func(*jsonschema.Schema) bool) bool {
+	if s == nil {
+		return true
+	}
+	if !yield(s) {
+		return false
+	}
+	for _, sub := range []*jsonschema.Schema{s.Items, s.AdditionalProperties, s.Not, s.PropertyNames, s.Contains} {
+		if !walkSchema(sub, yield) {
+			return false
+		}
+	}
+	for _, list := range [][]*jsonschema.Schema{s.AnyOf, s.AllOf, s.OneOf, s.PrefixItems} {
+		for _, sub := range list {
+			if !walkSchema(sub, yield) {
+				return false
+			}
+		}
+	}
+	for _, m := range []map[string]*jsonschema.Schema{s.Properties, s.Defs, s.PatternProperties} {
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			if !walkSchema(m[name], yield) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// errorOutputSchema is the structured content of a tool's errors: every
+// code, and with versionConflicts version_conflict's current_version and
+// ticket, which only a tool that takes if_version answers.
+func errorOutputSchema(versionConflicts bool) *jsonschema.Schema {
 	s := inferred[ErrorOut]()
-	// Every code, not only those the tools raise today: a stdio call with an
-	// expired token is unauthenticated, and the SDK validates every answer.
 	var statuses []any
 	for _, r := range errcode.Table {
-		if r.OperationStatus != "" {
+		if r.OperationStatus != "" && !slices.Contains(statuses, any(string(r.OperationStatus))) {
 			statuses = append(statuses, string(r.OperationStatus))
 		}
 	}
 	s.Properties["status"].Enum = statuses
-	s.Properties["error"].Properties["code"].Enum = stringEnum(errcode.Codes()...)
-	ticketObject(s.Properties["ticket"])
+	// error.code is a string, not an enum of errcode.Table's codes: the
+	// table is the vocabulary (README, OpenAPI), and fourteen codes in
+	// every tool's schema cost 2 KiB of the tools/list budget.
+	s.Properties["error"].Properties["retry_after_ms"].Minimum = jsonschema.Ptr(0.0)
+	if versionConflicts {
+		s.Properties["ticket"] = ref(defTicket)
+		s.Properties["current_version"].Minimum = jsonschema.Ptr(1.0)
+	} else {
+		delete(s.Properties, "ticket")
+		delete(s.Properties, "current_version")
+	}
 	return s
 }
 
@@ -57,5 +185,3 @@ func errorOutputSchema() *jsonschema.Schema {
 func inferred[T any]() *jsonschema.Schema { return wire.Infer[T]() }
 
 func stringEnum[S ~string](values ...S) []any { return wire.StringEnum(values...) }
-
-var ticketObject = wire.ConstrainTicket

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -108,4 +111,145 @@ func TestNoToolTakesATenant(t *testing.T) {
 			t.Errorf("%s input schema allows unknown arguments: %s", tool.Name, b)
 		}
 	}
+}
+
+// toolsListBudget is the budget (docs/contract.md#lists-and-the-context-budget) for tools/list with a full-scope
+// token: every client that loads tool definitions pays it on every turn.
+const toolsListBudget = 24 << 10
+
+// rawToolsList returns the bytes of a tools/list answer as they travel, for
+// a token with scopes, at protocol 2026-07-28.
+func rawToolsList(t *testing.T, scopes ...string) []byte {
+	t.Helper()
+	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{})
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` +
+		`"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+	req, err := http.NewRequest(http.MethodPost, env.Endpoint, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/list")
+	req.Header.Set("Authorization", "Bearer "+env.Token(t, "acme", scopes...))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("tools/list: %d %v %s", resp.StatusCode, err, b)
+	}
+	return b
+}
+
+// TestToolsListFitsTheBudget measures tools/list as a full-scope token gets
+// it over HTTP and fails past the budget, naming what each tool costs.
+func TestToolsListFitsTheBudget(t *testing.T) {
+	t.Parallel()
+	b := rawToolsList(t, authn.ScopeRead, authn.ScopeWrite, authn.ScopeAdmin)
+	var msg struct {
+		Result struct {
+			Tools []json.RawMessage `json:"tools"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(b, &msg); err != nil || len(msg.Result.Tools) != len(toolNames) {
+		t.Fatalf("tools/list: %v, %d tools: %s", err, len(msg.Result.Tools), b)
+	}
+	t.Logf("tools/list: %d bytes for %d tools (budget %d)", len(b), len(msg.Result.Tools), toolsListBudget)
+	if len(b) > toolsListBudget {
+		for _, tool := range msg.Result.Tools {
+			var parts map[string]json.RawMessage
+			_ = json.Unmarshal(tool, &parts)
+			t.Logf("%s: %d bytes (description %d, input %d, output %d)", parts["name"], len(tool),
+				len(parts["description"]), len(parts["inputSchema"]), len(parts["outputSchema"]))
+		}
+		t.Errorf("tools/list is %d bytes, over the %d-byte budget", len(b), toolsListBudget)
+	}
+}
+
+// TestSchemasArePortable applies the rules `inspector --cli --strict`
+// (@modelcontextprotocol/inspector 2.12) applies to tool schemas, so a
+// schema that would make it exit 6, or warn, fails here first: no bare
+// true or false where a schema is expected (false is fine as
+// additionalProperties), no type arrays (nullable is an anyOf with a null
+// branch), no schema that constrains nothing, and no $ref outside its own
+// document.
+func TestSchemasArePortable(t *testing.T) {
+	t.Parallel()
+	var msg struct {
+		Result struct {
+			Tools []struct {
+				Name         string `json:"name"`
+				InputSchema  any    `json:"inputSchema"`
+				OutputSchema any    `json:"outputSchema"`
+			} `json:"tools"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(rawToolsList(t, authn.ScopeRead, authn.ScopeWrite), &msg); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range msg.Result.Tools {
+		for kind, s := range map[string]any{"inputSchema": tool.InputSchema, "outputSchema": tool.OutputSchema} {
+			for _, problem := range lintSchema(s, kind, "") {
+				t.Errorf("%s: %s", tool.Name, problem)
+			}
+		}
+	}
+}
+
+// Keywords whose value is one schema, a list or a map of them; and the
+// ones that constrain an instance (a schema with none accepts anything).
+var (
+	schemaKeywords = []string{"items", "contains", "not", "propertyNames", "if", "then", "else",
+		"additionalProperties", "unevaluatedProperties", "additionalItems", "unevaluatedItems", "contentSchema"}
+	schemaListKeywords = []string{"allOf", "anyOf", "oneOf", "prefixItems"}
+	schemaMapKeywords  = []string{"properties", "patternProperties", "dependentSchemas", "$defs", "definitions"}
+	booleanAllowed     = []string{"additionalProperties", "unevaluatedProperties", "additionalItems", "unevaluatedItems"}
+	constraining       = []string{"type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum",
+		"exclusiveMinimum", "maxLength", "minLength", "pattern", "format", "maxItems", "minItems", "uniqueItems",
+		"maxProperties", "minProperties", "required", "allOf", "anyOf", "oneOf", "not", "items", "prefixItems",
+		"contains", "properties", "patternProperties", "additionalProperties", "propertyNames", "$ref"}
+)
+
+func lintSchema(s any, path, keyword string) []string {
+	switch v := s.(type) {
+	case bool:
+		if slices.Contains(booleanAllowed, keyword) {
+			return nil
+		}
+		return []string{fmt.Sprintf("%s: bare %v where a schema is expected", path, v)}
+	case map[string]any:
+		var problems []string
+		if _, isArray := v["type"].([]any); isArray {
+			problems = append(problems, fmt.Sprintf("%s: type is an array %v; use anyOf branches", path, v["type"]))
+		}
+		if r, ok := v["$ref"].(string); ok && !strings.HasPrefix(r, "#") {
+			problems = append(problems, fmt.Sprintf("%s: $ref %q points outside the schema", path, r))
+		}
+		if keyword != "not" && !slices.ContainsFunc(constraining, func(k string) bool { _, ok := v[k]; return ok }) {
+			problems = append(problems, fmt.Sprintf("%s: constrains nothing (the object form of true)", path))
+		}
+		for _, k := range schemaKeywords {
+			if sub, ok := v[k]; ok {
+				problems = append(problems, lintSchema(sub, path+"."+k, k)...)
+			}
+		}
+		for _, k := range schemaListKeywords {
+			list, _ := v[k].([]any)
+			for i, sub := range list {
+				problems = append(problems, lintSchema(sub, fmt.Sprintf("%s.%s[%d]", path, k, i), k)...)
+			}
+		}
+		for _, k := range schemaMapKeywords {
+			m, _ := v[k].(map[string]any)
+			for name, sub := range m {
+				problems = append(problems, lintSchema(sub, path+"."+k+"."+name, k)...)
+			}
+		}
+		return problems
+	}
+	return nil
 }

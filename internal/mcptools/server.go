@@ -21,7 +21,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ticketd/ticketd/internal/authn"
-	"github.com/ticketd/ticketd/internal/buildinfo"
 	"github.com/ticketd/ticketd/internal/edge"
 	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/stdioguard"
@@ -64,7 +63,7 @@ func NewServer(svc *tickets.Service, logger *slog.Logger, opts Options) *mcp.Ser
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "ticketd", Title: "ticketd", Version: buildinfo.Version()}, &mcp.ServerOptions{
+	s := mcp.NewServer(edge.ServerInfo(), &mcp.ServerOptions{
 		Instructions: instructions,
 		// The SDK logs every stateless request's session at Info; only its
 		// warnings and errors are worth an operator's attention.

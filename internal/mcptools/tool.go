@@ -48,6 +48,9 @@ type spec[In, Out any] struct {
 	// destructive marks a write that overwrites what is there (an update),
 	// as opposed to one that only adds (a ticket, a comment).
 	destructive bool
+	// versionConflicts marks a tool that takes if_version and so can answer
+	// version_conflict with the current ticket.
+	versionConflicts bool
 	// input and output refine the schemas inferred from In and Out.
 	input, output func(*jsonschema.Schema)
 	handle        handler[In, Out]
@@ -64,11 +67,16 @@ func newTool[In, Out any](sp spec[In, Out]) Tool {
 	}
 	def := &mcp.Tool{
 		Name: sp.name, Title: sp.title, Description: sp.description,
-		InputSchema: in, OutputSchema: outputSchema[Out](sp.output),
+		InputSchema: in, OutputSchema: outputSchema[Out](sp.output, sp.versionConflicts),
+		// The title is the tool's own (which clients show first), not
+		// repeated in the annotations.
 		Annotations: &mcp.ToolAnnotations{
-			Title: sp.title, ReadOnlyHint: sp.readOnly, IdempotentHint: true,
-			DestructiveHint: jsonschema.Ptr(sp.destructive), OpenWorldHint: jsonschema.Ptr(false),
+			ReadOnlyHint: sp.readOnly, IdempotentHint: true, OpenWorldHint: jsonschema.Ptr(false),
 		},
+	}
+	if !sp.readOnly {
+		// The hint means nothing for a read-only tool (MCP spec).
+		def.Annotations.DestructiveHint = jsonschema.Ptr(sp.destructive)
 	}
 	// The SDK marshals a *jsonschema.Schema input schema on every 2026-07-28
 	// call to look for x-mcp-header annotations (docs/upstream-go-sdk.md);

@@ -2,7 +2,6 @@ package mcptools
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -28,83 +27,65 @@ const (
 )
 
 // The tool descriptions are product copy: they are all a model knows about
-// ticketd, so each says what the tool does, what its answers mean and what
-// to do about each error.
+// ticketd, and every client pays for them on every turn (docs/contract.md#lists-and-the-context-budget). Each
+// says what the tool does and, for a write, the retry contract once, in
+// plain words; what to do about an error is in the error itself (its code,
+// retryable, and a next step in its text), so no description lists errors.
 const (
-	descCreateTicket = `Create one ticket in one of your tenant's projects. Safe to retry: it never creates duplicates.
+	descCreateTicket = `Create one ticket in a project of your tenant.
 
-operation_id: before the first call, generate a fresh random UUID (version 4 or 7) for this one intended ticket. Reuse exactly the same operation_id and the same arguments on every retry of that ticket: after a timeout, a lost connection, a retryable error, or whenever you are unsure whether the call went through. A retry never creates a second ticket; it returns the original one with replayed: true. ticketd remembers a succeeded operation_id for 30 days, so retries belong within that window. Never change the operation_id to make a retry go through; only a genuinely new, different ticket gets a new operation_id.
+Retry contract: generate a fresh random UUID (v4 or v7) as operation_id for this one intended ticket; on any doubt (timeout, lost connection, retryable error) call again with the SAME operation_id and arguments: it never makes a duplicate and answers the original ticket with replayed: true, for 30 days. Never change it to force a retry; only a new ticket gets a new one. After outcome_unknown, get_operation_status tells.
 
-On success: status "succeeded", ticket_id and the ticket (people refer to it by its key, e.g. SUP-42).
-Errors (isError: true, error.code, and a sentence saying what to do next):
-- invalid_input: nothing was attempted; fix the argument the message names and call again (the same operation_id is fine). An unknown project_id lists the known projects.
-- idempotency_conflict: this operation_id was already used for a different ticket; nothing was written. Do not alter the arguments to force it through; if you really mean a new ticket, generate a new operation_id.
-- operation_in_progress: a call with this operation_id is still running; wait a few seconds and retry with the same operation_id and arguments.
-- outcome_unknown: the ticket may or may not have been created; call get_operation_status with this operation_id, or retry with the same operation_id and arguments (never a new one).
-- operation_failed: this operation_id was used before and that attempt was recorded as failed; nothing was created. Retrying it fails the same way: fix the cause, then use a new operation_id.
-- unavailable or internal: retry shortly with the same operation_id and arguments.
-- forbidden: your token lacks the tickets:write scope; retrying will not help.
-Use preview_ticket for a dry run that writes nothing, and list_projects to find project_id values.`
+Errors are isError results with error.code, retryable and a next step.`
 
-	descPreviewTicket = `Dry run of create_ticket: validates and normalises the same arguments and says what create_ticket would do, without writing anything. Safe to call any number of times.
+	descPreviewTicket = `Dry run of create_ticket, writing nothing: the normalised ticket, its fingerprint and, with the operation_id you mean to use, what create_ticket would do: create, replay (existing_ticket_id) or conflict (the ID was used for another ticket; an answer, not an error).`
 
-Returns the normalised ticket (title trimmed, priority defaulted, labels trimmed, lower-cased, de-duplicated and sorted) and its fingerprint. If you pass the operation_id you intend to use, "would" tells what create_ticket would do with it:
-- "create": the operation_id is unused; create_ticket would create this ticket.
-- "replay": this same ticket was already created with that operation_id (existing_ticket_id); create_ticket would return it and create nothing new.
-- "conflict": the operation_id was already used for a different ticket; create_ticket would fail with idempotency_conflict. Use a new operation_id only if this really is a new ticket.
-A conflict is a normal answer here, not an error. Errors: invalid_input with the same messages create_ticket would give (an unknown project_id lists the known projects); forbidden without the tickets:read scope.`
+	descGetOperationStatus = `Did it happen? For an operation_id used (or maybe used) with create_ticket, update_ticket or add_comment, e.g. after outcome_unknown or a timeout, before retrying. status: succeeded (do not repeat), pending (check again), failed (changed nothing; see error), unknown (check again, or retry the same call), not_found (nothing ran under it for your tenant in 30 days: safe to make the call with it). next_step says what to do.`
 
-	descGetOperationStatus = `Answers authoritatively "did it happen?" for an operation_id you used, or may have used, with any write: create_ticket, update_ticket or add_comment. Call it after an outcome_unknown error, a timeout or a lost connection, before deciding whether to retry.
+	descGetTicket = `Fetch a ticket of your tenant in full by ID (UUID) or key (SUP-42). Pass its version as update_ticket's if_version.`
 
-action names the write the operation_id was used for. status is one of:
-- "succeeded": it took effect; do not make it again. ticket_id and ticket (as it is now) are included for every action; version is the version an update_ticket produced; comment_id is the comment an add_comment added.
-- "pending": the operation is still running; check again in a moment.
-- "failed": it was rejected for the reason in error; it changed nothing.
-- "unknown": not settled yet; check again shortly, or retry the same call with the same operation_id and arguments.
-- "not_found": nothing ran under this operation_id for your tenant in the last 30 days (how long ticketd remembers a succeeded operation), so making the intended call with it now is safe unless you used it longer ago than that.
-next_step repeats what to do in one sentence. not_found is a normal answer, not an error. Read-only.`
+	descListTickets = `List your tenant's tickets as summaries (no description: get_ticket or detail "full"). Filters combine: project_id, status (one or a list), query (words all in title or description), assignee (a subject, "me", or "none"), label, priority, updated_since (RFC 3339). sort: updated_desc (default with query), created_desc (else), priority_desc. limit 1-100, default 20; a page stops at 64 KiB. With next_cursor, call again with it as cursor and the same arguments.`
 
-	descGetTicket = `Fetch one of your tenant's tickets by its ID (the UUID returned as ticket_id) or by its key (like SUP-42, any case). The ticket includes its version (pass it as if_version to update_ticket when you decide based on what you read) and its assignee (null when unassigned). Errors: not_found if your tenant has no such ticket; invalid_input if id is neither a UUID nor a key. Read-only.`
-
-	descListTickets = `List your tenant's tickets, newest first. Optional filters, combined: project_id; status (open, in_progress, resolved or closed); query (words that must all occur in the title or description, whole words, any case: use it to find a ticket by what it is about); assignee (a subject, or "me" for tickets assigned to you); label; priority (low, normal, high or urgent). Returns at most limit tickets (default 50, at most 200); when next_cursor is present, call again with it as cursor and the same filters for the next page. Read-only.`
-
-	descListProjects = `List your tenant's projects. Each id is a valid project_id for create_ticket, preview_ticket and list_tickets; key is the prefix of the project's ticket keys (SUP in SUP-42). An empty list means your tenant has no project yet and no ticket can be filed: next_step says how an operator creates one. Read-only.`
+	descListProjects = `List your tenant's projects: id is a project_id, key the prefix of ticket keys (SUP in SUP-42). An empty list comes with next_step.`
 )
 
 // CreateTicketIn is the input of create_ticket. It has no tenant: the tenant
 // comes from the caller's token.
 type CreateTicketIn struct {
-	OperationID string `json:"operation_id" jsonschema:"A fresh random UUID (version 4 or 7) that you generate once for this intended ticket and reuse unchanged on every retry of it. Never change it to make a retry go through."`
+	OperationID string `json:"operation_id" jsonschema:"Fresh random UUID (v4 or v7) for this one intended ticket; the same on every retry of it."`
 	wire.TicketFields
 }
 
 // PreviewTicketIn is the input of preview_ticket: create_ticket's, with the
 // operation ID optional.
 type PreviewTicketIn struct {
-	OperationID string `json:"operation_id,omitempty" jsonschema:"Optional: the operation_id you intend to pass to create_ticket, to learn whether it would create, replay or conflict."`
+	OperationID string `json:"operation_id,omitempty" jsonschema:"The operation_id you intend to pass to create_ticket."`
 	wire.TicketFields
 }
 
 // GetOperationStatusIn is the input of get_operation_status.
 type GetOperationStatusIn struct {
-	OperationID string `json:"operation_id" jsonschema:"The operation_id you passed (or may have passed) to create_ticket, update_ticket or add_comment."`
+	OperationID string `json:"operation_id" jsonschema:"The operation_id of the write."`
 }
 
 // GetTicketIn is the input of get_ticket.
 type GetTicketIn struct {
-	ID string `json:"id" jsonschema:"The ticket's ID (a UUID, the ticket_id from create_ticket) or its key, like SUP-42."`
+	ID string `json:"id" jsonschema:"Ticket ID (UUID) or key, e.g. SUP-42."`
 }
 
 // ListTicketsIn is the input of list_tickets. Every field is optional.
 type ListTicketsIn struct {
-	ProjectID string `json:"project_id,omitempty" jsonschema:"Only tickets of this project."`
-	Status    string `json:"status,omitempty" jsonschema:"Only tickets with this status: open, in_progress, resolved or closed."`
-	Query     string `json:"query,omitempty" jsonschema:"Only tickets whose title or description contains every one of these words (whole words, any case)."`
-	Assignee  string `json:"assignee,omitempty" jsonschema:"Only tickets assigned to this subject; me means you (the subject of your token)."`
-	Label     string `json:"label,omitempty" jsonschema:"Only tickets with this label."`
-	Priority  string `json:"priority,omitempty" jsonschema:"Only tickets with this priority: low, normal, high or urgent."`
-	Limit     int    `json:"limit,omitempty" jsonschema:"At most this many tickets, 1-200 (default 50)."`
-	Cursor    string `json:"cursor,omitempty" jsonschema:"The next_cursor of the previous page, with the same filters."`
+	ProjectID    string        `json:"project_id,omitempty"`
+	Status       wire.Statuses `json:"status,omitempty"`
+	Query        string        `json:"query,omitempty"`
+	Assignee     string        `json:"assignee,omitempty"`
+	Label        string        `json:"label,omitempty"`
+	Priority     string        `json:"priority,omitempty"`
+	UpdatedSince string        `json:"updated_since,omitempty"`
+	Sort         string        `json:"sort,omitempty"`
+	Detail       string        `json:"detail,omitempty"`
+	Limit        int           `json:"limit,omitempty"`
+	Cursor       string        `json:"cursor,omitempty"`
 }
 
 // ListProjectsIn is the (empty) input of list_projects.
@@ -142,10 +123,11 @@ type GetTicketOut struct {
 	Ticket wire.Ticket `json:"ticket"`
 }
 
-// ListTicketsOut is list_tickets' result.
+// ListTicketsOut is list_tickets' result. Tickets holds wire.TicketSummary
+// values, or wire.Ticket values with detail "full".
 type ListTicketsOut struct {
-	Tickets    []wire.Ticket `json:"tickets"`
-	NextCursor string        `json:"next_cursor,omitempty" jsonschema:"Present when there are more tickets: pass it as cursor."`
+	Tickets    []any  `json:"tickets"`
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 // ListProjectsOut is list_projects' result.
@@ -181,7 +163,7 @@ var (
 		},
 		output: func(s *jsonschema.Schema) {
 			s.Properties["status"].Enum = []any{"succeeded"}
-			ticketObject(s.Properties["ticket"])
+			s.Properties["ticket"] = ref(defTicket)
 		},
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in CreateTicketIn) (CreateTicketOut, error) {
 			res, err := svc.CreateTicket(ctx, c.principal.Tenant, c.principal.Subject, in.OperationID, in.NewTicket())
@@ -230,6 +212,8 @@ var (
 		input: func(s *jsonschema.Schema) { s.Properties["operation_id"].Pattern = operationIDPattern },
 		output: func(s *jsonschema.Schema) {
 			wire.ConstrainOperationStatus(s, slices.Concat(wire.LedgerStatuses, []string{wire.StatusNotFound})...)
+			s.Properties["ticket"] = ref(defTicket)
+			s.Properties["deliveries"].Items = ref(defDelivery)
 		},
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in GetOperationStatusIn) (wire.OperationStatus, error) {
 			st, err := svc.GetOperation(ctx, c.principal.Tenant, in.OperationID)
@@ -250,7 +234,7 @@ var (
 		input: func(s *jsonschema.Schema) {
 			s.Properties["id"].MinLength, s.Properties["id"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(maxTicketRef)
 		},
-		output: func(s *jsonschema.Schema) { ticketObject(s.Properties["ticket"]) },
+		output: func(s *jsonschema.Schema) { s.Properties["ticket"] = ref(defTicket) },
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in GetTicketIn) (GetTicketOut, error) {
 			tk, err := svc.GetTicket(ctx, c.principal.Tenant, in.ID)
 			if errcode.Of(err) == errcode.NotFound {
@@ -268,27 +252,42 @@ var (
 		input: func(s *jsonschema.Schema) {
 			p := s.Properties
 			p["project_id"].MaxLength = jsonschema.Ptr(tickets.MaxProjectID)
-			p["status"].Enum = stringEnum(tickets.Statuses...)
+			p["status"] = wire.StatusFilterSchema()
 			p["query"].MaxLength = jsonschema.Ptr(tickets.MaxQuery)
 			p["assignee"].MaxLength = jsonschema.Ptr(tickets.MaxAssignee)
 			p["label"].MaxLength = jsonschema.Ptr(tickets.MaxLabel)
 			p["priority"].Enum = stringEnum(tickets.Priorities...)
-			p["limit"].Minimum, p["limit"].Maximum = jsonschema.Ptr(1.0), jsonschema.Ptr(float64(tickets.MaxLimit))
-			p["limit"].Default = json.RawMessage(fmt.Sprint(tickets.DefaultLimit))
+			p["updated_since"].Format = "date-time"
+			p["sort"].Enum = stringEnum(tickets.Sorts...)
+			p["detail"].Enum = []any{wire.DetailSummary, wire.DetailFull}
+			p["limit"].Minimum, p["limit"].Maximum = jsonschema.Ptr(1.0), jsonschema.Ptr(float64(tickets.MaxTicketLimit))
 			p["cursor"].MaxLength = jsonschema.Ptr(maxCursor)
 		},
-		output: func(s *jsonschema.Schema) { ticketObject(s.Properties["tickets"].Items) },
+		output: func(s *jsonschema.Schema) {
+			s.Properties["tickets"].Items = &jsonschema.Schema{AnyOf: []*jsonschema.Schema{ref(defSummary), ref(defTicket)}}
+		},
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in ListTicketsIn) (ListTicketsOut, error) {
+			since, err := wire.ParseUpdatedSince(in.UpdatedSince)
+			if err != nil {
+				return ListTicketsOut{}, err
+			}
+			item := func(t tickets.Ticket) any { return wire.SummaryOf(t) }
+			if in.Detail == wire.DetailFull {
+				item = func(t tickets.Ticket) any { return wire.FromTicket(t) }
+			}
 			page, err := svc.ListTickets(ctx, c.principal.Tenant, tickets.ListTicketsParams{
-				ProjectID: in.ProjectID, Status: tickets.Status(in.Status), Query: in.Query, Assignee: wire.AssigneeFilter(in.Assignee, c.principal.Subject),
-				Label: in.Label, Priority: tickets.Priority(in.Priority), Limit: in.Limit, Cursor: in.Cursor,
+				ProjectID: in.ProjectID, Statuses: in.Status.Domain(), Query: in.Query,
+				Assignee: wire.AssigneeFilter(in.Assignee, c.principal.Subject), Label: in.Label,
+				Priority: tickets.Priority(in.Priority), UpdatedSince: since, Sort: tickets.Sort(in.Sort),
+				Limit: in.Limit, Cursor: in.Cursor,
+				MaxBytes: pageItemsBudget, Measure: func(t tickets.Ticket) (int, error) { return measureItem(item(t)) },
 			})
 			if err != nil {
 				return ListTicketsOut{}, err
 			}
-			out := ListTicketsOut{Tickets: make([]wire.Ticket, len(page.Tickets)), NextCursor: page.NextCursor}
+			out := ListTicketsOut{Tickets: make([]any, len(page.Tickets)), NextCursor: page.NextCursor}
 			for i, tk := range page.Tickets {
-				out.Tickets[i] = wire.FromTicket(tk)
+				out.Tickets[i] = item(tk)
 			}
 			return out, nil
 		},

@@ -1,7 +1,9 @@
 package rest
 
 import (
+	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -22,9 +24,11 @@ type newProjectBody struct {
 	Backend *wire.Backend `json:"backend,omitempty"`
 }
 
+// ticketList holds wire.Ticket values, or wire.TicketSummary values with
+// detail=summary.
 type ticketList struct {
-	Tickets    []wire.Ticket `json:"tickets"`
-	NextCursor string        `json:"next_cursor,omitempty"`
+	Tickets    []any  `json:"tickets"`
+	NextCursor string `json:"next_cursor,omitempty"`
 }
 
 type operationList struct {
@@ -79,27 +83,50 @@ func (a *api) getTicket(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, wire.FromTicket(t))
 }
 
-// listTickets is GET /api/v1/tickets, newest first; assignee=me is the
-// caller.
+// listTickets is GET /api/v1/tickets, newest first unless sort says
+// otherwise; assignee=me is the caller, assignee=none unassigned; status
+// takes one status or several, comma-separated; detail=summary leaves the
+// descriptions out (full tickets by default, as operators' scripts expect).
 func (a *api) listTickets(w http.ResponseWriter, r *http.Request) {
-	q, limit, err := pageParams(r, "project_id", "status", "query", "assignee", "label", "priority")
+	q, limit, err := pageParams(r, "project_id", "status", "query", "assignee", "label", "priority", "updated_since", "sort", "detail")
 	if err != nil {
 		fail(w, r, err, "")
 		return
 	}
+	since, err := wire.ParseUpdatedSince(q.Get("updated_since"))
+	if err != nil {
+		fail(w, r, err, "")
+		return
+	}
+	item := func(t tickets.Ticket) any { return wire.FromTicket(t) }
+	switch q.Get("detail") {
+	case "", wire.DetailFull:
+	case wire.DetailSummary:
+		item = func(t tickets.Ticket) any { return wire.SummaryOf(t) }
+	default:
+		fail(w, r, invalid("detail", fmt.Sprintf("must be summary or full, got %q", q.Get("detail"))), "")
+		return
+	}
+	var statuses []tickets.Status
+	if v := q.Get("status"); v != "" {
+		for _, st := range strings.Split(v, ",") {
+			statuses = append(statuses, tickets.Status(st))
+		}
+	}
 	p := principal(r)
 	page, err := a.svc.ListTickets(r.Context(), p.Tenant, tickets.ListTicketsParams{
-		ProjectID: q.Get("project_id"), Status: tickets.Status(q.Get("status")), Query: q.Get("query"),
+		ProjectID: q.Get("project_id"), Statuses: statuses, Query: q.Get("query"),
 		Assignee: wire.AssigneeFilter(q.Get("assignee"), p.Subject), Label: q.Get("label"),
-		Priority: tickets.Priority(q.Get("priority")), Limit: limit, Cursor: q.Get("cursor"),
+		Priority: tickets.Priority(q.Get("priority")), UpdatedSince: since, Sort: tickets.Sort(q.Get("sort")),
+		Limit: limit, Cursor: q.Get("cursor"),
 	})
 	if err != nil {
 		fail(w, r, err, "")
 		return
 	}
-	out := ticketList{Tickets: make([]wire.Ticket, len(page.Tickets)), NextCursor: page.NextCursor}
+	out := ticketList{Tickets: make([]any, len(page.Tickets)), NextCursor: page.NextCursor}
 	for i, t := range page.Tickets {
-		out.Tickets[i] = wire.FromTicket(t)
+		out.Tickets[i] = item(t)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

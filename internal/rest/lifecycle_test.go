@@ -161,4 +161,38 @@ func TestListTicketsFilters(t *testing.T) {
 	}
 	p := wantProblem(t, do(t, e, req{path: "/api/v1/tickets?priority=whenever", token: tok}), http.StatusBadRequest, "invalid_input")
 	wantFieldError(t, p, "priority", "low, normal, high, urgent")
+
+	// The list controls (docs/contract.md#lists-and-the-context-budget), as MCP takes them: several statuses,
+	// assignee=none, updated_since, sort, and detail=summary without the
+	// descriptions (full tickets by default).
+	decode[ticket](t, patch(t, e, tok, "SUP-2", newKey(), "", `{"status":"closed"}`), http.StatusOK)
+	since := url.QueryEscape(fire.CreatedAt)
+	for q, want := range map[string][]string{
+		"status=open,closed": {"SUP-2", "SUP-1"},
+		"status=closed":      {"SUP-2"},
+		"assignee=none":      {"SUP-2"},
+		"sort=updated_desc&updated_since=" + since:   {"SUP-2", "SUP-1"},
+		"sort=priority_desc&status=open,in_progress": {"SUP-1"},
+	} {
+		list := decode[ticketList](t, do(t, e, req{path: "/api/v1/tickets?" + q, token: tok}), http.StatusOK)
+		var keys []string
+		for _, tk := range list.Tickets {
+			keys = append(keys, tk.Key)
+			if tk.Reporter == "" || tk.CreatedAt == "" {
+				t.Errorf("?%s lists %s as %+v, want a full ticket by default", q, tk.Key, tk)
+			}
+		}
+		if strings.Join(keys, " ") != strings.Join(want, " ") {
+			t.Errorf("?%s found %v, want %v", q, keys, want)
+		}
+	}
+	summaries := decode[struct {
+		Tickets []map[string]any `json:"tickets"`
+	}](t, do(t, e, req{path: "/api/v1/tickets?detail=summary", token: tok}), http.StatusOK)
+	if _, has := summaries.Tickets[0]["description"]; len(summaries.Tickets) != 2 || has || summaries.Tickets[0]["key"] != "SUP-2" {
+		t.Errorf("detail=summary listed %v, want two tickets without descriptions", summaries.Tickets)
+	}
+	for q, field := range map[string]string{"updated_since=yesterday": "updated_since", "sort=oldest": "sort", "detail=all": "detail", "status=open,done": "status"} {
+		wantFieldError(t, wantProblem(t, do(t, e, req{path: "/api/v1/tickets?" + q, token: tok}), http.StatusBadRequest, "invalid_input"), field, "")
+	}
 }

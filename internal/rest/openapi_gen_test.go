@@ -72,6 +72,7 @@ func generateOpenAPI(raw []byte) ([]byte, error) {
 		"Comment":             wire.CommentSchema(),
 		"Event":               wire.EventSchema(),
 		"Ticket":              wire.TicketSchema(),
+		"TicketSummary":       wire.TicketSummarySchema(),
 		"Project":             wire.Infer[wire.Project](),
 		"OperationStatus":     wire.OperationStatusSchema(wire.LedgerStatuses...),
 		"Priority":            {Type: "string", Enum: wire.StringEnum(tickets.Priorities...)},
@@ -82,6 +83,7 @@ func generateOpenAPI(raw []byte) ([]byte, error) {
 		"WebhookDelivery":     wire.Infer[rest.WebhookDelivery](),
 		"WebhookDeliveryList": wire.Infer[rest.WebhookDeliveryList](),
 		"Resolution":          resolutionSchema(),
+		"Backend":             wire.Infer[wire.Backend](),
 	} {
 		if err := described(name, s); err != nil {
 			return nil, err
@@ -104,6 +106,10 @@ func generateOpenAPI(raw []byte) ([]byte, error) {
 		"AssigneeFilter":        {Type: "string", MaxLength: jsonschema.Ptr(tickets.MaxAssignee)},
 		"LabelFilter":           {Type: "string", MaxLength: jsonschema.Ptr(tickets.MaxLabel)},
 		"OperationStatusFilter": {Type: "string", Enum: wire.StringEnum(wire.LedgerStatuses...)},
+		"TicketLimit": {Type: "integer", Minimum: jsonschema.Ptr(1.0), Maximum: jsonschema.Ptr(float64(tickets.MaxTicketLimit)),
+			Default: json.RawMessage(fmt.Sprint(tickets.DefaultTicketLimit))},
+		"TicketSort":   {Type: "string", Enum: wire.StringEnum(tickets.Sorts...)},
+		"TicketDetail": {Type: "string", Enum: []any{wire.DetailSummary, wire.DetailFull}, Default: json.RawMessage(`"` + wire.DetailFull + `"`)},
 	} {
 		if err := setSchema(param, s); err != nil {
 			return nil, err

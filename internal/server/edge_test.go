@@ -239,7 +239,7 @@ func TestScopesOverHTTP(t *testing.T) {
 	var rpcErr *jsonrpc.Error
 	mu.Lock()
 	if !errors.As(err, &rpcErr) || status != http.StatusForbidden ||
-		!strings.Contains(challenge, `error="insufficient_scope"`) || !strings.Contains(challenge, `scope="tickets:write"`) ||
+		!strings.Contains(challenge, `error="insufficient_scope"`) || !strings.Contains(challenge, `scope="tickets:read tickets:write"`) ||
 		!strings.Contains(challenge, `resource_metadata="`+env.URL+server.MCPResourceMetadataPath+`"`) {
 		t.Errorf("create_ticket with a read token: %v, status %d, challenge %q; want a JSON-RPC error on a 403 insufficient_scope step-up", err, status, challenge)
 	}
@@ -401,5 +401,17 @@ func TestReadOnly(t *testing.T) {
 	}
 	if n := env.CountTickets(t, "acme"); n != 0 {
 		t.Errorf("a read-only server created %d tickets", n)
+	}
+	// It advertises the read scope only: in its metadata and its 401s.
+	resp, body := get2(t, env.URL+server.MCPResourceMetadataPath)
+	var prm struct {
+		ScopesSupported []string `json:"scopes_supported"`
+	}
+	if err := json.Unmarshal([]byte(body), &prm); err != nil || strings.Join(prm.ScopesSupported, " ") != authn.ScopeRead {
+		t.Errorf("read-only metadata: %d scopes_supported %v, want [%s]", resp.StatusCode, prm.ScopesSupported, authn.ScopeRead)
+	}
+	status, h, _ := rpc(t, env, "", legacy, callBody(mcptools.ToolListProjects, `{}`), nil)
+	if c := h.Get("WWW-Authenticate"); status != http.StatusUnauthorized || !strings.Contains(c, `scope="tickets:read"`) {
+		t.Errorf("read-only 401: %d challenge %q, want scope=\"tickets:read\"", status, c)
 	}
 }

@@ -73,6 +73,11 @@ type Config struct {
 	// Issuer is the authorization server that issues tokens for this
 	// resource; Protected Resource Metadata names it. Required.
 	Issuer string
+	// AuthorizationServers are the issuer URLs Protected Resource Metadata
+	// names as authorization_servers (TICKETD_OAUTH_AUTHORIZATION_SERVERS),
+	// so OAuth clients find where to get a token; empty names Issuer if it
+	// is a URL.
+	AuthorizationServers []string
 	// Logger receives the access log and the tool-call log; nil discards.
 	Logger *slog.Logger
 	// Ready reports whether the server can serve (a database ping); /readyz
@@ -119,8 +124,15 @@ type Edge struct {
 const DefaultBodyBudget = 64 * MaxBodyBytes
 
 // challengeScopes are the scopes a 401 challenge names: what an agent needs
-// to use every tool (docs/contract.md#mcp-tools), and all an MCP client may ask for.
-var challengeScopes = []string{authn.ScopeRead, authn.ScopeWrite}
+// to use every tool (docs/contract.md#mcp-tools), and all an MCP client may
+// ask for; a read-only server serves read tools only, so it names the read
+// scope alone.
+func challengeScopes(readOnly bool) []string {
+	if readOnly {
+		return []string{authn.ScopeRead}
+	}
+	return []string{authn.ScopeRead, authn.ScopeWrite}
+}
 
 // New returns the HTTP handler serving:
 //
@@ -161,6 +173,7 @@ func New(cfg Config) (http.Handler, error) {
 	}
 	resource := public + MCPPath
 	metadataURL := public + MCPResourceMetadataPath
+	scopes := challengeScopes(cfg.Edge.ReadOnly)
 
 	metrics := cfg.Metrics
 	if metrics == nil {
@@ -214,10 +227,10 @@ func New(cfg Config) (http.Handler, error) {
 	})
 	metadata := auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource:             resource,
-		AuthorizationServers: authorizationServers(cfg.Issuer),
+		AuthorizationServers: authorizationServers(cfg.Issuer, cfg.AuthorizationServers),
 		// Only what an MCP client may usefully ask for: no tool needs
 		// tickets:admin, which is for operators' tokens on /api/v1.
-		ScopesSupported:        challengeScopes,
+		ScopesSupported:        scopes,
 		BearerMethodsSupported: []string{"header"},
 		ResourceName:           "ticketd",
 	})
@@ -231,7 +244,7 @@ func New(cfg Config) (http.Handler, error) {
 	})
 	restAPI := rest.NewRouter(rest.Config{
 		Service: cfg.Service, Verifier: cfg.Verifier, ResourceMetadataURL: metadataURL,
-		ChallengeScopes: challengeScopes, Metrics: metrics, Webhooks: cfg.Webhooks,
+		ChallengeScopes: scopes, Metrics: metrics, Webhooks: cfg.Webhooks,
 		AfterAuth: []func(http.Handler) http.Handler{edge.Limit(edge.LimitOptions{
 			Limits: tenants,
 			Tenant: func(r *http.Request) (string, bool) {
@@ -245,13 +258,16 @@ func New(cfg Config) (http.Handler, error) {
 	mux := http.NewServeMux()
 	// /mcp, outermost first, in the order package edge documents.
 	mux.Handle(MCPPath, nameSpan(MCPPath, chain(mcpHandler,
+		countRefusals(metrics, mcptools.ScopeFor(toolOpts)),
 		origin,
 		bodies,
 		edge.SingleAuthorization(nil),
-		scopedChallenge,
+		scopedChallenge(scopes),
 		requireToken,
-		requireTicketdScope(metadataURL),
+		noteCaller,
+		// After MCPBody, so its refusal answers the request's id.
 		edge.MCPBody(edge.MCPBodyOptions{MaxBytes: MaxBodyBytes}),
+		requireTicketdScope(metadataURL, scopes),
 		edge.StepUp(edge.StepUpOptions{ScopeFor: mcptools.ScopeFor(toolOpts), Scopes: mcptools.TokenScopes, ResourceMetadataURL: metadataURL}),
 		limitMCP,
 	)))
@@ -360,15 +376,40 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v) // the status is sent; a failed write has no one left to tell
 }
 
-// authorizationServers lists the issuer in Protected Resource Metadata only
-// when it is an absolute http(s) URL, as RFC 9728 requires: a bare name such
-// as the dev issuer "ticketd-dev" names no server a client could contact.
-func authorizationServers(issuer string) []string {
-	u, err := url.Parse(issuer)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+// authorizationServers lists the configured authorization servers in
+// Protected Resource Metadata or, without any, the issuer, only when it is
+// an absolute http(s) URL, as RFC 9728 requires: a bare name such as the
+// dev issuer "ticketd-dev" names no server a client could contact.
+func authorizationServers(issuer string, configured []string) []string {
+	if len(configured) > 0 {
+		return configured
+	}
+	if !isHTTPURL(issuer) {
 		return nil
 	}
 	return []string{issuer}
+}
+
+// isHTTPURL reports whether s is an absolute http(s) URL with a host.
+func isHTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
+}
+
+// ParseAuthorizationServers parses TICKETD_OAUTH_AUTHORIZATION_SERVERS:
+// comma-separated issuer URLs, each an absolute http(s) URL.
+func ParseAuthorizationServers(raw string) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(raw, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !isHTTPURL(s) {
+			return nil, fmt.Errorf("authorization server %q is not an absolute http(s) URL", s)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 // nameSpan names the request's trace span after route, for the handlers

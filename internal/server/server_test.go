@@ -95,8 +95,14 @@ func TestMCPNeedsAValidToken(t *testing.T) {
 			if resp.StatusCode != http.StatusUnauthorized {
 				t.Fatalf("status = %d, want 401 (%s)", resp.StatusCode, body)
 			}
-			if got := resp.Header.Get("WWW-Authenticate"); !strings.HasPrefix(got, "Bearer ") || !strings.Contains(got, wantChallenge) {
+			got := resp.Header.Get("WWW-Authenticate")
+			if !strings.HasPrefix(got, "Bearer ") || !strings.Contains(got, wantChallenge) {
 				t.Errorf("WWW-Authenticate = %q, want Bearer with %s", got, wantChallenge)
+			}
+			// A presented token that was rejected says so (RFC 6750 §3.1);
+			// no token gets no error code.
+			if invalid := strings.Contains(got, `error="invalid_token"`); invalid != (c.token != "") {
+				t.Errorf("WWW-Authenticate = %q; error=\"invalid_token\" present %v, want %v", got, invalid, c.token != "")
 			}
 			if c.token != "" {
 				cs, err := servertest.Dial(env.Endpoint, c.token)
@@ -162,6 +168,43 @@ func TestProtectedResourceMetadata(t *testing.T) {
 			strings.Join(prm.BearerMethodsSupported, " ") != "header" {
 			t.Errorf("GET %s = %+v", path, prm)
 		}
+	}
+}
+
+// TestMetadataNamesConfiguredAuthorizationServers: with
+// TICKETD_OAUTH_AUTHORIZATION_SERVERS, PRM names those servers, so a client
+// that discovers OAuth finds the issuer of the tokens ticketd verifies.
+func TestMetadataNamesConfiguredAuthorizationServers(t *testing.T) {
+	t.Parallel()
+	servers := []string{"https://login.example.com/realms/acme", "https://idp.example.org"}
+	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{AuthorizationServers: servers})
+	_, body := get(t, env.URL+server.MCPResourceMetadataPath)
+	var prm struct {
+		AuthorizationServers []string `json:"authorization_servers"`
+	}
+	if err := json.Unmarshal([]byte(body), &prm); err != nil || strings.Join(prm.AuthorizationServers, " ") != strings.Join(servers, " ") {
+		t.Errorf("authorization_servers = %v (%v), want %v", prm.AuthorizationServers, err, servers)
+	}
+	if _, err := server.ParseAuthorizationServers("https://ok.example, ticketd-dev"); err == nil {
+		t.Error("a bare name was accepted as an authorization server")
+	}
+	if got, err := server.ParseAuthorizationServers(" https://a.example ,https://b.example,"); err != nil || len(got) != 2 {
+		t.Errorf("parse = %v, %v; want two servers", got, err)
+	}
+}
+
+// TestNoScopeRefusalNamesTheRequestID: the 403 for a token without any
+// ticketd scope answers in a JSON-RPC error that names the request's id.
+func TestNoScopeRefusalNamesTheRequestID(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{})
+	resp, body := postMCP(t, env.URL, "", env.Token(t, "acme", "profile"), listToolsBody)
+	var msg struct {
+		ID    json.RawMessage     `json:"id"`
+		Error *struct{ Code int } `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(body), &msg); err != nil || resp.StatusCode != http.StatusForbidden || msg.Error == nil || string(msg.ID) != "1" {
+		t.Errorf("no-scope token: %d %s, want 403 with a JSON-RPC error for id 1", resp.StatusCode, body)
 	}
 }
 

@@ -175,8 +175,7 @@ func (f *filter) Close() error {
 // rpcError is a JSON-RPC error response with a null id: the line it answers
 // had no id that can be trusted.
 func rpcError(code int64, message string) []byte {
-	body, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{Error: &jsonrpc.Error{Code: code, Message: message}})
-	return body
+	return edge.RPCError(nil, code, message)
 }
 
 // Transport wraps an mcp.Transport (an IOTransport over Filter) so that the

@@ -151,12 +151,18 @@ func TestBadLinesAreAnsweredAndTheSessionGoesOn(t *testing.T) {
 	}
 	for i, tt := range tests {
 		s.send(t, tt.line)
-		if m := s.next(t); m.Error == nil || m.Error.Code != tt.wantCode {
+		m := s.next(t)
+		if m.Error == nil || m.Error.Code != tt.wantCode {
 			t.Fatalf("%s: answered %+v, want JSON-RPC error %d", tt.name, m, tt.wantCode)
+		}
+		// A response always names an id: the request's, or null when it
+		// has none that can be trusted (JSON-RPC 2.0 §5).
+		if want := map[bool]string{true: "5", false: "null"}[tt.name == "UndeclaredMethod"]; string(m.ID) != want {
+			t.Errorf("%s: answered with id %q, want %s", tt.name, m.ID, want)
 		}
 		// After every bad line the session still serves calls.
 		s.send(t, callLine(100+i, "echo", `{"text":"still here"}`))
-		m := s.next(t)
+		m = s.next(t)
 		if m.Result == nil || m.Result.IsError || m.Result.Content[0].Text != "still here" || string(m.ID) != jsonInt(100+i) {
 			t.Fatalf("%s: call after the bad line answered %+v", tt.name, m)
 		}

@@ -102,7 +102,7 @@ func TestPagesStayWithinByteBudget(t *testing.T) {
 		}
 
 		got, pages := walk(t, func(c string) ([]tickets.Ticket, string, error) {
-			p, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{Limit: tickets.MaxLimit, Cursor: c})
+			p, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{Limit: tickets.MaxTicketLimit, Cursor: c})
 			return p.Tickets, p.NextCursor, err
 		}, func(tk tickets.Ticket) string { return tk.ID.String() })
 		assertEachOnce(t, "tickets", got, ticketIDs)
@@ -148,7 +148,7 @@ func TestListReadsInBatches(t *testing.T) {
 			}
 			want = append([]string{res.Ticket.Key}, want...)
 		}
-		all, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{Limit: tickets.MaxLimit})
+		all, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{Limit: tickets.MaxTicketLimit})
 		if err != nil || all.NextCursor != "" {
 			t.Fatalf("one page of everything: next %q, %v", all.NextCursor, err)
 		}

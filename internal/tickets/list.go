@@ -1,11 +1,13 @@
 package tickets
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -18,22 +20,59 @@ const (
 	MaxQueryWords = 16
 )
 
-// ListTicketsParams filters and pages ListTickets. All fields are optional;
-// the filters combine (AND).
+// ListTicketsParams filters, sorts and pages ListTickets. All fields are
+// optional; the filters combine (AND).
 type ListTicketsParams struct {
 	ProjectID string
-	Status    Status
+	// Statuses keeps tickets in any of these statuses; empty keeps all.
+	Statuses []Status
 	// Query is full text over title and description: every word must occur
 	// (whole words, any case).
 	Query string
-	// Assignee is an exact assignee; the transports resolve "me" to the
-	// caller's subject before calling.
+	// Assignee is an exact assignee, or AssigneeNone for unassigned
+	// tickets; the transports resolve "me" to the caller's subject before
+	// calling.
 	Assignee string
 	Label    string
 	Priority Priority
-	Limit    int    // 1..MaxLimit; 0 means DefaultLimit
-	Cursor   string // from a previous page's NextCursor
+	// UpdatedSince keeps tickets last changed at or after it.
+	UpdatedSince *time.Time
+	// Sort orders the list; "" is SortUpdatedDesc for a search (Query
+	// given) and SortCreatedDesc otherwise.
+	Sort   Sort
+	Limit  int    // 1..MaxTicketLimit; 0 means DefaultTicketLimit
+	Cursor string // from a previous page's NextCursor
+	// MaxBytes bounds the page by Measure's sizes (a transport's own
+	// budget, below MaxPageBytes); 0 means MaxPageBytes.
+	MaxBytes int
+	// Measure sizes a ticket as the transport will send it; nil measures
+	// the whole ticket's JSON.
+	Measure func(Ticket) (int, error)
 }
+
+// AssigneeNone is the assignee filter for unassigned tickets.
+const AssigneeNone = "none"
+
+// Page sizes of ticket lists (docs/contract.md#lists-and-the-context-budget): a default page an agent can
+// afford to read on every turn.
+const (
+	DefaultTicketLimit = 20
+	MaxTicketLimit     = 100
+)
+
+// Sort is the order of a ticket list; every order is newest first within
+// equal keys.
+type Sort string
+
+// The orders.
+const (
+	SortUpdatedDesc  Sort = "updated_desc"
+	SortCreatedDesc  Sort = "created_desc"
+	SortPriorityDesc Sort = "priority_desc"
+)
+
+// Sorts lists every order.
+var Sorts = []Sort{SortUpdatedDesc, SortCreatedDesc, SortPriorityDesc}
 
 // TicketPage is one page of tickets, newest first.
 type TicketPage struct {
@@ -41,15 +80,22 @@ type TicketPage struct {
 	NextCursor string // empty on the last page
 }
 
+// ticketPosition is where a page ended, in the list's order: the id, plus
+// the sort key the order compares first.
 type ticketPosition struct {
-	ID string `json:"id"`
+	ID        string     `json:"id"`
+	UpdatedAt *time.Time `json:"u,omitempty"`
+	Rank      int        `json:"r,omitempty"`
 }
 
 // ticketFilter is ListTicketsParams validated and normalised.
 type ticketFilter struct {
 	projectID, assignee, label string
-	status                     Status
+	unassigned                 bool
+	statuses                   []Status
 	priority                   Priority
+	updatedSince               *time.Time
+	sort                       Sort
 	words                      []string
 }
 
@@ -62,10 +108,25 @@ func normalizeFilter(p ListTicketsParams) (ticketFilter, error) {
 	}
 	f.projectID = canonicalText(p.ProjectID, true)
 	f.assignee = canonicalText(p.Assignee, false)
+	if f.assignee == AssigneeNone {
+		f.assignee, f.unassigned = "", true
+	}
 	f.label = canonicalText(p.Label, true)
-	f.status = Status(strings.ToLower(strings.TrimSpace(string(p.Status))))
-	if f.status != "" && !slices.Contains(Statuses, f.status) {
-		return f, invalidField("status", "must be one of open, in_progress, resolved, closed; got %q", p.Status)
+	for _, raw := range p.Statuses {
+		st := Status(strings.ToLower(strings.TrimSpace(string(raw))))
+		if !slices.Contains(Statuses, st) {
+			return f, invalidField("status", "must be one of open, in_progress, resolved, closed; got %q", raw)
+		}
+		if !slices.Contains(f.statuses, st) {
+			f.statuses = append(f.statuses, st)
+		}
+	}
+	// One order for one set, so a cursor does not depend on how the caller
+	// spelled the list.
+	slices.Sort(f.statuses)
+	if p.UpdatedSince != nil {
+		t := p.UpdatedSince.UTC()
+		f.updatedSince = &t
 	}
 	f.priority = Priority(strings.ToLower(strings.TrimSpace(string(p.Priority))))
 	if f.priority != "" && !slices.Contains(Priorities, f.priority) {
@@ -83,6 +144,15 @@ func normalizeFilter(p ListTicketsParams) (ticketFilter, error) {
 			return f, invalidField("query", "at most %d words, got %d", MaxQueryWords, len(f.words))
 		}
 	}
+	f.sort = Sort(strings.ToLower(strings.TrimSpace(string(p.Sort))))
+	switch {
+	case f.sort == "" && len(f.words) > 0:
+		f.sort = SortUpdatedDesc
+	case f.sort == "":
+		f.sort = SortCreatedDesc
+	case !slices.Contains(Sorts, f.sort):
+		return f, invalidField("sort", "must be one of updated_desc, created_desc, priority_desc; got %q", p.Sort)
+	}
 	return f, nil
 }
 
@@ -95,10 +165,71 @@ func searchWords(q string) []string {
 	return slices.Compact(words)
 }
 
-// scope binds a cursor to the tenant and every filter.
+// scope binds a cursor to the tenant, every filter and the order.
 func (f ticketFilter) scope(tenant string) string {
-	return strings.Join(append([]string{"tickets", tenant, f.projectID, string(f.status), f.assignee, f.label,
-		string(f.priority)}, f.words...), "\x00")
+	statuses := make([]string, len(f.statuses))
+	for i, st := range f.statuses {
+		statuses[i] = string(st)
+	}
+	since := ""
+	if f.updatedSince != nil {
+		since = f.updatedSince.Format(time.RFC3339Nano)
+	}
+	return strings.Join(append([]string{"tickets", tenant, f.projectID, strings.Join(statuses, ","), f.assignee,
+		fmt.Sprint(f.unassigned), f.label, string(f.priority), since, string(f.sort)}, f.words...), "\x00")
+}
+
+// priorityRank orders priorities for SortPriorityDesc, in SQL both
+// dialects run.
+const priorityRank = "(CASE priority WHEN 'urgent' THEN 4 WHEN 'high' THEN 3 WHEN 'normal' THEN 2 ELSE 1 END)"
+
+// rankOf is priorityRank in Go, for the cursor.
+func rankOf(p string) int {
+	switch Priority(p) {
+	case PriorityUrgent:
+		return 4
+	case PriorityHigh:
+		return 3
+	case PriorityNormal:
+		return 2
+	}
+	return 1
+}
+
+// order returns the ORDER BY of the filter's sort.
+func (f ticketFilter) order() string {
+	switch f.sort {
+	case SortUpdatedDesc:
+		return "updated_at DESC, id DESC"
+	case SortPriorityDesc:
+		return priorityRank + " DESC, id DESC"
+	}
+	// UUIDv7 ids sort in creation order, so id is the whole keyset.
+	return "id DESC"
+}
+
+// after limits q to the rows after pos in the filter's order.
+func (f ticketFilter) after(q *gorm.DB, pos ticketPosition) *gorm.DB {
+	switch {
+	case f.sort == SortUpdatedDesc && pos.UpdatedAt != nil:
+		return q.Where("(updated_at < ? OR (updated_at = ? AND id < ?))", *pos.UpdatedAt, *pos.UpdatedAt, pos.ID)
+	case f.sort == SortPriorityDesc:
+		return q.Where("("+priorityRank+" < ? OR ("+priorityRank+" = ? AND id < ?))", pos.Rank, pos.Rank, pos.ID)
+	}
+	return q.Where("id < ?", pos.ID)
+}
+
+// position is where a page that ends with r ends, in the filter's order.
+func (f ticketFilter) position(r ticketRow) ticketPosition {
+	pos := ticketPosition{ID: r.ID}
+	switch f.sort {
+	case SortUpdatedDesc:
+		t := r.UpdatedAt.UTC()
+		pos.UpdatedAt = &t
+	case SortPriorityDesc:
+		pos.Rank = rankOf(r.Priority)
+	}
+	return pos
 }
 
 // apply adds the filter's conditions to q.
@@ -106,11 +237,17 @@ func (f ticketFilter) apply(q *gorm.DB, postgres bool) (*gorm.DB, error) {
 	if f.projectID != "" {
 		q = q.Where("project_id = ?", f.projectID)
 	}
-	if f.status != "" {
-		q = q.Where("status = ?", string(f.status))
+	if len(f.statuses) > 0 {
+		q = q.Where("status IN ?", f.statuses)
 	}
-	if f.assignee != "" {
+	switch {
+	case f.unassigned:
+		q = q.Where("assignee IS NULL")
+	case f.assignee != "":
 		q = q.Where("assignee = ?", f.assignee)
+	}
+	if f.updatedSince != nil {
+		q = q.Where("updated_at >= ?", *f.updatedSince)
 	}
 	if f.priority != "" {
 		q = q.Where("priority = ?", string(f.priority))
@@ -141,13 +278,13 @@ func (f ticketFilter) apply(q *gorm.DB, postgres bool) (*gorm.DB, error) {
 	return q, nil
 }
 
-// ListTickets returns the tenant's tickets, newest first, a page at a time;
-// a page also ends early at MaxPageBytes. Cursors are bound to the tenant and
-// the filters.
+// ListTickets returns the tenant's tickets in the order p.Sort names, a
+// page at a time; a page also ends early at p.MaxBytes (MaxPageBytes if
+// unset). Cursors are bound to the tenant, the filters and the order.
 //
-// Errors: ErrInvalid (bad filter, limit or cursor), ErrUnavailable.
+// Errors: ErrInvalid (bad filter, sort, limit or cursor), ErrUnavailable.
 func (s *Service) ListTickets(ctx context.Context, tenant string, p ListTicketsParams) (TicketPage, error) {
-	limit, err := pageLimit(p.Limit)
+	limit, err := ticketPageLimit(p.Limit)
 	if err != nil {
 		return TicketPage{}, err
 	}
@@ -156,9 +293,10 @@ func (s *Service) ListTickets(ctx context.Context, tenant string, p ListTicketsP
 		return TicketPage{}, err
 	}
 	scope := f.scope(tenant)
-	var start ticketPosition
+	var start *ticketPosition
 	if p.Cursor != "" {
-		if err := s.cursors.Decode(scope, p.Cursor, &start); err != nil {
+		start = new(ticketPosition)
+		if err := s.cursors.Decode(scope, p.Cursor, start); err != nil {
 			return TicketPage{}, invalidField("cursor", "not a cursor issued for this list; start again without one")
 		}
 	}
@@ -170,26 +308,39 @@ func (s *Service) ListTickets(ctx context.Context, tenant string, p ListTicketsP
 		q := base.Session(&gorm.Session{})
 		switch {
 		case after != nil:
-			q = q.Where("id < ?", after.ID)
-		case start.ID != "":
-			q = q.Where("id < ?", start.ID)
+			q = f.after(q, f.position(*after))
+		case start != nil:
+			q = f.after(q, *start)
 		}
 		var rows []ticketRow
-		// UUIDv7 ids sort in creation order, so id is the whole keyset.
-		if err := q.Order("id DESC").Limit(n).Find(&rows).Error; err != nil {
+		if err := q.Order(f.order()).Limit(n).Find(&rows).Error; err != nil {
 			return nil, fmt.Errorf("%w: list tickets: %v", ErrUnavailable, err)
 		}
 		return rows, nil
 	}
-	items, last, more, err := fillPage(limit, fetch, ticketRow.toTicket)
+	maxBytes, measure := cmp.Or(p.MaxBytes, MaxPageBytes), p.Measure
+	if measure == nil {
+		measure = measureJSON[Ticket]
+	}
+	items, last, more, err := fillPageWithin(limit, min(maxBytes, MaxPageBytes), measure, fetch, ticketRow.toTicket)
 	if err != nil {
 		return TicketPage{}, err
 	}
 	page := TicketPage{Tickets: items}
 	if more {
-		if page.NextCursor, err = s.cursors.Encode(scope, ticketPosition{ID: last.ID}); err != nil {
+		if page.NextCursor, err = s.cursors.Encode(scope, f.position(*last)); err != nil {
 			return TicketPage{}, err
 		}
 	}
 	return page, nil
+}
+
+func ticketPageLimit(limit int) (int, error) {
+	switch {
+	case limit == 0:
+		return DefaultTicketLimit, nil
+	case limit < 0 || limit > MaxTicketLimit:
+		return 0, invalidField("limit", "must be between 1 and %d, got %d", MaxTicketLimit, limit)
+	}
+	return limit, nil
 }

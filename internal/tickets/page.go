@@ -28,6 +28,23 @@ const fetchBatch = 32
 // pagination always advances. more reports whether rows remain; last is the
 // last row taken, for the next cursor.
 func fillPage[R, T any](limit int, fetch func(after *R, n int) ([]R, error), convert func(R) (T, error)) (items []T, last *R, more bool, err error) {
+	return fillPageWithin(limit, MaxPageBytes, measureJSON[T], fetch, convert)
+}
+
+// measureJSON measures an item as its JSON (domain field names) plus
+// pageItemSlack.
+func measureJSON[T any](item T) (int, error) {
+	b, err := json.Marshal(item)
+	if err != nil {
+		return 0, fmt.Errorf("measure list item: %w", err)
+	}
+	return len(b) + pageItemSlack, nil
+}
+
+// fillPageWithin is fillPage with the page's byte budget and the measure
+// of an item given: a transport that sends less than the whole item (a
+// summary) measures what it sends, under a budget of its own.
+func fillPageWithin[R, T any](limit, maxBytes int, measure func(T) (int, error), fetch func(after *R, n int) ([]R, error), convert func(R) (T, error)) (items []T, last *R, more bool, err error) {
 	items = []T{}
 	total := 0
 	var after *R
@@ -45,12 +62,11 @@ func fillPage[R, T any](limit int, fetch func(after *R, n int) ([]R, error), con
 			if err != nil {
 				return nil, nil, false, err
 			}
-			b, err := json.Marshal(item)
+			size, err := measure(item)
 			if err != nil {
-				return nil, nil, false, fmt.Errorf("measure list item: %w", err)
+				return nil, nil, false, err
 			}
-			size := len(b) + pageItemSlack
-			if len(items) > 0 && total+size > MaxPageBytes {
+			if len(items) > 0 && total+size > maxBytes {
 				return items, last, true, nil
 			}
 			items, total, last = append(items, item), total+size, &rows[i]

@@ -46,9 +46,14 @@ func seedSearch(tb testing.TB, svc *tickets.Service) {
 	}
 }
 
-// searchKeys lists every matching key, newest first, through all pages.
+// searchKeys lists every matching key, newest first unless p sorts
+// otherwise (a search's default order is the last updated first), through
+// all pages.
 func searchKeys(tb testing.TB, svc *tickets.Service, p tickets.ListTicketsParams) []string {
 	tb.Helper()
+	if p.Sort == "" {
+		p.Sort = tickets.SortCreatedDesc
+	}
 	keys := []string{}
 	for pages := 0; ; pages++ {
 		if pages > 20 {
@@ -91,9 +96,9 @@ var searchCases = []struct {
 	{"WithLabel", tickets.ListTicketsParams{Query: "printer", Label: " HARDWARE "}, []string{"SUP-10", "SUP-3", "SUP-1"}},
 	{"WithAssignee", tickets.ListTicketsParams{Query: "printer", Assignee: "alice"}, []string{"SUP-7", "SUP-1"}},
 	{"WithPriority", tickets.ListTicketsParams{Query: "printer", Priority: "LOW"}, []string{"SUP-10", "SUP-7", "SUP-3"}},
-	{"WithStatus", tickets.ListTicketsParams{Query: "printer", Status: tickets.StatusResolved}, []string{"SUP-1"}},
+	{"WithStatus", tickets.ListTicketsParams{Query: "printer", Statuses: []tickets.Status{tickets.StatusResolved}}, []string{"SUP-1"}},
 	{"FiltersWithoutQuery", tickets.ListTicketsParams{Label: "network", Assignee: "bob"}, []string{"SUP-6", "SUP-2"}},
-	{"AllFilters", tickets.ListTicketsParams{Query: "floor", Label: "hardware", Priority: "low", Status: "open", ProjectID: "support"}, []string{"SUP-10", "SUP-3"}},
+	{"AllFilters", tickets.ListTicketsParams{Query: "floor", Label: "hardware", Priority: "low", Statuses: []tickets.Status{"open"}, ProjectID: "support"}, []string{"SUP-10", "SUP-3"}},
 	{"Paginated", tickets.ListTicketsParams{Query: "the", Limit: 2}, []string{"SUP-9", "SUP-7", "SUP-5", "SUP-4", "SUP-2", "SUP-1"}},
 	{"Nothing", tickets.ListTicketsParams{Query: "kangaroo"}, []string{}},
 	{"LabelNobodyHas", tickets.ListTicketsParams{Label: "netw"}, []string{}},

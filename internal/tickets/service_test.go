@@ -412,7 +412,8 @@ func TestListTicketsPaginates(t *testing.T) {
 		}
 		for name, p := range map[string]tickets.ListTicketsParams{
 			"OtherTenant": {Limit: 2, Cursor: first.NextCursor},
-			"OtherFilter": {Limit: 2, Cursor: first.NextCursor, Status: tickets.StatusClosed},
+			"OtherFilter": {Limit: 2, Cursor: first.NextCursor, Statuses: []tickets.Status{tickets.StatusClosed}},
+			"OtherSort":   {Limit: 2, Cursor: first.NextCursor, Sort: tickets.SortPriorityDesc},
 			"Forged":      {Limit: 2, Cursor: "eyJpZCI6IjAifQ.AAAAAAAAAAAAAAAAAAAAAA"},
 		} {
 			tenant := tenantA

@@ -163,6 +163,9 @@ type recorder struct {
 	script   []int
 	requests []request
 	srv      *httptest.Server
+	// held, when set, keeps every request past the script waiting until it
+	// is closed, so a test can look at a delivery while it is still pending.
+	held chan struct{}
 }
 
 // newRecorder starts a receiver; secret is set later with verifyWith since
@@ -173,6 +176,19 @@ func newRecorder(tb testing.TB, script ...int) *recorder {
 	r.srv = httptest.NewServer(r)
 	tb.Cleanup(r.srv.Close)
 	return r
+}
+
+// hold makes requests past the script wait until the returned release is
+// called (also at cleanup, so no request outlives the test).
+func (r *recorder) hold() (release func()) {
+	held := make(chan struct{})
+	r.mu.Lock()
+	r.held = held
+	r.mu.Unlock()
+	var once sync.Once
+	release = func() { once.Do(func() { close(held) }) }
+	r.tb.Cleanup(release)
+	return release
 }
 
 // verifyWith hands every request past the script to a reference receiver
@@ -197,8 +213,15 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if len(r.script) > 0 {
 		status, r.script = r.script[0], r.script[1:]
 	}
-	ref := r.ref
+	ref, held := r.ref, r.held
 	r.mu.Unlock()
+	if status == 0 && held != nil {
+		select {
+		case <-held:
+		case <-req.Context().Done():
+			return
+		}
+	}
 	switch {
 	case status != 0:
 		w.WriteHeader(status)

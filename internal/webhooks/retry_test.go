@@ -95,6 +95,9 @@ func TestDeliveryFailsAfterMaxAttemptsAndAManualRetryDeliversIt(t *testing.T) {
 		if err != nil || len(ds) != 1 {
 			t.Fatalf("deliveries = %+v, %v", ds, err)
 		}
+		// The receiver holds the manual retry's attempt, so the delivery is
+		// still pending when the second Retry looks at it.
+		release := rec.hold()
 		retried, err := svc.Retry(context.Background(), tenant, sub.ID, ds[0].ID)
 		if err != nil {
 			t.Fatalf("retry: %v", err)
@@ -105,6 +108,7 @@ func TestDeliveryFailsAfterMaxAttemptsAndAManualRetryDeliversIt(t *testing.T) {
 		if _, err := svc.Retry(context.Background(), tenant, sub.ID, ds[0].ID); !errors.Is(err, webhooks.ErrConflict) {
 			t.Errorf("retry of a pending delivery: %v, want ErrConflict", err)
 		}
+		release()
 		got = waitStatus(t, svc, ev.OperationID, webhooks.StatusDelivered)
 		if got.Attempts != 4 || got.LastError != "" {
 			t.Errorf("delivered after manual retry = %+v, want 4 attempts, no error", got)

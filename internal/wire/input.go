@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -16,11 +17,11 @@ import (
 // /api/v1/tickets takes as its body. Adding a field here adds it to the MCP
 // schemas, the REST body and the OpenAPI document.
 type TicketFields struct {
-	ProjectID   string   `json:"project_id" jsonschema:"The project to file the ticket in, e.g. support (see list_projects)."`
-	Title       string   `json:"title" jsonschema:"One-line summary, 1-200 characters after trimming."`
-	Description string   `json:"description,omitempty" jsonschema:"Details: what happened, what was expected, how to reproduce; at most 20000 characters."`
-	Priority    string   `json:"priority,omitempty" jsonschema:"How urgent the ticket is: low, normal (the default), high or urgent."`
-	Labels      []string `json:"labels,omitempty" jsonschema:"Up to 20 labels of 1-50 characters each; they are trimmed, lower-cased, de-duplicated and sorted."`
+	ProjectID   string   `json:"project_id" jsonschema:"From list_projects, e.g. support."`
+	Title       string   `json:"title" jsonschema:"One-line summary."`
+	Description string   `json:"description,omitempty" jsonschema:"What happened, what was expected, how to reproduce."`
+	Priority    string   `json:"priority,omitempty"`
+	Labels      []string `json:"labels,omitempty" jsonschema:"Trimmed, lower-cased, de-duplicated and sorted."`
 }
 
 // NewTicket is the one mapping from the wire fields to the domain's input.
@@ -63,15 +64,36 @@ func TicketSchema() *jsonschema.Schema {
 }
 
 // ConstrainTicket states the ticket object's closed vocabularies and marks
-// its timestamps as RFC 3339, on a schema inferred from Ticket.
+// its timestamps as RFC 3339, on a schema inferred from Ticket or
+// TicketSummary.
 func ConstrainTicket(s *jsonschema.Schema) {
 	s.Properties["priority"].Enum = StringEnum(tickets.Priorities...)
 	s.Properties["status"].Enum = StringEnum(tickets.Statuses...)
-	s.Properties["created_at"].Format = "date-time"
-	s.Properties["updated_at"].Format = "date-time"
-	// Infer drops null, but an unassigned ticket's assignee is null.
-	s.Properties["assignee"].Type, s.Properties["assignee"].Types = "", []string{"string", "null"}
+	for _, name := range []string{"created_at", "updated_at"} {
+		if p := s.Properties[name]; p != nil {
+			p.Format = "date-time"
+		}
+	}
+	// Infer drops null, but an unassigned ticket's assignee is null: said as
+	// two branches, which clients that map schemas onto a single-type
+	// dialect accept where a type array is refused (inspector --strict).
+	s.Properties["assignee"] = Nullable(s.Properties["assignee"])
 	s.Properties["version"].Minimum = jsonschema.Ptr(1.0)
+}
+
+// Nullable is s or null, written as anyOf branches of one type each. The
+// description stays on the whole.
+func Nullable(s *jsonschema.Schema) *jsonschema.Schema {
+	branch := *s
+	branch.Description = ""
+	return &jsonschema.Schema{Description: s.Description, AnyOf: []*jsonschema.Schema{&branch, {Type: "null"}}}
+}
+
+// TicketSummarySchema is the ticket summary's JSON Schema.
+func TicketSummarySchema() *jsonschema.Schema {
+	s := Infer[TicketSummary]()
+	ConstrainTicket(s)
+	return s
 }
 
 // Infer returns the schema inferred for T with every nullable union
@@ -132,7 +154,6 @@ func ConstrainOperationStatus(s *jsonschema.Schema, statuses ...string) {
 	ConstrainTicket(s.Properties["ticket"])
 	s.Properties["deliveries"].Items.Properties["status"].Enum = StringEnum(DeliveryStatuses...)
 	s.Properties["downstream"].Properties["status"].Enum = StringEnum(DownstreamStatuses...)
-	s.Properties["downstream"].Properties["next_check_at"].Format = "date-time"
 }
 
 // DownstreamStatuses are the statuses of an operation's effect in a tracker.
@@ -145,4 +166,67 @@ var DeliveryStatuses = []string{"pending", "delivered", "failed"}
 var LedgerStatuses = []string{
 	string(operations.StatusSucceeded), string(operations.StatusFailed),
 	string(operations.StatusPending), string(operations.StatusUnknown),
+}
+
+// Statuses is a ticket list's status filter: one status or a list of them,
+// as list_tickets takes it ("open" or ["open", "in_progress"]).
+type Statuses []string
+
+// UnmarshalJSON accepts a string or an array of strings.
+func (s *Statuses) UnmarshalJSON(b []byte) error {
+	var one string
+	if err := json.Unmarshal(b, &one); err == nil {
+		*s = Statuses{one}
+		return nil
+	}
+	var many []string
+	if err := json.Unmarshal(b, &many); err != nil {
+		return fmt.Errorf("status: want a status or a list of statuses: %w", err)
+	}
+	*s = many
+	return nil
+}
+
+// Domain returns the filter as the tickets package takes it.
+func (s Statuses) Domain() []tickets.Status {
+	out := make([]tickets.Status, len(s))
+	for i, v := range s {
+		out[i] = tickets.Status(v)
+	}
+	return out
+}
+
+// StatusFilterSchema is the schema of a Statuses filter: a status, or a
+// list of one to four distinct statuses.
+func StatusFilterSchema() *jsonschema.Schema {
+	one := func() *jsonschema.Schema {
+		return &jsonschema.Schema{Type: "string", Enum: StringEnum(tickets.Statuses...)}
+	}
+	return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{
+		one(),
+		{Type: "array", Items: one(), MinItems: jsonschema.Ptr(1), MaxItems: jsonschema.Ptr(len(tickets.Statuses)), UniqueItems: true},
+	}}
+}
+
+// ParseUpdatedSince parses a list's updated_since filter, an RFC 3339
+// time; "" is no filter.
+func ParseUpdatedSince(s string) (*time.Time, error) {
+	if s == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return nil, &tickets.ValidationError{Fields: []tickets.FieldError{{Field: "updated_since",
+			Message: fmt.Sprintf("must be an RFC 3339 time such as 2026-07-28T09:00:00Z, got %q", truncateValue(s))}}}
+	}
+	return &t, nil
+}
+
+// truncateValue bounds a caller's value quoted in a message.
+func truncateValue(s string) string {
+	const maxShown = 40
+	if r := []rune(s); len(r) > maxShown {
+		return string(r[:maxShown]) + "…"
+	}
+	return s
 }

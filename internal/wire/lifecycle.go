@@ -12,13 +12,13 @@ import (
 // fields update_ticket takes besides operation_id, id and if_version, and the
 // body of PATCH /api/v1/tickets/{id_or_key}. Absent fields stay as they are.
 type TicketUpdateFields struct {
-	Title        *string  `json:"title,omitempty" jsonschema:"New one-line summary, 1-200 characters after trimming."`
-	Description  *string  `json:"description,omitempty" jsonschema:"New details; at most 20000 characters."`
-	Priority     *string  `json:"priority,omitempty" jsonschema:"New priority: low, normal, high or urgent."`
-	Status       *string  `json:"status,omitempty" jsonschema:"New status. Allowed moves: open to in_progress, resolved or closed; in_progress to open, resolved or closed; resolved to open or closed; closed to open only."`
-	Assignee     *string  `json:"assignee,omitempty" jsonschema:"Who the ticket is assigned to (a subject, at most 200 characters); \"me\" assigns it to you; an empty string unassigns it."`
-	AddLabels    []string `json:"add_labels,omitempty" jsonschema:"Labels to add, normalised like create's (trimmed, lower-cased)."`
-	RemoveLabels []string `json:"remove_labels,omitempty" jsonschema:"Labels to remove; removing a label the ticket lacks is not an error."`
+	Title        *string  `json:"title,omitempty"`
+	Description  *string  `json:"description,omitempty"`
+	Priority     *string  `json:"priority,omitempty"`
+	Status       *string  `json:"status,omitempty" jsonschema:"Moves: open to in_progress, resolved or closed; in_progress to open, resolved or closed; resolved to open or closed; closed to open."`
+	Assignee     *string  `json:"assignee,omitempty" jsonschema:"A subject; \"me\" is you; \"\" unassigns."`
+	AddLabels    []string `json:"add_labels,omitempty"`
+	RemoveLabels []string `json:"remove_labels,omitempty"`
 }
 
 // Update is the one mapping from the wire fields to the domain's update.
@@ -68,7 +68,7 @@ func ConstrainTicketUpdateFields(s *jsonschema.Schema) {
 // CommentFields is the one input contract of add_comment besides
 // operation_id and id, and the body of POST /api/v1/tickets/{id}/comments.
 type CommentFields struct {
-	Body string `json:"body" jsonschema:"The comment: what you learned or did, 1-20000 characters after trimming."`
+	Body string `json:"body" jsonschema:"What you found, did or decided."`
 }
 
 // CommentFieldsSchema is CommentFields' JSON Schema with its limits.

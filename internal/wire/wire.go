@@ -24,8 +24,11 @@ type Ticket struct {
 	Version     int64     `json:"version" jsonschema:"1 at creation, +1 on every change of the ticket's fields (comments do not change it); pass it as if_version (MCP) or If-Match (REST) to update only this version"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
-	ExternalID  string    `json:"external_id,omitempty" jsonschema:"tracker-backed projects: the issue this ticket mirrors, e.g. owner/name#12"`
-	ExternalURL string    `json:"external_url,omitempty" jsonschema:"tracker-backed projects: the issue's web page"`
+	// ExternalURL is a tracker-backed ticket's issue page. Only the URL
+	// (it names the repository and number), undescribed: every tool's
+	// schema carries the ticket, within the tools/list budget
+	// (docs/contract.md); get_operation_status's downstream has external_id.
+	ExternalURL string `json:"external_url,omitempty"`
 }
 
 // FromTicket converts a domain ticket.
@@ -38,9 +41,44 @@ func FromTicket(t tickets.Ticket) Ticket {
 		ID: t.ID.String(), Key: t.Key, ProjectID: t.ProjectID, Title: t.Title, Description: t.Description,
 		Priority: string(t.Priority), Status: string(t.Status), Labels: labels, Reporter: t.Reporter,
 		Assignee: assignee(t.Assignee), Version: t.Version, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
-		ExternalID: t.ExternalID, ExternalURL: t.ExternalURL,
+		ExternalURL: t.ExternalURL,
 	}
 }
+
+// TicketSummary is a ticket as a list shows it by default (docs/contract.md#lists-and-the-context-budget):
+// enough to pick a ticket and decide on it, without the description, which
+// get_ticket (or detail "full") returns.
+type TicketSummary struct {
+	ID        string    `json:"id"`
+	Key       string    `json:"key"`
+	ProjectID string    `json:"project_id"`
+	Title     string    `json:"title"`
+	Status    string    `json:"status"`
+	Priority  string    `json:"priority"`
+	Assignee  *string   `json:"assignee"`
+	Labels    []string  `json:"labels"`
+	Version   int64     `json:"version"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// SummaryOf converts a domain ticket to its summary.
+func SummaryOf(t tickets.Ticket) TicketSummary {
+	labels := t.Labels
+	if labels == nil {
+		labels = []string{}
+	}
+	return TicketSummary{
+		ID: t.ID.String(), Key: t.Key, ProjectID: t.ProjectID, Title: t.Title, Status: string(t.Status),
+		Priority: string(t.Priority), Assignee: assignee(t.Assignee), Labels: labels, Version: t.Version,
+		UpdatedAt: t.UpdatedAt,
+	}
+}
+
+// Detail levels of a ticket list.
+const (
+	DetailSummary = "summary"
+	DetailFull    = "full"
+)
 
 // assignee is the contract's form of an assignee: null when unassigned.
 func assignee(a string) *string {
@@ -55,26 +93,22 @@ type Project struct {
 	ID   string `json:"id" jsonschema:"project ID to pass as project_id, e.g. support"`
 	Key  string `json:"key" jsonschema:"prefix of the project's ticket keys, e.g. SUP"`
 	Name string `json:"name"`
-	// Backend is absent for a local project.
-	Backend *Backend `json:"backend,omitempty" jsonschema:"where a tracker-backed project's tickets live; absent for a local project"`
 }
 
-// Backend is a tracker-backed project's tracker. It names the environment
-// variable holding the token, never the token.
+// Backend is the tracker of a tracker-backed project as an admin gives it
+// (POST /api/v1/projects). It names the environment variable holding the
+// token, never the token. Projects are listed without it: agents need not
+// know, and every byte of list_projects' schema counts against tools/list.
 type Backend struct {
 	Kind       string `json:"kind" jsonschema:"github"`
 	Repository string `json:"repository" jsonschema:"owner/name"`
-	APIURL     string `json:"api_url,omitempty"`
+	APIURL     string `json:"api_url,omitempty" jsonschema:"the API root; default https://api.github.com/"`
 	TokenEnv   string `json:"token_env" jsonschema:"the environment variable on the server that holds the token"`
 }
 
 // FromProject converts a domain project.
 func FromProject(p tickets.Project) Project {
-	out := Project{ID: p.ID, Key: p.Key, Name: p.Name}
-	if b := p.Backend; b != nil {
-		out.Backend = &Backend{Kind: b.Kind, Repository: b.Repository, APIURL: b.APIURL, TokenEnv: b.TokenEnv}
-	}
-	return out
+	return Project{ID: p.ID, Key: p.Key, Name: p.Name}
 }
 
 // StatusNotFound is the operation status reported for an ID that has no
@@ -99,28 +133,19 @@ type OperationStatus struct {
 	NextStep   string      `json:"next_step" jsonschema:"what to do next, in one sentence"`
 	Deliveries []Delivery  `json:"deliveries,omitempty" jsonschema:"what registered webhooks have been told of this write, one per webhook; the write succeeded either way"`
 	Downstream *Downstream `json:"downstream,omitempty" jsonschema:"tracker-backed projects: what is known of the write in the tracker"`
-	History    []History   `json:"history,omitempty" jsonschema:"tracker-backed projects: each request, look at the tracker and operator's finding, oldest first"`
+	History    []History   `json:"history,omitempty" jsonschema:"tracker-backed projects: each request, look at the tracker, duplicate found and closed, and operator's finding, oldest first"`
 }
 
 // Downstream is what is known of an operation's effect in an external
 // tracker (DESIGN §16).
 type Downstream struct {
-	System      string      `json:"system" jsonschema:"the tracker: github"`
-	Status      string      `json:"status" jsonschema:"pending, succeeded, unknown or failed"`
-	ExternalID  string      `json:"external_id,omitempty" jsonschema:"the issue, e.g. owner/name#12"`
-	ExternalURL string      `json:"external_url,omitempty"`
-	Attempts    int         `json:"attempts" jsonschema:"requests that may have reached the tracker"`
-	LastError   string      `json:"last_error,omitempty"`
-	NextCheckAt *time.Time  `json:"next_check_at,omitempty" jsonschema:"when ticketd looks at the tracker again"`
-	Duplicates  []Duplicate `json:"duplicates,omitempty" jsonschema:"issues the tracker let through twice for this operation, found after the fact"`
-}
-
-// Duplicate is a second issue filed for one operation.
-type Duplicate struct {
-	ExternalID  string `json:"external_id"`
-	ExternalURL string `json:"external_url,omitempty"`
-	Closed      bool   `json:"closed" jsonschema:"closed with a comment naming the kept issue"`
-	Kept        string `json:"kept_external_id"`
+	System      string     `json:"system" jsonschema:"the tracker: github"`
+	Status      string     `json:"status" jsonschema:"pending, succeeded, unknown or failed"`
+	ExternalID  string     `json:"external_id,omitempty" jsonschema:"the issue, e.g. owner/name#12"`
+	ExternalURL string     `json:"external_url,omitempty"`
+	Attempts    int        `json:"attempts" jsonschema:"requests that may have reached the tracker"`
+	LastError   string     `json:"last_error,omitempty"`
+	NextCheckAt *time.Time `json:"next_check_at,omitempty" jsonschema:"when ticketd looks at the tracker again"`
 }
 
 // History is one step of an operation's reconciliation.
@@ -165,9 +190,6 @@ func FromOperation(st tickets.OperationStatus) OperationStatus {
 	if d := st.Downstream; d != nil {
 		ds := &Downstream{System: d.System, Status: d.Status, ExternalID: d.ExternalID, ExternalURL: d.ExternalURL,
 			Attempts: d.Attempts, LastError: d.LastError, NextCheckAt: d.NextCheckAt}
-		for _, dup := range d.Duplicates {
-			ds.Duplicates = append(ds.Duplicates, Duplicate{ExternalID: dup.ExternalID, ExternalURL: dup.ExternalURL, Closed: dup.Closed, Kept: dup.KeptID})
-		}
 		out.Downstream = ds
 	}
 	for _, h := range st.History {

@@ -56,6 +56,8 @@ type Options struct {
 	Edge server.Edge
 	// Tracked connects tracker-backed projects (zero: none can be created).
 	Tracked tickets.TrackedOptions
+	// AuthorizationServers is server.Config.AuthorizationServers.
+	AuthorizationServers []string
 }
 
 // Start serves d (a fresh, migrated database, as dbtest gives) over
@@ -92,7 +94,7 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 	}
 	h, err := server.New(server.Config{
 		Service: e.Service, Verifier: v, PublicURL: base, Issuer: Issuer, Logger: opts.Logger,
-		Ready: ready, Metrics: metrics, Edge: opts.Edge,
+		Ready: ready, Metrics: metrics, Edge: opts.Edge, AuthorizationServers: opts.AuthorizationServers,
 	})
 	if err != nil {
 		tb.Fatalf("servertest: server.New: %v", err)
@@ -164,14 +166,20 @@ func Connect(tb testing.TB, endpoint, token string) *mcp.ClientSession {
 // Dial is Connect for callers that expect it to fail (a bad token). The
 // caller closes the session.
 func Dial(endpoint, token string) (*mcp.ClientSession, error) {
+	return DialWith(endpoint, Bearer(token, http.DefaultTransport), "")
+}
+
+// DialWith is Dial over rt (which must add the token), asking for protocol
+// version (the latest if empty; "2025-11-25" makes the legacy handshake).
+func DialWith(endpoint string, rt http.RoundTripper, version string) (*mcp.ClientSession, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), CallTimeout)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "servertest", Version: "v0"}, nil)
 	return client.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:   endpoint,
-		HTTPClient: &http.Client{Transport: Bearer(token, http.DefaultTransport)},
+		HTTPClient: &http.Client{Transport: rt},
 		MaxRetries: -1,
-	}, nil)
+	}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 }
 
 // Bearer returns a RoundTripper adding "Authorization: Bearer token" to
