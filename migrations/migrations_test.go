@@ -18,7 +18,7 @@ func TestDialectsEnforceTheSameKeys(t *testing.T) {
 	t.Parallel()
 	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
 		now := time.Now().UTC()
-		project := `INSERT INTO projects (tenant_id, id, key, name, next_number, created_at) VALUES (?, ?, ?, ?, 1, ?)`
+		project := `INSERT INTO projects (tenant_id, id, key, name, created_at) VALUES (?, ?, ?, ?, ?)`
 		ticket := `INSERT INTO tickets (id, tenant_id, project_id, number, key, title, description, priority, status, labels, reporter, created_at, updated_at)
 			VALUES (?, ?, ?, ?, ?, 't', '', ?, 'open', '[]', 'r', ?, ?)`
 		operation := `INSERT INTO operations (tenant_id, action, operation_id, fingerprint, status, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`

@@ -43,6 +43,19 @@ start() { # env assignments for this run
 	echo "server did not start" >&2; cat "$WORK/server.log" >&2; exit 1
 }
 token() { "$BIN" token --tenant "$1" --subject measure --scope "$2" 2>/dev/null; }
+# load runs ticketd-load. Failed calls (exit 1) are part of what is measured
+# here (rate limits answer some calls with errors); anything else, above
+# all a load that did not run as configured (exit 3: sessions that never
+# connected, workers that stopped), ends the measurement, since its figures
+# would describe another load.
+load() {
+	local rc=0
+	"$LOAD" "$@" || rc=$?
+	if [ "$rc" -gt 1 ]; then
+		echo "edge-measure: ticketd-load exited $rc: this load did not run as configured; no figures reported" >&2
+		exit 1
+	fi
+}
 
 "$BIN" migrate >/dev/null
 for t in a b; do "$BIN" projects create --tenant "$t" --id support --key SUP --name Support >/dev/null; done
@@ -58,19 +71,32 @@ printf '{"project_id":"support","title":"large","description":"%s"}' "$DESC" >"$
 seq 400 | xargs -P 8 -I{} sh -c 'curl -fs -o /dev/null -X POST -H "Authorization: Bearer $0" -H "Content-Type: application/json" \
 	-H "Idempotency-Key: $(cat /proc/sys/kernel/random/uuid)" --data-binary @"$1" "http://127.0.0.1:$2/api/v1/tickets"' "$ADMIN_A" "$WORK/ticket.json" "$PORT"
 start TICKETD_RATE_LIMIT_WRITES=0 TICKETD_RATE_LIMIT_READS=0
-"$LOAD" -url "http://127.0.0.1:$PORT/mcp" -token "$TOK_A" -tool list_tickets -args '{"limit":200}' \
-	-workers 40 -duration 20s -timeout 30s -server-pid "$SERVER" || true
+load -url "http://127.0.0.1:$PORT/mcp" -token "$TOK_A" -tool list_tickets -args '{"limit":200}' \
+	-workers 40 -duration 20s -timeout 30s -server-pid "$SERVER"
 fi
 
 echo "== noisy neighbour: tenant B alone"
 start
-"$LOAD" -url "http://127.0.0.1:$PORT/mcp" -token "$TOK_B" -workers 1 -duration 15s -retry-ratio 0 || true
+load -url "http://127.0.0.1:$PORT/mcp" -token "$TOK_B" -workers 1 -duration 15s -retry-ratio 0
 echo "== noisy neighbour: tenant B while tenant A floods with 400 creators"
-"$LOAD" -url "http://127.0.0.1:$PORT/mcp" -token "$TOK_A" -workers 400 -duration 25s -retry-ratio 0 >"$WORK/flood.txt" 2>&1 &
+load -url "http://127.0.0.1:$PORT/mcp" -token "$TOK_A" -workers 400 -duration 25s -retry-ratio 0 >"$WORK/flood.txt" 2>&1 &
 FLOOD=$!
 sleep 5
-"$LOAD" -url "http://127.0.0.1:$PORT/mcp" -token "$TOK_B" -workers 1 -duration 15s -retry-ratio 0 || true
+# The flood must be running (all its sessions connected) before B's figures
+# can be read as "under a flood"; a flood that aborted at connect has ended
+# by now.
+if ! kill -0 "$FLOOD" 2>/dev/null; then
+	echo "edge-measure: the flood ended before tenant B started:" >&2
+	cat "$WORK/flood.txt" >&2
+	exit 1
+fi
+load -url "http://127.0.0.1:$PORT/mcp" -token "$TOK_B" -workers 1 -duration 15s -retry-ratio 0
 for _ in $(seq 5); do curl -s -o /dev/null -w "readyz under the flood: %{http_code} in %{time_total}s\n" "http://127.0.0.1:$PORT/readyz"; done
-wait "$FLOOD" || true
+FLOOD_RC=0
+wait "$FLOOD" || FLOOD_RC=$?
 echo "-- tenant A's flood:"
 cat "$WORK/flood.txt"
+if [ "$FLOOD_RC" -ne 0 ]; then
+	echo "edge-measure: the flood did not run as configured; tenant B's figures above were not measured under it" >&2
+	exit 1
+fi

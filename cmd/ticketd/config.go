@@ -34,6 +34,7 @@ const (
 	groupWebhook                   // webhook delivery
 	groupPublic                    // the public URL alone, for stdio: it derives the audience but listens nowhere
 	groupMint                      // what minting a token needs: issuer, audience, HS256 secret, tenant claim
+	groupReplica                   // the read replica (serve and stdio, which read)
 )
 
 // Defaults that also appear in help and error messages.
@@ -73,6 +74,9 @@ type config struct {
 	// by server.ParseAuthorizationServers.
 	AuthorizationServers string
 
+	// ReadDatabaseURL is the optional read replica (DESIGN §19).
+	ReadDatabaseURL string
+
 	// The edge (docs/architecture.md#the-edge-in-the-order-it-is-wired), parsed and checked by edge().
 	AllowedOrigins    string
 	AllowedHosts      string
@@ -111,6 +115,7 @@ var stringSettings = []stringSetting{
 	{groupHTTP, "TICKETD_ADDR", "addr", defaultAddr, "listen address host:port", func(c *config) *string { return &c.Addr }},
 	{groupHTTP | groupPublic, "TICKETD_PUBLIC_URL", "public-url", "", "URL clients reach this server at (default http://ADDR)", func(c *config) *string { return &c.PublicURL }},
 	{groupDB, "TICKETD_DATABASE_URL", "database-url", "", "postgres://USER:PASS@HOST:PORT/DB?sslmode=… or sqlite://PATH (default " + defaultDatabaseURL + "; with --dev sqlite://DATA_DIR/" + devDatabaseFile + ")", func(c *config) *string { return &c.DatabaseURL }},
+	{groupReplica, "TICKETD_READ_DATABASE_URL", "read-database-url", "", "optional PostgreSQL hot standby for lists, search and history; a query runs there only when the standby has replayed all the primary has committed, else on the primary", func(c *config) *string { return &c.ReadDatabaseURL }},
 	{groupAuth | groupMint, "TICKETD_JWT_ISSUER", "jwt-issuer", "", "iss claim tokens must carry (required; with --dev " + devIssuer + ")", func(c *config) *string { return &c.Issuer }},
 	{groupAuth | groupMint, "TICKETD_JWT_AUDIENCE", "jwt-audience", "", "aud claim tokens must carry (default PUBLIC_URL/mcp)", func(c *config) *string { return &c.Audience }},
 	{groupAuth, "TICKETD_JWT_JWKS_URL", "jwt-jwks-url", "", "key source: identity provider JWK Set URL", func(c *config) *string { return &c.JWKSURL }},
@@ -380,8 +385,18 @@ func (c *config) cursorWarning() string {
 
 // checkDB validates the database URL without connecting.
 func (c *config) checkDB() error {
-	if _, _, err := db.ParseURL(c.DatabaseURL); err != nil {
+	dialect, _, err := db.ParseURL(c.DatabaseURL)
+	if err != nil {
 		return fmt.Errorf("TICKETD_DATABASE_URL: %w", err)
+	}
+	if c.ReadDatabaseURL != "" {
+		readDialect, _, err := db.ParseURL(c.ReadDatabaseURL)
+		if err != nil {
+			return fmt.Errorf("TICKETD_READ_DATABASE_URL: %w", err)
+		}
+		if dialect != db.Postgres || readDialect != db.Postgres {
+			return fmt.Errorf("TICKETD_READ_DATABASE_URL: %w", db.ErrReplicaNotPostgres)
+		}
 	}
 	return nil
 }

@@ -54,6 +54,8 @@ func TestServeConfigErrors(t *testing.T) {
 		{"ZeroWebhookMaxAttempts", []string{"TICKETD_WEBHOOK_MAX_ATTEMPTS", "0"}, nil, "TICKETD_WEBHOOK_MAX_ATTEMPTS"},
 		{"BadWebhookAllowPrivate", []string{"TICKETD_WEBHOOK_ALLOW_PRIVATE", "maybe"}, nil, "TICKETD_WEBHOOK_ALLOW_PRIVATE"},
 		{"FlagOverridesEnv", nil, []string{"--database-url", "mysql://db/x"}, "TICKETD_DATABASE_URL"},
+		{"BadReadDatabaseURL", []string{"TICKETD_READ_DATABASE_URL", "mysql://db/x"}, nil, "TICKETD_READ_DATABASE_URL"},
+		{"ReadReplicaOfSQLite", []string{"TICKETD_READ_DATABASE_URL", "postgres://standby/ticketd"}, nil, "TICKETD_READ_DATABASE_URL: a read replica needs PostgreSQL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -44,7 +44,7 @@ const (
 func serve(ctx context.Context, self string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	pprofAddr := fs.String("pprof-addr", "", "serve net/http/pprof on this loopback address, e.g. 127.0.0.1:6060 (default off)")
-	cfg, logger, cursorKey, err := setup(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupMetrics|groupEdge|groupWebhook, args, getenv, stdout, stderr)
+	cfg, logger, cursorKey, err := setup(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupMetrics|groupEdge|groupWebhook|groupReplica, args, getenv, stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -280,6 +280,13 @@ func openStore(ctx context.Context, cfg *config, opts tickets.Options, logger *s
 		}
 		logger.Info("database ready", "dialect", store.Dialect, "schema_version", v)
 	}
+	if cfg.ReadDatabaseURL != "" {
+		if err := store.AttachReplica(ctx, cfg.ReadDatabaseURL); err != nil {
+			_ = store.Close()
+			return nil, nil, nil, nil, fmt.Errorf("read replica (TICKETD_READ_DATABASE_URL): %w", err)
+		}
+		opts.Reads = store.Replica.Reads
+	}
 	hooks, err := webhooks.New(store, webhooks.Options{
 		RetryMin:    cfg.WebhookRetryMin,
 		MaxAttempts: cfg.WebhookMaxAttempts,
@@ -318,6 +325,11 @@ func collectStore(metrics *observe.Metrics, store *db.DB) error {
 	}
 	if err := metrics.CollectDB(sqlDB); err != nil {
 		return err
+	}
+	if store.Replica != nil {
+		if err := metrics.CollectReplica(store.Replica.Lag, store.Replica.Served); err != nil {
+			return err
+		}
 	}
 	return metrics.CollectOutboxPending(func(ctx context.Context) (int64, error) {
 		var n int64

@@ -32,6 +32,8 @@ var ErrBadURL = errors.New(`database URL must be "postgres://user@host:port/db?s
 type DB struct {
 	Gorm    *gorm.DB
 	Dialect Dialect
+	// Replica is the read replica AttachReplica set, or nil.
+	Replica *Replica
 }
 
 // ParseURL splits a database URL into its dialect and the driver's DSN.
@@ -103,6 +105,12 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	}
 	switch dialect {
 	case Postgres:
+		// A multi-host URL with target_session_attrs=read-write (DESIGN
+		// §19) needs nothing more here to survive a failover: pgx's
+		// database/sql driver pings a connection idle for over a second
+		// before handing it out again and reports a dead one as bad, so
+		// connections to the lost primary are discarded, and every new one
+		// walks the hosts until one accepts writes.
 		sqlDB.SetMaxOpenConns(20)
 		sqlDB.SetMaxIdleConns(10)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
@@ -122,11 +130,15 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	return &DB{Gorm: g, Dialect: dialect}, nil
 }
 
-// Close releases the connection pool.
+// Close releases the connection pool, and the read replica's.
 func (d *DB) Close() error {
+	var replicaErr error
+	if d.Replica != nil {
+		replicaErr = d.Replica.Close()
+	}
 	sqlDB, err := d.Gorm.DB()
 	if err != nil {
 		return fmt.Errorf("close database: %w", err)
 	}
-	return sqlDB.Close()
+	return errors.Join(sqlDB.Close(), replicaErr)
 }

@@ -25,7 +25,7 @@ func newKey() operations.Key {
 // written through tx proves whether the write committed.
 func insertProject(id string) operations.WriteFunc {
 	return func(tx *gorm.DB) error {
-		return tx.Exec(`INSERT INTO projects (tenant_id, id, key, name, next_number, created_at) VALUES (?, ?, ?, ?, 1, ?)`,
+		return tx.Exec(`INSERT INTO projects (tenant_id, id, key, name, created_at) VALUES (?, ?, ?, ?, ?)`,
 			"acme", id, strings.ToUpper(id), id, time.Now().UTC()).Error
 	}
 }

@@ -278,7 +278,7 @@ func listBySeq[R any, T any](ctx context.Context, s *Service, what, tenant strin
 			from = seqOf(*after)
 		}
 		var rows []R
-		if err := s.db.WithContext(ctx).Where("tenant_id = ? AND ticket_id = ? AND seq > ?", tenant, ticketID.String(), from).
+		if err := s.reads.WithContext(ctx).Where("tenant_id = ? AND ticket_id = ? AND seq > ?", tenant, ticketID.String(), from).
 			Order("seq").Limit(n).Find(&rows).Error; err != nil {
 			return nil, fmt.Errorf("%w: list %s: %v", ErrUnavailable, what, err)
 		}

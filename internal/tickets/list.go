@@ -300,7 +300,7 @@ func (s *Service) ListTickets(ctx context.Context, tenant string, p ListTicketsP
 			return TicketPage{}, invalidField("cursor", "not a cursor issued for this list; start again without one")
 		}
 	}
-	base, err := f.apply(s.db.WithContext(ctx).Select(ticketColumns).Where("tenant_id = ?", tenant), s.db.Dialector.Name() == "postgres")
+	base, err := f.apply(s.reads.WithContext(ctx).Select(ticketColumns).Where("tenant_id = ?", tenant), s.db.Dialector.Name() == "postgres")
 	if err != nil {
 		return TicketPage{}, err
 	}

@@ -51,7 +51,11 @@ func (s *Service) CreateProject(ctx context.Context, tenant string, p Project) (
 	if len(errs) > 0 {
 		return Project{}, &ValidationError{Fields: errs}
 	}
-	row := projectRow{TenantID: tenant, ID: p.ID, Key: p.Key, Name: p.Name, NextNumber: 1, CreatedAt: time.Now().UTC()}
+	// The numbering starts at 1 from the column defaults: SQLite's
+	// next_number, PostgreSQL's number_seq and the sequence its insert
+	// trigger creates (migrations/postgres/00004_ticket_numbers.sql), in
+	// this insert's transaction.
+	row := projectRow{TenantID: tenant, ID: p.ID, Key: p.Key, Name: p.Name, CreatedAt: time.Now().UTC()}
 	if b := p.Backend; b != nil {
 		row.BackendKind, row.BackendRepository = &b.Kind, &b.Repository
 		row.BackendAPIURL, row.BackendTokenEnv = nonEmpty(b.APIURL), &b.TokenEnv

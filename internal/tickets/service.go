@@ -51,11 +51,17 @@ type Options struct {
 	// Tracked connects tracker-backed projects (DESIGN §16); without
 	// Tracked.Open such projects cannot be created.
 	Tracked TrackedOptions
+	// Reads, when set, serves the lists (tickets, search, history,
+	// comments) instead of the primary: a read replica's handle that never
+	// answers older than the primary (db.Replica.Reads). Everything that
+	// decides or answers for a write reads the primary (DESIGN §19).
+	Reads *gorm.DB
 }
 
 // Service is the one application layer both transports call.
 type Service struct {
 	db      *gorm.DB
+	reads   *gorm.DB // the lists' handle: Options.Reads, else db
 	ledger  *operations.Ledger
 	cursors cursor.Codec
 	onWrite func(action string, replayed bool, err error)
@@ -68,7 +74,11 @@ type Service struct {
 
 // NewService returns a Service over a migrated database.
 func NewService(db *gorm.DB, opts Options) *Service {
-	return &Service{db: db, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey), onWrite: opts.OnWrite, outbox: opts.Outbox,
+	reads := opts.Reads
+	if reads == nil {
+		reads = db
+	}
+	return &Service{db: db, reads: reads, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey), onWrite: opts.OnWrite, outbox: opts.Outbox,
 		tracked: opts.Tracked.withDefaults()}
 }
 
@@ -137,8 +147,10 @@ func (s *Service) CreateTicket(ctx context.Context, tenant, reporter, operationI
 }
 
 // insertTicket allocates the project's next number and inserts the ticket
-// and its `created` event, inside the ledger's transaction: a rollback
-// returns the number, so numbers stay contiguous.
+// and its `created` event, inside the ledger's transaction. On PostgreSQL
+// the number comes from the project's sequence, which a rollback does not
+// return (a gap, never a reuse); on SQLite from projects.next_number, which
+// it does.
 func insertTicket(tx *gorm.DB, tenant, reporter string, ticketID, eventID, opID uuid.UUID, n NewTicket) (Ticket, error) {
 	// PostgreSQL keeps microseconds: the answer to the first call must read
 	// exactly like every later read and replay.
@@ -205,15 +217,15 @@ func insertTicketSteps(tx *gorm.DB, row *ticketRow, created Event) (bool, error)
 	return true, insertEvent(tx, row.TenantID, created)
 }
 
-// createTicketPostgres does insertTicketSteps' three statements in one. The
-// UPDATE locks the project row until COMMIT and every create in the project
-// waits for that lock, so each round trip taken out of that window is
-// throughput (docs/perf.md). The event's foreign key to the ticket is
-// checked at the end of the statement, after both inserts.
-const createTicketPostgres = `WITH p AS (
-	UPDATE projects SET next_number = next_number + 1
+// createTicketPostgres does insertTicketSteps' three statements in one
+// round trip. The number is the next value of the project's own sequence
+// (migrations/postgres/00004_ticket_numbers.sql), which locks nothing until
+// COMMIT, so creates in one project do not queue behind each other (DESIGN
+// §18). The event's foreign key to the ticket is checked at the end of the
+// statement, after both inserts.
+const createTicketPostgres = `WITH p AS MATERIALIZED (
+	SELECT key, nextval(number_seq::regclass) AS number FROM projects
 	WHERE tenant_id = @tenant AND id = @project
-	RETURNING key, next_number - 1 AS number
 ), t AS (
 	INSERT INTO "tickets" (id, tenant_id, project_id, number, key, title, description, priority, status, labels,
 		reporter, operation_id, version, created_at, updated_at)

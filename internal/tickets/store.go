@@ -13,13 +13,12 @@ import (
 // Rows for GORM stay here, beside their queries; domain types carry no tags.
 
 type projectRow struct {
-	TenantID   string    `gorm:"column:tenant_id;primaryKey"`
-	ID         string    `gorm:"column:id;primaryKey"`
-	Key        string    `gorm:"column:key"`
-	Name       string    `gorm:"column:name"`
-	NextNumber int64     `gorm:"column:next_number"`
-	CreatedAt  time.Time `gorm:"column:created_at"`
-	// The tracker a tracker-backed project's tickets live in (DESIGN §16);
+	TenantID  string    `gorm:"column:tenant_id;primaryKey"`
+	ID        string    `gorm:"column:id;primaryKey"`
+	Key       string    `gorm:"column:key"`
+	Name      string    `gorm:"column:name"`
+	CreatedAt time.Time `gorm:"column:created_at"`
+	// The tracker a tracker-backed project's tickets live in (docs/contract.md);
 	// all nil for a local project.
 	BackendKind       *string `gorm:"column:backend_kind"`
 	BackendRepository *string `gorm:"column:backend_repository"`

@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBenchSmokeAgainstNoop runs the whole bench driver for one short round
@@ -73,6 +75,14 @@ func TestBenchConfigRejectsBadKnobs(t *testing.T) {
 	if sc, err := cfg.selected(); err != nil || len(sc) != 1 || sc[0].seed != 10000 || sc[0].tool != "list_tickets" {
 		t.Errorf("selected = %+v, %v; want the list scenario over 10k tickets", sc, err)
 	}
+	cfg.Scenarios = nil // all of them
+	if sc, err := cfg.selected(); err != nil || slices.ContainsFunc(sc, func(s scenario) bool { return s.ts }) {
+		t.Errorf("selected = %+v, %v; want no TypeScript floor without -noop-ts", sc, err)
+	}
+	cfg.Scenarios = []string{"noop-ts"}
+	if _, err := cfg.selected(); err == nil {
+		t.Error("the TypeScript floor was selected without -noop-ts")
+	}
 	cfg.Scenarios = []string{"nope"}
 	if _, err := cfg.selected(); err == nil {
 		t.Error("an unknown scenario was accepted")
@@ -88,8 +98,17 @@ func TestMedianAndTable(t *testing.T) {
 		t.Errorf("median even = %v", got)
 	}
 	cfg := &benchConfig{Rounds: 2, Workers: 16, Seeds: []int64{10000, 1000000}}
-	scenarios := append(baseScenarios(1000)[:2], seededScenarios(10000)[0], seededScenarios(1000000)[0])
+	base := baseScenarios(1000)
+	byName := func(name string) scenario {
+		i := slices.IndexFunc(base, func(s scenario) bool { return s.name == name })
+		return base[i]
+	}
+	scenarios := []scenario{byName("noop"), byName("noop-ts"), byName("create"), byName("create-16p"), byName("replay"),
+		seededScenarios(10000)[0], seededScenarios(1000000)[0]}
 	runs := []benchRun{
+		{Scenario: "noop-ts", CallsPS: 600},
+		{Scenario: "create-16p", CallsPS: 400},
+		{Scenario: "replay", CallsPS: 660},
 		{Scenario: "noop", CallsPS: 800, P50MS: 10, P99MS: 50, CPUMS: 1},
 		{Scenario: "noop", CallsPS: 1000, P50MS: 20, P99MS: 60, CPUMS: 1.2},
 		{Scenario: "create", CallsPS: 300, P50MS: 40, P99MS: 200, CPUMS: 2.6},
@@ -98,7 +117,7 @@ func TestMedianAndTable(t *testing.T) {
 		{Scenario: "create@1M", CallsPS: 270},
 	}
 	var out bytes.Buffer
-	if err := writeBenchTable(&out, cfg, scenarios, runs); err != nil {
+	if err := writeBenchTable(&out, cfg, scenarios, runs, []time.Duration{90 * time.Millisecond, 140 * time.Millisecond, 100 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
@@ -106,6 +125,9 @@ func TestMedianAndTable(t *testing.T) {
 		"| ticketd `create_ticket`, fresh IDs, one project | 320 | 40.0 / 200.0 | 2.60 ms | 0.0 MiB | 1 |",
 		"create/floor: 0.36×", "CPU per call, create/floor: 2.36×", "p99/p50, create: 5.0",
 		"create at 1M vs 10k stored: 0.90×",
+		"replay/floor: 0.73×", "replay/TypeScript floor: 1.10×", "TypeScript floor/go-sdk floor: 0.67×",
+		"creates in one project/spread over 16: 0.80×",
+		"cold start (exec → /healthz 200, existing PostgreSQL database): median 100 ms, min 90, max 140 over 3 starts",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())

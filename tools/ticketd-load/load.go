@@ -105,7 +105,7 @@ func generate(ctx context.Context, cfg *config) (*result, error) {
 	}
 	var wg sync.WaitGroup
 	for i, cs := range sessions {
-		w := &worker{cfg: cfg, dial: dial, cs: cs, budget: budget}
+		w := &worker{cfg: cfg, dial: dial, cs: cs, budget: budget, project: cfg.projects[i%len(cfg.projects)]}
 		wg.Go(func() {
 			res.workers[i] = w.run(ctx, issuing)
 		})
@@ -229,7 +229,7 @@ func connectAll(ctx context.Context, dial func(context.Context) (*mcp.ClientSess
 		}
 	}
 	// Usually every worker fails the same way; one message says it.
-	return nil, fmt.Errorf("connect: %d of %d sessions failed, e.g.: %w", failed, n, first)
+	return nil, notAsConfigured{fmt.Errorf("connect: %d of %d sessions failed, e.g.: %w", failed, n, first)}
 }
 
 // bearer adds the token to every request of a session.
@@ -253,7 +253,9 @@ type worker struct {
 	dial   func(context.Context) (*mcp.ClientSession, error)
 	cs     *mcp.ClientSession
 	budget *atomic.Int64 // calls left in the whole run; nil: no cap
-	out    workerResult
+	// project is where this worker files its tickets.
+	project string
+	out     workerResult
 }
 
 // run calls until issuing is done; ctx bounds the calls themselves.
@@ -324,7 +326,7 @@ func (w *worker) next() (op int, write, resend bool) {
 	id := uuid.NewString()
 	w.out.ops = append(w.out.ops, createArgs{
 		OperationID: id,
-		ProjectID:   w.cfg.Project,
+		ProjectID:   w.project,
 		Title:       "load test " + id[:8],
 		Priority:    "normal",
 		Labels:      []string{"load"},

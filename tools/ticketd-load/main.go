@@ -23,7 +23,10 @@
 // and "ticketd-load seed" bulk-inserts tickets into a PostgreSQL database.
 //
 // Exit status: 0 when the run was clean, 1 when the invariant was violated or
-// a call failed other than by a client-side timeout, 2 for bad flags.
+// a call failed other than by a client-side timeout, 2 for bad flags, 3 when
+// the load did not run as configured (a session failed to connect, a worker
+// stopped early, the server could not be measured): its figures describe
+// some smaller load and must not be reported as this one.
 package main
 
 import (
@@ -56,6 +59,9 @@ func main() {
 			fmt.Fprintf(os.Stderr, "ticketd-load: %v\n", err)
 		}
 		os.Exit(2)
+	case errors.As(err, new(notAsConfigured)):
+		fmt.Fprintf(os.Stderr, "ticketd-load: %v\n", err)
+		os.Exit(3)
 	default:
 		fmt.Fprintf(os.Stderr, "ticketd-load: %v\n", err)
 		os.Exit(1)
@@ -95,9 +101,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 // config is the parsed command line.
 type config struct {
-	URL        string
-	Token      string
-	Project    string
+	URL     string
+	Token   string
+	Project string // the -project flag as given
+	// projects are Project's comma-separated IDs: worker i files into
+	// projects[i % len(projects)].
+	projects   []string
 	Workers    int
 	Duration   time.Duration
 	Requests   int
@@ -132,6 +141,16 @@ type usageError struct {
 
 func (e usageError) Error() string { return e.msg }
 
+// notAsConfigured says the load did not run as its flags describe (exit
+// status 3): fewer sessions, workers or measurements than asked for.
+type notAsConfigured struct{ err error }
+
+func (e notAsConfigured) Error() string {
+	return "the load did not run as configured: " + e.err.Error()
+}
+
+func (e notAsConfigured) Unwrap() error { return e.err }
+
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
 	c := &config{}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
@@ -139,7 +158,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	fs.StringVar(&c.URL, "url", "http://127.0.0.1:8080/mcp", "ticketd MCP endpoint")
 	// No default from the environment here: help must never print a token.
 	fs.StringVar(&c.Token, "token", "", "bearer token with tickets:write (default $TICKETD_TOKEN)")
-	fs.StringVar(&c.Project, "project", "support", "project_id the tickets are filed in")
+	fs.StringVar(&c.Project, "project", "support", "project_id the tickets are filed in; several, comma-separated, spread the workers over them (worker i files into the i-th, round robin)")
 	fs.IntVar(&c.Workers, "workers", 8, "concurrent workers, each with its own MCP session")
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "stop issuing calls after this long")
 	fs.IntVar(&c.Requests, "requests", 0, "stop after this many calls in total (0: no cap; -duration still applies)")
@@ -176,8 +195,6 @@ func (c *config) validate() error {
 	switch {
 	case c.Token == "":
 		return errors.New("no token: pass -token or set TICKETD_TOKEN")
-	case c.Project == "":
-		return errors.New("-project must not be empty")
 	case c.Workers < 1:
 		return errors.New("-workers must be at least 1")
 	case c.Duration <= 0:
@@ -199,6 +216,13 @@ func (c *config) validate() error {
 		return errors.New("-warmup must not be negative")
 	case c.ServerPID < 0:
 		return errors.New("-server-pid must not be negative")
+	}
+	c.projects = c.projects[:0]
+	for id := range strings.SplitSeq(c.Project, ",") {
+		if id = strings.TrimSpace(id); id == "" {
+			return fmt.Errorf("-project %q: want one or more comma-separated project IDs", c.Project)
+		}
+		c.projects = append(c.projects, id)
 	}
 	var obj map[string]any
 	if err := json.Unmarshal(c.Args, &obj); err != nil || obj == nil {

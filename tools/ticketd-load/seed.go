@@ -21,22 +21,26 @@ type seedSpec struct {
 
 // seedSQL inserts tickets and the operation records that created them in
 // one statement, as ticketd's own create would have left them: per-project
-// numbers continuing from next_number, keys KEY-N, UUIDv7 ticket IDs in
+// numbers drawn from the project's sequence (so creates running meanwhile
+// never get the same number), keys KEY-N, UUIDv7 ticket IDs in
 // creation order (one millisecond apart, ending just before now), UUIDv4
 // operation IDs, and each record's fingerprint computed the way
 // tickets.Fingerprint does (SHA-256 of the canonical JSON), so a replay of a
 // seeded operation is answered like any other. The CTEs are MATERIALIZED
 // so every random value is drawn once per row.
 //
-// $1 tenant, $2 project, $3 first number, $4 last number, $5 key prefix.
+// $1 tenant, $2 project, $3 the project's sequence, $4 how many, $5 key prefix.
 const seedSQL = `
-WITH base AS MATERIALIZED (
-    SELECT g AS number,
+WITH numbered AS MATERIALIZED (
+    SELECT g, nextval($3::text::regclass) AS number
+    FROM generate_series(1, $4::bigint) AS g
+), base AS MATERIALIZED (
+    SELECT number,
            date_trunc('milliseconds', now()) - ($4::bigint - g + 1) * interval '1 millisecond' AS ts,
            gen_random_uuid() AS op_id,
            uuid_send(gen_random_uuid()) AS r,
-           'seeded ticket ' || g AS title
-    FROM generate_series($3::bigint, $4::bigint) AS g
+           'seeded ticket ' || number AS title
+    FROM numbered
 ), src AS MATERIALIZED (
     SELECT number, ts, op_id, title,
            encode(set_byte(overlay(r PLACING substring(int8send((extract(epoch FROM ts) * 1000)::bigint) FROM 3) FROM 1 FOR 6),
@@ -65,23 +69,17 @@ func seedTickets(ctx context.Context, db *sql.DB, spec seedSpec) error {
 		return fmt.Errorf("seed: begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	if _, err := tx.ExecContext(ctx, `INSERT INTO projects (tenant_id, id, key, name, next_number, created_at)
-		VALUES ($1, $2, $3, $4, 1, now()) ON CONFLICT DO NOTHING`, spec.Tenant, spec.Project, spec.Key, spec.Name); err != nil {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO projects (tenant_id, id, key, name, created_at)
+		VALUES ($1, $2, $3, $4, now()) ON CONFLICT DO NOTHING`, spec.Tenant, spec.Project, spec.Key, spec.Name); err != nil {
 		return fmt.Errorf("seed: project: %w", err)
 	}
-	var key string
-	var next int64
-	if err := tx.QueryRowContext(ctx, `SELECT key, next_number FROM projects WHERE tenant_id = $1 AND id = $2 FOR UPDATE`,
-		spec.Tenant, spec.Project).Scan(&key, &next); err != nil {
-		return fmt.Errorf("seed: lock project: %w", err)
+	var key, seq string
+	if err := tx.QueryRowContext(ctx, `SELECT key, number_seq FROM projects WHERE tenant_id = $1 AND id = $2`,
+		spec.Tenant, spec.Project).Scan(&key, &seq); err != nil {
+		return fmt.Errorf("seed: read project: %w", err)
 	}
-	last := next + spec.Tickets - 1
-	if _, err := tx.ExecContext(ctx, seedSQL, spec.Tenant, spec.Project, next, last, key); err != nil {
+	if _, err := tx.ExecContext(ctx, seedSQL, spec.Tenant, spec.Project, seq, spec.Tickets, key); err != nil {
 		return fmt.Errorf("seed: insert tickets: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE projects SET next_number = $3 WHERE tenant_id = $1 AND id = $2`,
-		spec.Tenant, spec.Project, last+1); err != nil {
-		return fmt.Errorf("seed: advance next_number: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("seed: commit: %w", err)

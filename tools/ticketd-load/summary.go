@@ -175,10 +175,29 @@ func (s summary) verdict() error {
 	if n := s.failures(); n > 0 {
 		errs = append(errs, fmt.Errorf("%d calls failed", n))
 	}
-	if s.Stopped > 0 {
-		errs = append(errs, fmt.Errorf("%d workers stopped early", s.Stopped))
+	if err := s.configured(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// configured is nil when the load ran as its flags describe, and otherwise
+// a notAsConfigured saying how it fell short: workers that stopped early
+// (their sessions lost and not regained), or a server whose CPU and memory
+// were asked for and could not be read. Session set-up failures stop the
+// run before there is a summary (connectAll).
+func (s summary) configured() error {
+	var errs []error
+	if s.Stopped > 0 {
+		errs = append(errs, fmt.Errorf("%d of %d workers stopped early", s.Stopped, s.Workers))
+	}
+	if s.ServerPID > 0 && s.Server.err != nil {
+		errs = append(errs, fmt.Errorf("server %d not measured: %w", s.ServerPID, s.Server.err))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return notAsConfigured{errors.Join(errs...)}
 }
 
 // rate is n per second of wall time.
