@@ -68,6 +68,12 @@ func TestDialectsEnforceTheSameKeys(t *testing.T) {
 			{"EventUnknownComment", event, []any{uuid.NewString(), ticketID, 4, 1, "commented", opID, uuid.NewString(), now}, false},
 			{"EventUnknownTicket", event, []any{uuid.NewString(), uuid.NewString(), 1, 1, "created", opID, nil, now}, false},
 			{"EventVersionZero", event, []any{uuid.NewString(), ticketID, 4, 0, "updated", opID, nil, now}, false},
+			// One row per operation (00005): a retry after its record was
+			// pruned cannot be applied a second time.
+			{"CommentOperationReused", comment, []any{uuid.NewString(), ticketID, 10, "again", opID, now}, false},
+			{"EventUpdated", event, []any{uuid.NewString(), ticketID, 11, 2, "updated", opID, nil, now}, true},
+			{"EventUpdatedOperationReused", event, []any{uuid.NewString(), ticketID, 12, 3, "updated", opID, nil, now}, false},
+			{"EventCreatedOperationReused", event, []any{uuid.NewString(), ticketID, 12, 3, "created", opID, nil, now}, false},
 		}
 		for _, s := range steps {
 			err := d.Gorm.Exec(s.sql, s.args...).Error

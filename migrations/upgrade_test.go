@@ -72,3 +72,68 @@ func TestLifecycleMigrationIndexesExistingTickets(t *testing.T) {
 		t.Errorf("the old ticket's history = %+v, %v; want its created event with a version 4 UUID", event, err)
 	}
 }
+
+// TestOperationUniqueMigrationKeepsEarlierReapplications upgrades a SQLite
+// database holding a comment and an event applied twice under one operation
+// ID (a retry after an early prune, before 00005): the upgrade succeeds, the
+// second rows stay as history marked reapplied_after_prune, and a third
+// application is refused.
+func TestOperationUniqueMigrationKeepsEarlierReapplications(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	d, err := db.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "old.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	sqlDB, err := d.Gorm.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := provider(sqlDB, "sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	ticketID, opID := uuid.NewString(), uuid.NewString()
+	comment := `INSERT INTO comments (id, tenant_id, ticket_id, seq, author, body, operation_id, created_at) VALUES (?, 'acme', ?, ?, 'r', 'hi', ?, ?)`
+	event := `INSERT INTO ticket_events (id, tenant_id, ticket_id, seq, version, kind, actor, operation_id, changes, created_at)
+		VALUES (?, 'acme', ?, ?, 1, 'updated', 'r', ?, '{}', ?)`
+	for _, stmt := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO projects (tenant_id, id, key, name, next_number, created_at) VALUES ('acme', 'support', 'SUP', 'Support', 2, ?)`, []any{now}},
+		{`INSERT INTO tickets (id, tenant_id, project_id, number, key, title, description, priority, status, labels, reporter, created_at, updated_at)
+			VALUES (?, 'acme', 'support', 1, 'SUP-1', 't', '', 'high', 'open', '[]', 'r', ?, ?)`, []any{ticketID, now, now}},
+		{comment, []any{uuid.NewString(), ticketID, 1, opID, now}},
+		{comment, []any{uuid.NewString(), ticketID, 2, opID, now.Add(time.Second)}},
+		{event, []any{uuid.NewString(), ticketID, 3, opID, now}},
+		{event, []any{uuid.NewString(), ticketID, 4, opID, now.Add(time.Second)}},
+	} {
+		if err := d.Gorm.Exec(stmt.sql, stmt.args...).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Up(ctx, sqlDB, "sqlite"); err != nil {
+		t.Fatalf("upgrade over earlier reapplications: %v", err)
+	}
+	for _, table := range []string{"comments", "ticket_events"} {
+		var seqs []int64
+		if err := d.Gorm.Raw("SELECT seq FROM " + table + " WHERE reapplied_after_prune = 1").Scan(&seqs).Error; err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]int64{"comments": 2, "ticket_events": 4}[table]; len(seqs) != 1 || seqs[0] != want {
+			t.Errorf("%s marked reapplied: seqs %v, want only the later row's %d", table, seqs, want)
+		}
+	}
+	if err := d.Gorm.Exec(comment, uuid.NewString(), ticketID, 5, opID, now).Error; err == nil {
+		t.Error("a third comment under the same operation ID was accepted")
+	}
+	if err := d.Gorm.Exec(event, uuid.NewString(), ticketID, 6, opID, now).Error; err == nil {
+		t.Error("a third update event under the same operation ID was accepted")
+	}
+}

@@ -197,6 +197,26 @@ func insertOperation(tb testing.TB, rawURL string, status string, updated time.T
 	}
 }
 
+// insertApproval adds an approval of tenant acme in status, expiring at expires.
+func insertApproval(tb testing.TB, rawURL, status string, expires time.Time) {
+	tb.Helper()
+	d, err := db.Open(context.Background(), rawURL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer d.Close()
+	decided := map[bool]any{true: "alice", false: nil}[status != "pending"]
+	var at any
+	if decided != nil {
+		at = expires.UTC()
+	}
+	if err := d.Gorm.Exec(`INSERT INTO approvals (approval_id, tenant_id, action, operation_id, fingerprint, requested_by, proposal,
+		status, decided_by, decided_at, created_at, expires_at) VALUES (?, 'acme', 'create_ticket', ?, 'f', 'alice', '{}', ?, ?, ?, ?, ?)`,
+		uuid.NewString(), uuid.NewString(), status, decided, at, expires.Add(-time.Hour).UTC(), expires.UTC()).Error; err != nil {
+		tb.Fatal(err)
+	}
+}
+
 func countOperations(tb testing.TB, rawURL string) int64 {
 	tb.Helper()
 	d, err := db.Open(context.Background(), rawURL)
@@ -223,6 +243,9 @@ func TestPruneCommand(t *testing.T) {
 			insertOperation(t, rawURL, s, old)
 		}
 		insertOperation(t, rawURL, "succeeded", time.Now().Add(-29*24*time.Hour))
+		insertApproval(t, rawURL, "pending", time.Now().Add(-time.Minute))
+		insertApproval(t, rawURL, "approved", time.Now().Add(-time.Minute))
+		insertApproval(t, rawURL, "pending", time.Now().Add(time.Minute))
 
 		out, _, err := runCmd(env, "prune", "--dry-run")
 		if err != nil || !strings.HasPrefix(out, "would delete 3 succeeded operation records last updated before ") {
@@ -232,15 +255,15 @@ func TestPruneCommand(t *testing.T) {
 			t.Fatalf("the dry run left %d records, want all 7", n)
 		}
 		out, stderr, err := runCmd(env, "prune", "--batch-size", "2")
-		if err != nil || !regexp.MustCompile(`^deleted 3 succeeded operation records last updated before \S+Z in 2 batches\n$`).MatchString(out) || stderr != "" {
-			t.Fatalf("prune = %q, %q, %v; want 3 deleted in 2 batches, no warning", out, stderr, err)
+		if err != nil || !regexp.MustCompile(`^deleted 3 succeeded operation records last updated before \S+Z in 2 batches\nexpired 2 approvals past their expiry\n$`).MatchString(out) || stderr != "" {
+			t.Fatalf("prune = %q, %q, %v; want 3 deleted in 2 batches, 2 approvals expired, no warning", out, stderr, err)
 		}
 		if n := countOperations(t, rawURL); n != 4 {
 			t.Fatalf("prune left %d records, want the 4 that are young or not succeeded", n)
 		}
 		// A shorter window works but says what it costs.
 		out, stderr, err = runCmd(env, "prune", "--older-than", "1h")
-		if err != nil || !strings.HasPrefix(out, "deleted 1 ") || !strings.Contains(stderr, "shorter than the 30 days retention") {
+		if err != nil || !strings.HasPrefix(out, "deleted 1 ") || !strings.Contains(stderr, "shorter than the 30 days retention") || !strings.Contains(stderr, "never applied twice") {
 			t.Fatalf("prune --older-than 1h = %q, %q, %v", out, stderr, err)
 		}
 		if n := countOperations(t, rawURL); n != 3 {

@@ -35,6 +35,7 @@ const (
 	groupPublic                    // the public URL alone, for stdio: it derives the audience but listens nowhere
 	groupMint                      // what minting a token needs: issuer, audience, HS256 secret, tenant claim
 	groupReplica                   // the read replica (serve and stdio, which read)
+	groupApprove                   // approval of consequential writes
 )
 
 // Defaults that also appear in help and error messages.
@@ -86,12 +87,22 @@ type config struct {
 	TenantConcurrency string
 	ReadOnly          bool
 
+	// Approval (DESIGN §15), parsed and checked by approvalOptions().
+	Approval              string
+	ApprovalBulkThreshold string
+	ApprovalSecret        string
+
 	WebhookRetryMin     time.Duration
 	WebhookMaxAttempts  int
 	WebhookAllowPrivate bool
 	// Tracker-backed projects (DESIGN §16); zero takes the defaults.
 	ReconcileSettle time.Duration
 	TrackerTimeout  time.Duration
+	WebhookConcurrency  int
+	WebhookRescueAfter  time.Duration
+
+	// DBSession bounds each PostgreSQL session (db.Session).
+	DBSession db.Session
 
 	// derivedPublicURL records that PublicURL came from Addr, which is
 	// wrong for clients when Addr is a wildcard such as 0.0.0.0.
@@ -134,7 +145,10 @@ var stringSettings = []stringSetting{
 	{groupEdge, "TICKETD_RATE_LIMIT_WRITES", "rate-limit-writes", "50", "writes per second per tenant (0 = no limit)", func(c *config) *string { return &c.RateLimitWrites }},
 	{groupEdge, "TICKETD_RATE_LIMIT_READS", "rate-limit-reads", "200", "reads per second per tenant (0 = no limit)", func(c *config) *string { return &c.RateLimitReads }},
 	{groupEdge, "TICKETD_RATE_LIMIT_BURST", "rate-limit-burst", "0", "requests a tenant may send at once above its rate (0 = twice the rate)", func(c *config) *string { return &c.RateLimitBurst }},
-	{groupEdge, "TICKETD_TENANT_CONCURRENCY", "tenant-concurrency", "64", "requests in flight per tenant (0 = no cap)", func(c *config) *string { return &c.TenantConcurrency }},
+	{groupEdge, "TICKETD_TENANT_CONCURRENCY", "tenant-concurrency", "", "requests in flight per tenant, below the database pool (default three quarters of it: 15 on PostgreSQL, 3 on SQLite)", func(c *config) *string { return &c.TenantConcurrency }},
+	{groupApprove, "TICKETD_APPROVAL", "approval", "on", "on: urgent tickets and large bulk updates need a person's yes before they are written; off: nobody is asked", func(c *config) *string { return &c.Approval }},
+	{groupApprove, "TICKETD_APPROVAL_BULK_THRESHOLD", "approval-bulk-threshold", "10", "bulk updates of at least this many tickets need approval", func(c *config) *string { return &c.ApprovalBulkThreshold }},
+	{groupApprove, "TICKETD_APPROVAL_SECRET", "approval-secret", "", "key signing approval request states, at least 32 bytes; give replicas the same one (default: with --dev kept in DATA_DIR, else random per process)", func(c *config) *string { return &c.ApprovalSecret }},
 	{groupToken, "TICKETD_TOKEN", "token", "", "bearer token whose principal the stdio session acts as (required; prefer the variable)", func(c *config) *string { return &c.Token }},
 }
 
@@ -162,6 +176,12 @@ var typedSettings = []typedSetting{
 	{groupWebhook, "TICKETD_WEBHOOK_ALLOW_PRIVATE", "webhook-allow-private", "false", "allow http:// and loopback or private webhook URLs; --dev allows loopback", func(c *config) decoder { return boolInto(&c.WebhookAllowPrivate) }},
 	{groupWebhook, "TICKETD_RECONCILE_SETTLE", "reconcile-settle", "2m", "how long (a `duration`) after an unanswered tracker request ticketd waits for it to land before it may send again", func(c *config) decoder { return positiveDurationInto(&c.ReconcileSettle) }},
 	{groupWebhook, "TICKETD_TRACKER_TIMEOUT", "tracker-timeout", "10s", "the bound (a `duration`) on one request to a tracker, answer included", func(c *config) decoder { return positiveDurationInto(&c.TrackerTimeout) }},
+	{groupWebhook, "TICKETD_WEBHOOK_CONCURRENCY", "webhook-concurrency", "32", "the `count` of webhook deliveries one replica sends at once; a tenant holds at most three quarters of them, a subscription half", func(c *config) decoder { return atLeastInto(&c.WebhookConcurrency, 1) }},
+	{groupWebhook, "TICKETD_WEBHOOK_RESCUE_AFTER", "webhook-rescue-after", "22s", "retry a delivery on another worker once its attempt has looked running this long (a `duration`; a dead replica's); the default is the longest a live attempt takes", func(c *config) decoder { return positiveDurationInto(&c.WebhookRescueAfter) }},
+	// The PostgreSQL session limits (db.Session): above the 15s write timeout.
+	{groupDB, "TICKETD_DB_IDLE_IN_TRANSACTION_TIMEOUT", "db-idle-in-transaction-timeout", db.DefaultIdleInTransaction.String(), "PostgreSQL ends a session idle inside a transaction this long (a `duration`; a frozen or cut-off replica), releasing its locks", func(c *config) decoder { return atLeastDurationInto(&c.DBSession.IdleInTransaction, time.Second) }},
+	{groupDB, "TICKETD_DB_STATEMENT_TIMEOUT", "db-statement-timeout", db.DefaultStatement.String(), "PostgreSQL ends a statement running or waiting this long (a `duration`); keep it above the 15s write timeout", func(c *config) decoder { return atLeastDurationInto(&c.DBSession.Statement, time.Second) }},
+	{groupDB, "TICKETD_DB_TCP_TIMEOUT", "db-tcp-timeout", db.DefaultTCP.String(), "both ends of a database connection give up on a silent peer after about this long (a `duration`; keepalives, TCP_USER_TIMEOUT)", func(c *config) decoder { return atLeastDurationInto(&c.DBSession.TCP, time.Second) }},
 }
 
 // envOnly names settings that a command in the given groups reads from the

@@ -28,8 +28,11 @@ const (
 	// outlives a restart and works in every process on the same data
 	// directory (a stdio agent's, the server's).
 	devCursorSecretFile = "cursor.secret"
-	devTenant           = "demo"
-	devSubject          = "dev"
+	// devApprovalSecretFile keeps the approval state key across restarts,
+	// so an elicitation asked before a restart can still be answered.
+	devApprovalSecretFile = "approval.secret"
+	devTenant             = "demo"
+	devSubject            = "dev"
 )
 
 // defaultTokenTTL is how long `ticketd token` and the dev banner's tokens

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/edge"
 	"github.com/ticketd/ticketd/internal/limits"
 	"github.com/ticketd/ticketd/internal/server"
@@ -28,14 +29,27 @@ func (c *config) edge() (server.Edge, error) {
 	if e.Limits.Burst, err = count("TICKETD_RATE_LIMIT_BURST", c.RateLimitBurst); err != nil {
 		return server.Edge{}, err
 	}
-	concurrency, err := count("TICKETD_TENANT_CONCURRENCY", c.TenantConcurrency)
+	// The cap sits below the database pool, so one tenant cannot hold
+	// every connection (DESIGN §17): derived from it unless set, and
+	// refused at or above it. limits reads a negative cap as none.
+	dialect, _, err := db.ParseURL(c.DatabaseURL)
 	if err != nil {
-		return server.Edge{}, err
+		return server.Edge{}, fmt.Errorf("TICKETD_DATABASE_URL: %w", err)
 	}
-	// limits reads 0 as its default and a negative cap as none.
-	e.Limits.Concurrency = concurrency
-	if concurrency == 0 {
-		e.Limits.Concurrency = -1
+	e.PoolSize = db.PoolSize(dialect)
+	e.Limits.Concurrency = limits.ConcurrencyFor(e.PoolSize)
+	if strings.TrimSpace(c.TenantConcurrency) != "" {
+		concurrency, err := count("TICKETD_TENANT_CONCURRENCY", c.TenantConcurrency)
+		if err != nil {
+			return server.Edge{}, err
+		}
+		e.Limits.Concurrency = concurrency
+		if concurrency == 0 {
+			e.Limits.Concurrency = -1
+		}
+	}
+	if err := limits.CheckConcurrency(e.Limits.Concurrency, e.PoolSize); err != nil {
+		return server.Edge{}, fmt.Errorf("TICKETD_TENANT_CONCURRENCY=%q with a %s pool of %d connections: %w", c.TenantConcurrency, dialect, e.PoolSize, err)
 	}
 	if _, err := limits.New(e.Limits); err != nil {
 		return server.Edge{}, fmt.Errorf("tenant limits: %w", err)

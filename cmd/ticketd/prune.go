@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/operations"
 )
 
@@ -17,7 +18,7 @@ import (
 func prune(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("prune", flag.ContinueOnError)
 	olderThan := fs.Duration("older-than", operations.DefaultRetention,
-		"delete succeeded operation records last updated longer ago than this; retries of a pruned ID run again, so keep it at least the "+
+		"delete succeeded operation records last updated longer ago than this; a retry of a pruned ID is refused (operation_expired) instead of replayed, so keep it at least the "+
 			days(operations.DefaultRetention)+" ticketd promises agents")
 	dryRun := fs.Bool("dry-run", false, "count the records that would be deleted, delete nothing")
 	batchSize := fs.Int("batch-size", operations.DefaultPruneBatch, "records deleted per statement (each a short transaction)")
@@ -35,7 +36,7 @@ func prune(ctx context.Context, args []string, getenv func(string) string, stdou
 		return fmt.Errorf("prune: --batch-size must be positive, got %d", *batchSize)
 	}
 	if *olderThan < operations.DefaultRetention {
-		fmt.Fprintf(stderr, "ticketd: prune: warning: --older-than %s is shorter than the %s retention ticketd promises agents; a retry of a pruned operation ID creates a new ticket\n",
+		fmt.Fprintf(stderr, "ticketd: prune: warning: --older-than %s is shorter than the %s retention ticketd promises agents; a retry of a pruned operation ID is then refused with operation_expired, never applied twice, but its result can no longer be replayed\n",
 			*olderThan, days(operations.DefaultRetention))
 	}
 	store, err := openDB(ctx, cfg)
@@ -59,7 +60,16 @@ func prune(ctx context.Context, args []string, getenv func(string) string, stdou
 	if res.Batches == 1 {
 		batches = "batch"
 	}
-	_, err = fmt.Fprintf(stdout, "deleted %d succeeded operation records last updated before %s in %d %s\n",
-		res.Deleted, cutoff.Format(time.RFC3339), res.Batches, batches)
+	if _, err := fmt.Fprintf(stdout, "deleted %d succeeded operation records last updated before %s in %d %s\n",
+		res.Deleted, cutoff.Format(time.RFC3339), res.Batches, batches); err != nil {
+		return err
+	}
+	// Approvals nobody answered or used in time are expired, so the console
+	// stops listing them and a late answer asks again (DESIGN §15).
+	expired, err := approval.New(store.Gorm, approval.Options{}).Expire(ctx)
+	if err != nil {
+		return fmt.Errorf("prune: %w", err)
+	}
+	_, err = fmt.Fprintf(stdout, "expired %d approvals past their expiry\n", expired)
 	return err
 }

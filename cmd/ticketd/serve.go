@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ticketd/ticketd/internal/approval"
+	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/reconciler"
@@ -25,9 +27,14 @@ import (
 // slow or stuck clients without cutting off real work.
 const (
 	readHeaderTimeout = 10 * time.Second
-	readTimeout       = 30 * time.Second
-	writeTimeout      = 2 * time.Minute
-	idleTimeout       = 2 * time.Minute
+	// maxHeaderBytes bounds a request's header block (net/http answers 431
+	// past it) well below net/http's 1 MiB default: a 934 KB bad token cost
+	// 23 ms of CPU before any check could refuse it. The 16 KiB bound on
+	// Authorization (authn.MaxAuthorization) fits with room for the rest.
+	maxHeaderBytes = 64 << 10
+	readTimeout    = 30 * time.Second
+	writeTimeout   = 2 * time.Minute
+	idleTimeout    = 2 * time.Minute
 	// shutdownTimeout is how long in-flight requests get to finish after
 	// SIGTERM; it fits within the 30s grace period orchestrators commonly
 	// give before SIGKILL.
@@ -44,7 +51,7 @@ const (
 func serve(ctx context.Context, self string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	pprofAddr := fs.String("pprof-addr", "", "serve net/http/pprof on this loopback address, e.g. 127.0.0.1:6060 (default off)")
-	cfg, logger, cursorKey, err := setup(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupMetrics|groupEdge|groupWebhook|groupReplica, args, getenv, stdout, stderr)
+	cfg, logger, cursorKey, err := setup(fs, groupHTTP|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupMetrics|groupEdge|groupWebhook|groupReplica|groupApprove, args, getenv, stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -91,10 +98,15 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 			logger.Warn("tracing", "error", err)
 		}
 	}()
-	metrics := observe.New(observe.Options{Logger: logger, Actions: tickets.Actions(), ReconcileResults: tickets.ReconcileResults()})
+	metrics := observe.New(observe.Options{Logger: logger, Actions: tickets.Actions(), ApprovalEvents: approval.Events(), ReconcileResults: tickets.ReconcileResults()})
 
+	approvals, err := cfg.approvalOptions()
+	if err != nil {
+		return err
+	}
+	approvals.OnEvent = metrics.Approval
 	store, svc, hooks, queue, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey, OnWrite: server.ObserveWrites(metrics),
-		Tracked: tickets.TrackedOptions{OnReconcile: metrics.Reconciliation}}, logger)
+		Tracked: tickets.TrackedOptions{OnReconcile: metrics.Reconciliation}}, &approvals, logger)
 	if err != nil {
 		return err
 	}
@@ -153,6 +165,8 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		Edge:                 edgeCfg,
 		Metrics:              metrics,
 		Webhooks:             hooks,
+		// The console's sessions live beside the tickets.
+		ConsoleSessions: console.NewSessions(store.Gorm),
 		// With a listener of their own, metrics stay off the public one.
 		MetricsElsewhere: cfg.MetricsAddr != "",
 	})
@@ -171,6 +185,7 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
 		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	serveErr := make(chan error, 2)
@@ -240,7 +255,7 @@ func openDB(ctx context.Context, cfg *config) (*db.DB, error) {
 	if err := ensureDevDir(cfg); err != nil {
 		return nil, err
 	}
-	store, err := db.Open(ctx, cfg.DatabaseURL)
+	store, err := db.OpenWith(ctx, cfg.DatabaseURL, db.Options{Session: cfg.DBSession})
 	if err != nil {
 		return nil, fmt.Errorf("database (TICKETD_DATABASE_URL): %w", err)
 	}
@@ -253,7 +268,7 @@ func openDB(ctx context.Context, cfg *config) (*db.DB, error) {
 // webhooks, and with the GitHub connector and the reconciliation queue, so
 // that a tracker-backed create made by any command is settled. The webhook
 // service delivers and the queue reconciles only once started (serve does).
-func openStore(ctx context.Context, cfg *config, opts tickets.Options, logger *slog.Logger) (*db.DB, *tickets.Service, *webhooks.Service, *reconciler.Queue, error) {
+func openStore(ctx context.Context, cfg *config, opts tickets.Options, approvals *approval.Options, logger *slog.Logger) (*db.DB, *tickets.Service, *webhooks.Service, *reconciler.Queue, error) {
 	if opts.CursorKey == nil && cfg.Dev {
 		// Here, after every check, so a bad setting never writes the data
 		// directory.
@@ -290,6 +305,8 @@ func openStore(ctx context.Context, cfg *config, opts tickets.Options, logger *s
 	hooks, err := webhooks.New(store, webhooks.Options{
 		RetryMin:    cfg.WebhookRetryMin,
 		MaxAttempts: cfg.WebhookMaxAttempts,
+		Concurrency: cfg.WebhookConcurrency,
+		RescueAfter: cfg.WebhookRescueAfter,
 		// Development receivers listen on loopback (examples/webhook-receiver).
 		AllowPrivate: cfg.WebhookAllowPrivate || cfg.Dev,
 		Logger:       logger,
@@ -311,6 +328,9 @@ func openStore(ctx context.Context, cfg *config, opts tickets.Options, logger *s
 		// Room for a list of several pages, a create and a duplicate's
 		// comment and close within one lease.
 		opts.Tracked.Lease = 6 * cfg.TrackerTimeout
+	}
+	if approvals != nil {
+		opts.Approvals = approval.New(store.Gorm, *approvals)
 	}
 	svc := tickets.NewService(store.Gorm, opts)
 	return store, svc, hooks, queue, nil

@@ -62,6 +62,26 @@ func (d durationDecoder) decode(text string) error {
 
 func (durationDecoder) isBool() bool { return false }
 
+type minDurationDecoder struct {
+	p   *time.Duration
+	min time.Duration
+}
+
+func atLeastDurationInto(p *time.Duration, minimum time.Duration) decoder {
+	return minDurationDecoder{p, minimum}
+}
+
+func (d minDurationDecoder) decode(text string) error {
+	v, err := time.ParseDuration(text)
+	if err != nil || v < d.min {
+		return fmt.Errorf("want a duration of at least %s, such as 20s", d.min)
+	}
+	*d.p = v
+	return nil
+}
+
+func (minDurationDecoder) isBool() bool { return false }
+
 type countDecoder struct {
 	p   *int
 	min int

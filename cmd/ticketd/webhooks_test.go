@@ -191,7 +191,7 @@ func TestKill9BetweenCommitAndDeliveryDeliversAfterRestart(t *testing.T) {
 	deliveries := base + "/api/v1/webhooks/" + hook.ID + "/deliveries"
 	// Kill once both are committed and tried once against a receiver that
 	// is down, their jobs waiting out the 3s backoff in the queue. (A job
-	// killed mid-attempt is rescued only after RescueAfter, over a minute;
+	// killed mid-attempt is rescued only after RescueAfter, 22s by default;
 	// the webhooks package's own tests cover that path.)
 	store, err := db.Open(context.Background(), rawURL)
 	if err != nil {

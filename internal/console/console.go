@@ -2,9 +2,12 @@
 // over the same tickets.Service and the same scopes as the REST and MCP
 // transports, with a little external JavaScript for progressive enhancement.
 //
-// Sign-in takes a bearer token and keeps it in an HttpOnly, SameSite=Strict
-// session cookie scoped to /console; every request verifies it again, so an
-// expired token or one that lost a scope stops working at once. Every POST is
+// Sign-in takes a bearer token, checks it once, and opens a console session
+// of its own (Sessions): its secret, not the token, goes in an HttpOnly,
+// SameSite=Strict session cookie scoped to /console (over https a __Host-
+// cookie, which no other origin on the host can plant; a request with two
+// session cookies is refused); sign-out ends the session on every replica.
+// The session ends when the token would have, or after MaxSessionAge. Every POST is
 // checked twice against cross-site forgery: the standard library's
 // cross-origin protection (Sec-Fetch-Site and Origin) and a CSRF token derived
 // from the session cookie. Every form that writes carries an operation ID
@@ -19,6 +22,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/webhooks"
@@ -38,8 +42,10 @@ var staticFS embed.FS
 type Config struct {
 	// Service answers every page and form; required.
 	Service *tickets.Service
-	// Verifier checks the session's bearer token on every request; required.
+	// Verifier checks the bearer token a person signs in with; required.
 	Verifier *authn.Verifier
+	// Sessions keeps the console sessions (NewSessions); required.
+	Sessions *Sessions
 	// Logger receives unexpected errors (never a token); nil discards them.
 	Logger *slog.Logger
 	// Secure marks the session cookie Secure. Set it when the console is
@@ -49,16 +55,21 @@ type Config struct {
 	// Webhooks adds the failed-deliveries page (tickets:admin); nil leaves
 	// it out.
 	Webhooks *webhooks.Service
+	// Approvals adds the approval pages, where a person approves or declines
+	// a write an agent asked for (DESIGN §15); nil leaves them out.
+	Approvals *approval.Gate
 }
 
 // console is the state the handlers share.
 type console struct {
 	svc      *tickets.Service
 	verifier *authn.Verifier
+	sessions *Sessions
 	log      *slog.Logger
 	secure   bool
 	pages    pages
 	hooks    *webhooks.Service
+	gate     *approval.Gate
 	nav      []nav
 }
 
@@ -66,13 +77,17 @@ type console struct {
 // panics on a Config without Service or Verifier, or with a template that
 // does not parse: wiring bugs no request could recover from.
 func New(cfg Config) http.Handler {
-	if cfg.Service == nil || cfg.Verifier == nil {
-		panic("console.New: Config.Service and Config.Verifier are required")
+	if cfg.Service == nil || cfg.Verifier == nil || cfg.Sessions == nil {
+		panic("console.New: Config.Service, Config.Verifier and Config.Sessions are required")
 	}
-	c := &console{svc: cfg.Service, verifier: cfg.Verifier, log: cfg.Logger, secure: cfg.Secure, pages: mustParsePages(),
-		hooks: cfg.Webhooks, nav: navigation}
+	c := &console{svc: cfg.Service, verifier: cfg.Verifier, sessions: cfg.Sessions, log: cfg.Logger, secure: cfg.Secure, pages: mustParsePages(),
+		hooks: cfg.Webhooks, gate: cfg.Approvals}
+	c.nav = slices.Clone(navigation)
 	if c.hooks != nil {
-		c.nav = append(slices.Clone(navigation), deliveriesNav)
+		c.nav = append(c.nav, deliveriesNav)
+	}
+	if c.gate != nil {
+		c.nav = append(c.nav, approvalsNav)
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -108,6 +123,12 @@ func (c *console) routes() http.Handler {
 	if c.hooks != nil {
 		mux.Handle("GET /console/deliveries", c.admin(c.deliveriesPage))
 		mux.Handle("POST /console/webhooks/{webhook}/deliveries/{delivery}/retry", c.admin(c.retryDelivery))
+	}
+	if c.gate != nil {
+		mux.Handle("GET /console/approvals", c.reader(c.approvalsPage))
+		mux.Handle("GET /console/approvals/{id}", c.reader(c.approvalPage))
+		mux.Handle("POST /console/approvals/{id}/approve", c.writer(c.approve))
+		mux.Handle("POST /console/approvals/{id}/decline", c.writer(c.decline))
 	}
 	mux.HandleFunc("/console/", c.notFound)
 

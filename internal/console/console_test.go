@@ -92,9 +92,12 @@ func TestSignIn(t *testing.T) {
 		if len(cookies) != 1 {
 			t.Fatalf("cookies %v", cookies)
 		}
+		// Over https the cookie is __Host- prefixed (so Path=/, no Domain):
+		// no other origin on this host can plant or override it.
 		ck := cookies[0]
-		if !ck.HttpOnly || !ck.Secure || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/console" || ck.MaxAge != 0 || !ck.Expires.IsZero() {
-			t.Errorf("cookie %+v: want HttpOnly, Secure, SameSite=Strict, Path=/console, a session cookie", ck)
+		if ck.Name != "__Host-ticketd_console" || !ck.HttpOnly || !ck.Secure || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/" ||
+			ck.Domain != "" || ck.MaxAge != 0 || !ck.Expires.IsZero() {
+			t.Errorf("cookie %+v: want __Host-ticketd_console, HttpOnly, Secure, SameSite=Strict, Path=/, no Domain, a session cookie", ck)
 		}
 	})
 	t.Run("CrossSiteSignInIsRefused", func(t *testing.T) {
@@ -141,14 +144,93 @@ func TestSessionIsVerifiedOnEveryRequest(t *testing.T) {
 		t.Parallel()
 		c := e.client(t)
 		u, _ := url.Parse(e.srv.URL + "/console/")
-		// A token that was valid at sign-in and has expired since.
-		c.Jar.SetCookies(u, []*http.Cookie{{Name: "ticketd_console", Value: token(t, "alice", time.Now().Add(-2*time.Hour), authn.ScopeRead), Path: "/console"}})
+		// A session that is no more (expired, signed out, or never issued).
+		c.Jar.SetCookies(u, []*http.Cookie{{Name: "ticketd_console", Value: "gone-session-secret", Path: "/console"}})
 		p := e.get(t, c, "/console/tickets")
 		if p.status != http.StatusSeeOther || !strings.Contains(p.header.Get("Location"), "reason=expired") {
 			t.Fatalf("status %d, Location %q", p.status, p.header.Get("Location"))
 		}
 		if len(c.Jar.Cookies(u)) != 0 {
 			t.Error("the expired session cookie was not cleared")
+		}
+	})
+	t.Run("TwoSessionCookiesAreRefused", func(t *testing.T) {
+		t.Parallel()
+		// Cookie tossing over http: a page on another port of the host sets
+		// its own session cookie with a longer path, which the browser sends
+		// first, beside the victim's.
+		c := e.signedIn(t, token(t, "alice", time.Now(), authn.ScopeRead, authn.ScopeWrite))
+		u, _ := url.Parse(e.srv.URL + "/console/tickets/new")
+		mallory := e.signedIn(t, token(t, "mallory", time.Now(), authn.ScopeRead, authn.ScopeWrite)).Jar.Cookies(u)[0]
+		c.Jar.SetCookies(u, []*http.Cookie{{Name: "ticketd_console", Value: mallory.Value, Path: "/console/tickets"}})
+		if n := len(c.Jar.Cookies(u)); n != 2 {
+			t.Fatalf("%d cookies in the jar for %s, want the two sessions", n, u)
+		}
+		p := e.get(t, c, "/console/tickets/new")
+		if p.status != http.StatusBadRequest || !strings.Contains(p.body, "two console session cookies") || strings.Contains(p.body, "mallory") {
+			t.Fatalf("status %d, body:\n%s", p.status, p.body)
+		}
+	})
+	t.Run("HTTPSIgnoresAnUnprefixedCookie", func(t *testing.T) {
+		t.Parallel()
+		// Over https only the __Host- cookie counts; a plain one could have
+		// come from any origin on the host.
+		https := newEnv(t, console.Config{Secure: true})
+		req, _ := http.NewRequest(http.MethodGet, https.srv.URL+"/console/tickets", nil)
+		req.AddCookie(&http.Cookie{Name: "ticketd_console", Value: "planted-session-secret"})
+		resp, err := https.client(t).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/console/signin") {
+			t.Fatalf("status %d, Location %q; want sent to sign in", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		signIn := https.post(t, https.client(t), "/console/signin", url.Values{"token": {token(t, "alice", time.Now(), authn.ScopeRead)}})
+		signIn.Body.Close()
+		cookies := signIn.Cookies()
+		if len(cookies) != 1 {
+			t.Fatalf("sign-in cookies %v", cookies)
+		}
+		req, _ = http.NewRequest(http.MethodGet, https.srv.URL+"/console/tickets", nil)
+		req.AddCookie(&http.Cookie{Name: cookies[0].Name, Value: cookies[0].Value})
+		if p := read(t, mustDo(t, https.client(t), req)); p.status != http.StatusOK {
+			t.Fatalf("with the __Host- cookie: status %d", p.status)
+		}
+		req, _ = http.NewRequest(http.MethodGet, https.srv.URL+"/console/tickets", nil)
+		req.AddCookie(&http.Cookie{Name: "ticketd_console", Value: cookies[0].Value})
+		if resp := mustDo(t, https.client(t), req); resp.StatusCode != http.StatusSeeOther {
+			resp.Body.Close()
+			t.Fatalf("the same session without the prefix over https: status %d, want sent to sign in", resp.StatusCode)
+		}
+	})
+	t.Run("SignOutEndsTheSessionEverywhere", func(t *testing.T) {
+		t.Parallel()
+		tok := token(t, "alice", time.Now(), authn.ScopeRead)
+		c := e.signedIn(t, tok)
+		u, _ := url.Parse(e.srv.URL + "/console/")
+		jar := c.Jar.Cookies(u)
+		if len(jar) != 1 || jar[0].Value == tok || strings.Contains(tok, jar[0].Value) {
+			t.Fatalf("session cookies %v: want one, holding a secret of its own, not the bearer token", jar)
+		}
+		if _, err := e.verifier.Verify(context.Background(), jar[0].Value); err == nil {
+			t.Fatal("the session cookie is accepted as a bearer token: it would open /mcp and /api too")
+		}
+		// A copy of the cookie (another tab, or a stolen one) works until
+		// sign-out, and not after it.
+		copied := e.client(t)
+		copied.Jar.SetCookies(u, jar)
+		if p := e.get(t, copied, "/console/projects"); p.status != http.StatusOK {
+			t.Fatalf("the copied session before sign-out: status %d", p.status)
+		}
+		p := e.get(t, c, "/console/projects")
+		resp := e.post(t, c, "/console/signout", url.Values{"csrf": {p.form(t, "signout").Get("csrf")}})
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("sign out: status %d", resp.StatusCode)
+		}
+		if p := e.get(t, copied, "/console/projects"); p.status != http.StatusSeeOther || !strings.HasPrefix(p.header.Get("Location"), "/console/signin") {
+			t.Fatalf("the copied session after sign-out: status %d, Location %q; want sent to sign in", p.status, p.header.Get("Location"))
 		}
 	})
 	t.Run("SignOut", func(t *testing.T) {
@@ -510,4 +592,13 @@ func TestOversizedFormIsRefused(t *testing.T) {
 	if err != nil || len(page.Tickets) != 0 {
 		t.Fatalf("tickets %d, err %v; want none", len(page.Tickets), err)
 	}
+}
+
+func mustDo(t *testing.T, c *http.Client, req *http.Request) *http.Response {
+	t.Helper()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }

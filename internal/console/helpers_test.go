@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/console"
@@ -34,8 +35,9 @@ var secret = []byte("console-tests-secret-of-at-least-32-bytes")
 
 // env is a console over a real service on SQLite, served by httptest.
 type env struct {
-	svc *tickets.Service
-	srv *httptest.Server
+	svc      *tickets.Service
+	verifier *authn.Verifier
+	srv      *httptest.Server
 
 	mu   sync.Mutex
 	uris []string // every request URI the server saw, as an access log would
@@ -53,18 +55,18 @@ func newEnv(t testing.TB, cfg console.Config) *env {
 	d := dbtest.SQLite(t)
 	svc := tickets.NewService(d.Gorm, tickets.Options{})
 	ticketstest.SeedSupport(t, svc, tenant)
-	return serveConsole(t, svc, cfg)
+	return serveConsole(t, svc, d.Gorm, cfg)
 }
 
-// serveConsole serves a console over svc.
-func serveConsole(t testing.TB, svc *tickets.Service, cfg console.Config) *env {
+// serveConsole serves a console over svc, its sessions kept in sessionsDB.
+func serveConsole(t testing.TB, svc *tickets.Service, sessionsDB *gorm.DB, cfg console.Config) *env {
 	t.Helper()
 	v, err := authn.NewVerifier(context.Background(), authn.Config{Issuer: issuer, Audience: audience, HS256Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Service, cfg.Verifier = svc, v
-	e := &env{svc: svc}
+	cfg.Service, cfg.Verifier, cfg.Sessions = svc, v, console.NewSessions(sessionsDB)
+	e := &env{svc: svc, verifier: v}
 	mux := http.NewServeMux()
 	mux.Handle(console.Prefix, console.New(cfg))
 	e.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

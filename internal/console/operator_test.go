@@ -29,11 +29,12 @@ func TestBrowserOperatorResolvesUnknownOperation(t *testing.T) {
 	t.Parallel()
 	gh := githubtest.New("ghp_console")
 	apiURL := githubtest.Start(t, gh)
-	svc := tickets.NewService(dbtest.SQLite(t).Gorm, tickets.Options{Tracked: tickets.TrackedOptions{
+	d := dbtest.SQLite(t)
+	svc := tickets.NewService(d.Gorm, tickets.Options{Tracked: tickets.TrackedOptions{
 		Open:   github.Opener(github.Options{Timeout: time.Second, Getenv: func(string) string { return "ghp_console" }}),
 		Settle: time.Hour, // nothing settles by itself during the test: the operator does
 	}})
-	e := serveConsole(t, svc, console.Config{})
+	e := serveConsole(t, svc, d.Gorm, console.Config{})
 	ctx := context.Background()
 	if _, err := e.svc.CreateProject(ctx, tenant, tickets.Project{ID: "widgets", Key: "WID", Name: "Widgets",
 		Backend: &tracker.Backend{Kind: tracker.KindGitHub, Repository: "acme/widgets", APIURL: apiURL, TokenEnv: "GH_TOKEN"}}); err != nil {

@@ -13,9 +13,49 @@ import (
 	"github.com/ticketd/ticketd/internal/errcode"
 )
 
-// cookieName holds the session: the bearer token itself, so the console keeps
-// no state of its own and any replica can serve any request.
-const cookieName = "ticketd_console"
+// The session cookie holds a console session's secret (Sessions), never the
+// bearer token it signed in with. Over https it is
+// hostCookieName: the __Host- prefix makes browsers accept it only when set
+// Secure, for Path=/ and without Domain, from this host over https, so a page
+// on another port or subdomain of the host cannot plant or override it
+// (cookie tossing). Over plain http (dev) there is no such protection; a
+// request with two session cookies is refused either way, which is what a
+// planted cookie with a longer path beside the real one looks like.
+const (
+	cookieName     = "ticketd_console"
+	hostCookieName = "__Host-ticketd_console"
+)
+
+// sessionCookie names the session cookie of r's scheme and its path.
+func (c *console) sessionCookie(r *http.Request) (name, path string) {
+	if c.secure || r.TLS != nil {
+		return hostCookieName, "/"
+	}
+	return cookieName, "/console"
+}
+
+// errTwoSessions is a request carrying more than one session cookie.
+var errTwoSessions = errors.New("two console session cookies")
+
+// sessionToken returns the request's one session cookie value, "" when there
+// is none, or errTwoSessions. Over https a cookie without the __Host- prefix
+// is ignored: anyone on the host could have set it.
+func (c *console) sessionToken(r *http.Request) (string, error) {
+	name, _ := c.sessionCookie(r)
+	var found []string
+	for _, ck := range r.Cookies() {
+		if ck.Name == name {
+			found = append(found, ck.Value)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", nil
+	case 1:
+		return found[0], nil
+	}
+	return "", errTwoSessions
+}
 
 // maxFormBytes bounds every form body; the largest field (a description or
 // comment of 20000 characters) fits with room to spare.
@@ -25,10 +65,10 @@ const maxFormBytes = 256 << 10
 const csrfLabel = "ticketd console csrf v1"
 
 // csrfToken derives the session's CSRF token: an HMAC keyed by the session
-// token, so it is stable for the session, differs between sessions, reveals
-// nothing about the token, and needs no server-side secret shared by replicas.
-func csrfToken(sessionToken string) string {
-	m := hmac.New(sha256.New, []byte(sessionToken))
+// secret, so it is stable for the session, differs between sessions, reveals
+// nothing about the secret, and needs no server-side key shared by replicas.
+func csrfToken(sessionSecret string) string {
+	m := hmac.New(sha256.New, []byte(sessionSecret))
 	m.Write([]byte(csrfLabel))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
@@ -37,28 +77,43 @@ func csrfToken(sessionToken string) string {
 type request struct {
 	principal authn.Principal
 	csrf      string
+	secret    string // the session's, for sign-out
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, req *request)
 
-// session verifies the session token on every request (expiry and scopes are
-// whatever the token says now) and, for a POST, the CSRF token. Without a
+// session looks the session up on every request (a signed-out or expired
+// one opens nothing) and, for a POST, checks the CSRF token. Without a
 // valid session a GET is sent to sign in and back; a POST is refused, since
 // replaying a form after sign-in would be a surprise.
 func (c *console) session(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		cookie, err := r.Cookie(cookieName)
-		if err != nil || cookie.Value == "" {
+		session, err := c.sessionToken(r)
+		if err != nil {
+			// One of them was planted by someone else (cookie tossing):
+			// acting on either could file the user's work into another
+			// tenant. Clear ours and say so.
+			c.clearCookie(w, r)
+			c.fail(w, r, nil, http.StatusBadRequest, problemFor(errcode.InvalidInput,
+				"This request carried two console session cookies, so neither was trusted. Clear this site's cookies in your browser and sign in again."))
+			return
+		}
+		if session == "" {
 			c.toSignIn(w, r, "")
 			return
 		}
-		p, err := c.verifier.Verify(r.Context(), cookie.Value)
-		if err != nil {
+		p, err := c.sessions.principal(r.Context(), session)
+		switch {
+		case errors.Is(err, errNoSession):
 			c.clearCookie(w, r)
 			c.toSignIn(w, r, err.Error())
 			return
+		case err != nil:
+			c.log.ErrorContext(r.Context(), "console: session", "err", err)
+			c.fail(w, r, nil, http.StatusServiceUnavailable, problemFor(errcode.Unavailable, "The console session store is unavailable."))
+			return
 		}
-		req := &request{principal: p, csrf: csrfToken(cookie.Value)}
+		req := &request{principal: p, csrf: csrfToken(session), secret: session}
 		if r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 			if err := r.ParseForm(); err != nil {
@@ -155,23 +210,36 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 			"This token lacks the tickets:read scope the console needs to show anything.")}, data)
 		return
 	}
+	secret, err := c.sessions.create(r.Context(), p)
+	if err != nil {
+		c.log.ErrorContext(r.Context(), "console: sign in", "err", err)
+		c.render(w, r, nil, http.StatusServiceUnavailable, "signin", layout{Title: "Sign in", Problem: problemFor(errcode.Unavailable, "The console session store is unavailable.")}, data)
+		return
+	}
 	// No Expires or Max-Age: the cookie ends with the browser session, and
-	// the token's own exp ends it sooner.
+	// the session itself at the token's exp or after MaxSessionAge.
+	name, path := c.sessionCookie(r)
 	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: raw, Path: "/console", HttpOnly: true,
+		Name: name, Value: secret, Path: path, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: c.secure || r.TLS != nil,
 	})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-func (c *console) signOut(w http.ResponseWriter, r *http.Request, _ *request) {
+func (c *console) signOut(w http.ResponseWriter, r *http.Request, req *request) {
+	if err := c.sessions.end(r.Context(), req.secret); err != nil {
+		c.log.ErrorContext(r.Context(), "console: sign out", "err", err)
+		c.fail(w, r, req, http.StatusServiceUnavailable, problemFor(errcode.Unavailable, "Signing out failed; the session is still open. Try again."))
+		return
+	}
 	c.clearCookie(w, r)
 	http.Redirect(w, r, "/console/signin", http.StatusSeeOther)
 }
 
 func (c *console) clearCookie(w http.ResponseWriter, r *http.Request) {
+	name, path := c.sessionCookie(r)
 	http.SetCookie(w, &http.Cookie{
-		Name: cookieName, Value: "", Path: "/console", MaxAge: -1, HttpOnly: true,
+		Name: name, Value: "", Path: path, MaxAge: -1, HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: c.secure || r.TLS != nil,
 	})
 }

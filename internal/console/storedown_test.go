@@ -11,6 +11,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/console"
+	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
@@ -27,7 +28,9 @@ func TestStoreDownShowsNoDriverText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := serveConsole(t, tickets.NewService(dead, tickets.Options{}), console.Config{})
+	// Sessions live in a store that answers, so the pages behind sign-in
+	// are reached; the ticket store is the one that is down.
+	e := serveConsole(t, tickets.NewService(dead, tickets.Options{}), dbtest.SQLite(t).Gorm, console.Config{})
 	c := e.signedIn(t, token(t, "alice", time.Now(), authn.ScopeRead, authn.ScopeWrite))
 
 	for _, path := range []string{"/console/tickets", "/console/tickets/SUP-1", "/console/operations", "/console/projects"} {

@@ -76,9 +76,21 @@ func ParseURL(raw string) (Dialect, string, error) {
 	}
 }
 
-// Open connects to the database at rawURL and checks that it answers.
-// It does not migrate: see the migrations package.
+// Options tune how Open connects; the zero value is the defaults.
+type Options struct {
+	// Session bounds each PostgreSQL session (SQLite has no sessions to
+	// lose); zero fields take the defaults.
+	Session Session
+}
+
+// Open connects to the database at rawURL with the default Options and
+// checks that it answers. It does not migrate: see the migrations package.
 func Open(ctx context.Context, rawURL string) (*DB, error) {
+	return OpenWith(ctx, rawURL, Options{})
+}
+
+// OpenWith is Open with opts.
+func OpenWith(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	dialect, dsn, err := ParseURL(rawURL)
 	if err != nil {
 		return nil, err
@@ -86,7 +98,11 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	var dialector gorm.Dialector
 	switch dialect {
 	case Postgres:
-		dialector = postgres.Open(dsn)
+		pool, err := openPostgres(dsn, opts.Session)
+		if err != nil {
+			return nil, err
+		}
+		dialector = postgres.New(postgres.Config{Conn: pool})
 	case SQLite:
 		dialector = sqlite.Open(dsn)
 	}
@@ -103,6 +119,7 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s database: %w", dialect, err)
 	}
+	sqlDB.SetMaxOpenConns(PoolSize(dialect))
 	switch dialect {
 	case Postgres:
 		// A multi-host URL with target_session_attrs=read-write (DESIGN
@@ -111,15 +128,11 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		// before handing it out again and reports a dead one as bad, so
 		// connections to the lost primary are discarded, and every new one
 		// walks the hosts until one accepts writes.
-		sqlDB.SetMaxOpenConns(20)
 		sqlDB.SetMaxIdleConns(10)
 		sqlDB.SetConnMaxIdleTime(5 * time.Minute)
 		sqlDB.SetConnMaxLifetime(time.Hour)
 	case SQLite:
-		// One writer at a time is SQLite's rule anyway; a few connections
-		// let readers proceed under WAL while a write is in flight.
-		sqlDB.SetMaxOpenConns(4)
-		sqlDB.SetMaxIdleConns(4)
+		sqlDB.SetMaxIdleConns(PoolSize(SQLite))
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -128,6 +141,18 @@ func Open(ctx context.Context, rawURL string) (*DB, error) {
 		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
 	}
 	return &DB{Gorm: g, Dialect: dialect}, nil
+}
+
+// PoolSize is how many connections Open keeps to a database of dialect at
+// most: 20 for PostgreSQL; 4 for SQLite, where one writer at a time is the
+// rule anyway and a few connections let readers proceed under WAL while a
+// write is in flight. The per-tenant concurrency cap is derived from it and
+// must stay below it (DESIGN §17).
+func PoolSize(d Dialect) int {
+	if d == SQLite {
+		return 4
+	}
+	return 20
 }
 
 // Close releases the connection pool, and the read replica's.

@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/dbtest"
 )
 
 func TestParseURL(t *testing.T) {
@@ -58,4 +60,62 @@ func TestOpenUnreachablePostgresFailsClearly(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "postgres database") {
 		t.Errorf("err = %v, want a connect error naming the dialect", err)
 	}
+}
+
+// TestOpenPostgresSetsSessionLimits checks that ticketd puts its own session
+// limits on every PostgreSQL connection (defaults, or the configured ones),
+// and that a parameter the DSN names explicitly wins.
+func TestOpenPostgresSetsSessionLimits(t *testing.T) {
+	t.Parallel()
+	base := dbtest.PostgresURL(t)
+	show := func(t *testing.T, d *db.DB, param string) string {
+		t.Helper()
+		var got string
+		if err := d.Gorm.Raw("SHOW " + param).Scan(&got).Error; err != nil {
+			t.Fatalf("SHOW %s: %v", param, err)
+		}
+		return got
+	}
+	t.Run("Defaults", func(t *testing.T) {
+		d, err := db.Open(context.Background(), base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		for param, want := range map[string]string{
+			"idle_in_transaction_session_timeout": "20s", "statement_timeout": "20s", "tcp_user_timeout": "20000",
+			"tcp_keepalives_idle": "6", "tcp_keepalives_interval": "4", "tcp_keepalives_count": "3",
+		} {
+			if got := show(t, d, param); got != want {
+				t.Errorf("%s = %q, want %q", param, got, want)
+			}
+		}
+	})
+	t.Run("Configured", func(t *testing.T) {
+		d, err := db.OpenWith(context.Background(), base, db.Options{Session: db.Session{
+			IdleInTransaction: 3 * time.Second, Statement: 40 * time.Second, TCP: 9 * time.Second,
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		for param, want := range map[string]string{
+			"idle_in_transaction_session_timeout": "3s", "statement_timeout": "40s", "tcp_user_timeout": "9000",
+			"tcp_keepalives_idle": "3", "tcp_keepalives_interval": "2",
+		} {
+			if got := show(t, d, param); got != want {
+				t.Errorf("%s = %q, want %q", param, got, want)
+			}
+		}
+	})
+	t.Run("DSNWins", func(t *testing.T) {
+		d, err := db.Open(context.Background(), base+"&statement_timeout=45000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		if got := show(t, d, "statement_timeout"); got != "45s" {
+			t.Errorf("statement_timeout = %q, want the DSN's 45s", got)
+		}
+	})
 }

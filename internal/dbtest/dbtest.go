@@ -241,13 +241,25 @@ const PostgresCommit = "Q\x00\x00\x00\x0bcommit\x00"
 // moment (typically DropReplyAfter(PostgresCommit)).
 func PostgresViaProxy(tb testing.TB) (*db.DB, *faultproxy.Proxy) {
 	tb.Helper()
+	return PostgresViaProxyWith(tb, db.Options{})
+}
+
+// PostgresViaProxyWith is PostgresViaProxy with the database opened with
+// opts, for a test of the session limits.
+func PostgresViaProxyWith(tb testing.TB, opts db.Options) (*db.DB, *faultproxy.Proxy) {
+	tb.Helper()
 	u, err := url.Parse(PostgresURL(tb))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	proxy := faultproxy.Start(tb, u.Host)
 	u.Host = proxy.Addr()
-	return open(tb, u.String()), proxy
+	d, err := db.OpenWith(context.Background(), u.String(), opts)
+	if err != nil {
+		tb.Fatalf("open %s: %v", u.Redacted(), err)
+	}
+	tb.Cleanup(func() { _ = d.Close() })
+	return d, proxy
 }
 
 // CountRows returns how many rows of table belong to tenant, or with tenant

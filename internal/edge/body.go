@@ -59,7 +59,7 @@ func MCPBody(opts MCPBodyOptions) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+			body, err := readBody(w, r, limit)
 			if err != nil {
 				NoteRefusal(r, Call{}, errcode.InvalidInput, "the body could not be read: "+err.Error())
 				var tooBig *http.MaxBytesError
@@ -81,6 +81,18 @@ func MCPBody(opts MCPBodyOptions) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callKey{}, call)))
 		})
 	}
+}
+
+// readBody returns the request's body: as Bodies already read it, or read
+// here under limit.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if held, ok := r.Body.(*heldBody); ok {
+		if int64(len(held.body)) > limit {
+			return nil, &http.MaxBytesError{Limit: limit}
+		}
+		return held.body, nil
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 }
 
 // replyStatus picks the HTTP status for a refusal the way the SDK would for

@@ -117,6 +117,12 @@ func TestMCPBodyRefusalsWithoutAResult(t *testing.T) {
 		{"BadUTF8InPing", "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\",\"params\":{\"x\":\"\xff\"}}", "2026-07-28", 400, jsonrpc.CodeInvalidParams, "7"},
 		{"BadUTF8InNotification", "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\",\"params\":{\"x\":\"\xff\"}}", "2026-07-28", 400, jsonrpc.CodeInvalidParams, "null"},
 		{"TooLarge", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("a", 5000) + `"}}`, "", 413, jsonrpc.CodeInvalidRequest, "null"},
+		// The SDK would answer these ids as 1, 1, 1000, 2^53 and 0: refused, never answered as another id.
+		{"FractionalID", `{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, "", 400, jsonrpc.CodeInvalidRequest, "null"},
+		{"FractionalToolCallID", `{"jsonrpc":"2.0","id":1.0,"method":"tools/call","params":{"name":"read_thing","arguments":{}}}`, "", 400, jsonrpc.CodeInvalidRequest, "null"},
+		{"ExponentID", `{"jsonrpc":"2.0","id":1e3,"method":"ping"}`, "", 400, jsonrpc.CodeInvalidRequest, "null"},
+		{"InexactID", `{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, "", 400, jsonrpc.CodeInvalidRequest, "null"},
+		{"NegativeZeroID", `{"jsonrpc":"2.0","id":-0,"method":"ping"}`, "", 400, jsonrpc.CodeInvalidRequest, "null"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,10 +18,12 @@ func TestChainInWiringOrder(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, &mcp.ServerOptions{SetCacheable: edge.PrivateToolList})
 	s.AddReceivingMiddleware(edge.FilterTools(scopeFor, edge.RequestScopes))
-	budget, err := limits.NewBytes(8 << 20)
+	budget, err := limits.NewBodies(8<<20, 2<<20, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tenants := newLimits(t, limits.Config{WritesPerSecond: 50, ReadsPerSecond: 200})
+	requestTenant := func(r *http.Request) (string, bool) { return tenantOf(r.Context()) }
 	// The httptest server's Host is 127.0.0.1:port, so a loopback public URL.
 	origin, err := edge.Origin(edge.OriginOptions{PublicURL: "http://127.0.0.1:8080"})
 	if err != nil {
@@ -29,16 +31,13 @@ func TestChainInWiringOrder(t *testing.T) {
 	}
 	url := guarded(t, s,
 		origin,
-		edge.Bodies(edge.BodiesOptions{Budget: budget}),
 		edge.SingleAuthorization(nil),
 		auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: metadataURL}),
+		edge.Concurrency(edge.ConcurrencyOptions{Limits: tenants, Tenant: requestTenant, Reject: edge.MCPReject}),
+		edge.Bodies(edge.BodiesOptions{Budget: budget, Tenant: requestTenant, Reject: edge.MCPReject}),
 		edge.MCPBody(edge.MCPBodyOptions{}),
 		edge.StepUp(edge.StepUpOptions{ScopeFor: scopeFor, ResourceMetadataURL: metadataURL}),
-		edge.MCPLimits(edge.MCPLimitsOptions{
-			Limits:  newLimits(t, limits.Config{WritesPerSecond: 50, ReadsPerSecond: 200}),
-			Tenant:  tenantOf,
-			KindFor: kindFor,
-		}),
+		edge.MCPLimits(edge.MCPLimitsOptions{Limits: tenants, Tenant: tenantOf, KindFor: kindFor}),
 	)
 
 	session, rt := connect(t, url, "read")

@@ -1,8 +1,11 @@
 package edge
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"strconv"
@@ -28,41 +31,71 @@ type MCPLimitsOptions struct {
 	KindFor func(tool string) limits.Kind
 }
 
-// MCPLimits applies the tenant limits to the MCP endpoint. Every request
-// takes one of its tenant's concurrency slots for as long as it runs; a
-// tools/call also draws from its tool's bucket (reads or writes). Only
-// tool calls draw from buckets: the MCP spec asks servers to rate-limit
-// tool invocations, and listing is cheap.
+// MCPLimits applies the tenant rate limits to the MCP endpoint: a
+// tools/call draws from its tool's bucket (reads or writes). Only tool
+// calls draw from buckets: the MCP spec asks servers to rate-limit tool
+// invocations, and listing is cheap. The tenant's concurrency cap is
+// Concurrency's, which runs before the body is read.
 //
 // A refused tools/call is a tool result with isError and
 //
 //	{"error":{"code":"rate_limited","message","retryable":true,"retry_after_ms"}}
 //
-// so the model reads it like any other tool error; any other refused
-// request gets 429 with Retry-After and a JSON-RPC error body. It needs
-// MCPBody and token verification before it; a request with no tenant
-// passes (there is nothing to count it against).
+// so the model reads it like any other tool error. It needs MCPBody and
+// token verification before it; a request with no tenant passes (there is
+// nothing to count it against).
 func MCPLimits(opts MCPLimitsOptions) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tenant, ok := opts.Tenant(r.Context())
-			if !ok {
-				next.ServeHTTP(w, r)
-				return
-			}
 			call, _ := CallFrom(r.Context())
-			release, wait, ok := opts.Limits.Acquire(tenant)
-			if !ok {
-				refuseMCP(w, r, call, wait, "too many requests from this tenant at once")
-				return
-			}
-			defer release()
-			if call.Method == "tools/call" {
+			if ok && call.Method == "tools/call" {
 				if ok, wait := opts.Limits.Allow(tenant, opts.KindFor(call.Tool)); !ok {
 					refuseMCP(w, r, call, wait, "this tenant's rate limit for this kind of call is reached")
 					return
 				}
 			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// ConcurrencyOptions configures Concurrency.
+type ConcurrencyOptions struct {
+	// Limits holds the tenants' caps. Required.
+	Limits *limits.Tenants
+	// Tenant returns the verified caller's tenant. Required.
+	Tenant func(r *http.Request) (string, bool)
+	// Reject writes the 429; WriteError if nil (MCPReject on /mcp).
+	Reject Reject
+}
+
+// Concurrency takes one of the caller's tenant's concurrency slots for as
+// long as the request runs, body upload included: it goes after token
+// verification and before Bodies, so a tenant's stalled uploads use up its
+// own slots, never a budget every tenant shares, and a refusal costs no
+// body read. Over the cap: 429 with Retry-After and code rate_limited,
+// whatever the method (the body, and so a tools/call's id, is not read
+// yet). A request with no tenant passes.
+func Concurrency(opts ConcurrencyOptions) func(http.Handler) http.Handler {
+	reject := opts.Reject
+	if reject == nil {
+		reject = WriteError
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			tenant, ok := opts.Tenant(r)
+			if !ok {
+				next.ServeHTTP(w, r)
+				return
+			}
+			release, wait, ok := opts.Limits.Acquire(tenant)
+			if !ok {
+				w.Header().Set("Retry-After", retryAfterSeconds(wait))
+				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "too many requests from this tenant at once; retry after the Retry-After delay")
+				return
+			}
+			defer release()
 			next.ServeHTTP(w, r)
 		})
 	}
@@ -148,23 +181,34 @@ func retryAfterSeconds(wait time.Duration) string {
 
 // BodiesOptions configures Bodies.
 type BodiesOptions struct {
-	// Budget is the bound on body bytes held at once, shared by every route
-	// it wraps. Required.
-	Budget *limits.Bytes
-	// MaxBytes caps one body; DefaultMaxBody if zero. A body without a
-	// declared length reserves this much.
+	// Budget bounds the body bytes held at once: each tenant's share, then
+	// the budget every route it wraps shares. Required.
+	Budget *limits.Bodies
+	// Tenant returns the verified caller's tenant; a request without one
+	// counts as the tenant "" (so unauthenticated bodies share one share).
+	// Required.
+	Tenant func(r *http.Request) (string, bool)
+	// MaxBytes caps one body; DefaultMaxBody if zero.
 	MaxBytes int64
-	// Reject writes the 503; WriteError if nil.
+	// Reject writes the refusals (429, 503); WriteError if nil.
 	Reject Reject
 }
 
-// Bodies reserves each request's body size (its Content-Length, or
-// MaxBytes when it declares none) from a global budget for as long as the
-// request runs, and caps what can be read at that size. When the budget is
-// spent the request is refused at once with 503, Retry-After: 1 and code
-// unavailable: many slow uploads together can hold no more than the budget,
-// from any mix of tenants and before any token is checked. Requests
-// without a body pass free.
+// Bodies reads each request's body before the handler runs, taking the
+// bytes from the caller's tenant share and then from the global budget as
+// they arrive (never what a Content-Length merely declares), and hands the
+// handler the bytes it read. It runs after the token is verified and after
+// the tenant's concurrency cap, so a tenant's stalled uploads hold its own
+// request slots and its own share of bytes, not everyone's:
+//
+//   - the tenant's share is full: 429 rate_limited with Retry-After;
+//   - the global budget is spent (several tenants at once): 503
+//     unavailable with Retry-After, and Budget.Spent turns /readyz to 503;
+//
+// A body over MaxBytes (declared, or as it arrives) or one that cannot be
+// read reaches the handler as a body whose reads fail with that error
+// (*http.MaxBytesError for the size), so the route answers 413 or 400 in
+// its own words, as without Bodies. Requests without a body pass free.
 func Bodies(opts BodiesOptions) func(http.Handler) http.Handler {
 	limit := opts.MaxBytes
 	if limit <= 0 {
@@ -180,19 +224,93 @@ func Bodies(opts BodiesOptions) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			n := limit
-			if r.ContentLength > 0 && r.ContentLength < limit {
-				n = r.ContentLength
-			}
-			release, ok := opts.Budget.Reserve(n)
-			if !ok {
-				w.Header().Set("Retry-After", "1")
-				reject(w, r, http.StatusServiceUnavailable, errcode.Unavailable, "the server is holding as many request bodies as it can; retry shortly")
+			if r.ContentLength > limit {
+				// The route answers 413 in its own words, reading nothing.
+				r.Body = failedBody{&http.MaxBytesError{Limit: limit}}
+				next.ServeHTTP(w, r)
 				return
 			}
-			defer release()
-			r.Body = http.MaxBytesReader(w, r.Body, n)
+			tenant, _ := opts.Tenant(r)
+			hold := opts.Budget.Hold(tenant)
+			defer hold.Release()
+			body, refusal, err := readHeld(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit, hold)
+			switch {
+			case refusal == limits.TenantShare:
+				w.Header().Set("Retry-After", "1")
+				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "this tenant is sending as many request bodies at once as it may; retry after the Retry-After delay")
+				return
+			case refusal == limits.Global:
+				w.Header().Set("Retry-After", "1")
+				reject(w, r, http.StatusServiceUnavailable, errcode.Unavailable, "the server is holding as many request bodies as it can; retry after the Retry-After delay")
+				return
+			case err != nil:
+				// Too large, or the client went away: the route reads the
+				// same error and answers it in its own words.
+				r.Body = failedBody{err}
+				next.ServeHTTP(w, r)
+				return
+			}
+			r.Body = &heldBody{Reader: bytes.NewReader(body), body: body}
+			r.ContentLength = int64(len(body))
 			next.ServeHTTP(w, r)
 		})
 	}
 }
+
+// firstRead is the buffer a body starts in. The buffer doubles as it
+// fills, and every byte of it is taken from the budget before it is
+// allocated, so a stalled upload holds about what it sent, never what it
+// declared.
+const firstRead = 4 << 10
+
+// readHeld reads body to its end into a buffer whose every byte is taken
+// from hold first, as io.ReadAll would read it. On a refusal it stops at
+// once and says what refused.
+func readHeld(body io.Reader, declared, limit int64, hold *limits.Hold) ([]byte, limits.Refusal, error) {
+	// One byte more than the limit, or than declared, so the read that
+	// finds the end (or the excess) needs no larger buffer.
+	size := min(firstRead, limit+1)
+	if declared > 0 {
+		size = min(size, declared+1)
+	}
+	if refusal := hold.Take(size); refusal != limits.Admitted {
+		return nil, refusal, nil
+	}
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			grow := min(int64(cap(buf)), limit+1-int64(cap(buf)))
+			if grow <= 0 {
+				return nil, limits.Admitted, &http.MaxBytesError{Limit: limit}
+			}
+			if refusal := hold.Take(grow); refusal != limits.Admitted {
+				return nil, refusal, nil
+			}
+			buf = append(make([]byte, 0, int64(cap(buf))+grow), buf...)
+		}
+		n, err := body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			return buf, limits.Admitted, nil
+		}
+		if err != nil {
+			return nil, limits.Admitted, err
+		}
+	}
+}
+
+// heldBody is a body Bodies already read: MCPBody takes its bytes as they
+// are instead of copying them again.
+type heldBody struct {
+	*bytes.Reader
+	body []byte
+}
+
+func (*heldBody) Close() error { return nil }
+
+// failedBody is a body whose reads fail with err.
+type failedBody struct{ err error }
+
+func (b failedBody) Read([]byte) (int, error) { return 0, b.err }
+
+func (failedBody) Close() error { return nil }

@@ -3,6 +3,7 @@ package edge_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -92,62 +93,92 @@ func TestMCPLimitsRateLimitedToolResult(t *testing.T) {
 	}
 }
 
-// TestMCPLimitsConcurrency holds one request of a tenant whose cap is 1 and
-// checks a second is refused in the form its method allows.
-func TestMCPLimitsConcurrency(t *testing.T) {
+// TestConcurrencyCountsUploads holds one request of a tenant whose cap is
+// 1 while its body is still arriving, and checks that a second request is
+// refused with 429, Retry-After and the contract error as JSON-RPC data,
+// without its body being read, whatever its method; another tenant passes.
+func TestConcurrencyCountsUploads(t *testing.T) {
 	t.Parallel()
-	entered, unblock := make(chan struct{}), make(chan struct{})
-	held := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if c, _ := edge.CallFrom(r.Context()); c.Tool == "hold" {
-			entered <- struct{}{}
-			<-unblock
-		}
-		w.WriteHeader(http.StatusNoContent)
-	})
-	h := auth.RequireBearerToken(verify, nil)(edge.MCPBody(edge.MCPBodyOptions{})(edge.MCPLimits(edge.MCPLimitsOptions{
-		Limits: newLimits(t, limits.Config{Concurrency: 1}), Tenant: tenantOf, KindFor: kindFor,
-	})(held)))
+	tenants := newLimits(t, limits.Config{Concurrency: 1})
+	requestTenant := func(r *http.Request) (string, bool) { return tenantOf(r.Context()) }
+	h := auth.RequireBearerToken(verify, nil)(edge.Concurrency(edge.ConcurrencyOptions{Limits: tenants, Tenant: requestTenant, Reject: edge.MCPReject})(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.WriteHeader(http.StatusNoContent)
+		})))
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	hdr := http.Header{"Authorization": {"Bearer read"}}
 
+	// A stalled upload: headers sent, the body never finished until the end.
+	stalled, finish := io.Pipe()
 	done := make(chan int)
 	go func() {
-		req, _ := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hold","arguments":{}}}`))
-		req.Header = hdr.Clone()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL, stalled)
+		req.Header.Set("Authorization", "Bearer read")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			done <- 0
 			return
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		done <- resp.StatusCode
 	}()
-	<-entered
-
-	status, resp := post(t, srv.URL, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_thing","arguments":{}}}`, hdr)
-	if status != http.StatusOK || resp.Result == nil || resp.Result.StructuredContent.Error.Code != "rate_limited" {
-		t.Errorf("call over the cap answered %d %+v, want a rate_limited tool result", status, resp)
-	}
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`))
-	req.Header = hdr.Clone()
-	r, err := http.DefaultClient.Do(req)
-	if err != nil {
+	if _, err := finish.Write([]byte(`{"jsonrpc":`)); err != nil {
 		t.Fatal(err)
 	}
-	r.Body.Close()
-	if r.StatusCode != http.StatusTooManyRequests || r.Header.Get("Retry-After") != "1" {
-		t.Errorf("tools/list over the cap answered %d Retry-After %q, want 429 with 1", r.StatusCode, r.Header.Get("Retry-After"))
+
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_thing","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,
+	} {
+		status, hdr, msg := postRaw(t, srv.URL, body, http.Header{"Authorization": {"Bearer read"}})
+		var e struct {
+			ID    any `json:"id"`
+			Error struct {
+				Code int64 `json:"code"`
+				Data struct {
+					Code         string `json:"code"`
+					Retryable    bool   `json:"retryable"`
+					RetryAfterMS int64  `json:"retry_after_ms"`
+				} `json:"data"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(msg, &e); err != nil || status != http.StatusTooManyRequests || hdr.Get("Retry-After") != "1" ||
+			e.Error.Data.Code != "rate_limited" || !e.Error.Data.Retryable || e.Error.Data.RetryAfterMS != 1000 || e.ID != nil {
+			t.Errorf("%s over the cap answered %d Retry-After %q %s, want 429, 1, rate_limited retryable after 1000 ms, id null", body, status, hdr.Get("Retry-After"), msg)
+		}
 	}
 	// Another tenant is not held back by this one's cap.
 	if status, _ := postStatus(t, srv.URL, `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`, http.Header{"Authorization": {"Bearer write"}}); status != http.StatusNoContent {
 		t.Errorf("other tenant answered %d, want to pass", status)
 	}
-	close(unblock)
+	_ = finish.Close()
 	if got := <-done; got != http.StatusNoContent {
-		t.Errorf("held request ended with %d", got)
+		t.Errorf("the stalled request ended with %d", got)
 	}
+	if status, _ := postStatus(t, srv.URL, `{"jsonrpc":"2.0","id":5,"method":"tools/list"}`, http.Header{"Authorization": {"Bearer read"}}); status != http.StatusNoContent {
+		t.Errorf("after the stalled request ended its tenant answered %d, want its slot back", status)
+	}
+}
+
+// postRaw sends body and returns the status, headers and the answer's bytes.
+func postRaw(tb testing.TB, url, body string, header http.Header) (int, http.Header, []byte) {
+	tb.Helper()
+	req, err := http.NewRequestWithContext(tb.Context(), http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	req.Header = header.Clone()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header, b
 }
 
 // postStatus sends body and returns the status only.
@@ -197,59 +228,111 @@ func TestLimitREST(t *testing.T) {
 	}
 }
 
-func TestBodiesBoundsHeldBytes(t *testing.T) {
+// stallReader is a request body that sends data, tells sent, and then
+// blocks until release is closed before it ends.
+type stallReader struct {
+	data    []byte
+	sent    chan struct{}
+	release chan struct{}
+}
+
+func (s *stallReader) Read(p []byte) (int, error) {
+	if len(s.data) > 0 {
+		n := copy(p, s.data)
+		s.data = s.data[n:]
+		return n, nil
+	}
+	if s.sent != nil {
+		close(s.sent)
+		s.sent = nil
+	}
+	<-s.release
+	return 0, io.EOF
+}
+
+// TestBodiesTakesTheTenantShareFirst: bytes are taken as they arrive, from
+// the tenant's share (429 past it) and then from the global budget (503
+// past it, with Spent true), and the handler gets every byte.
+func TestBodiesTakesTheTenantShareFirst(t *testing.T) {
 	t.Parallel()
-	budget, err := limits.NewBytes(100)
+	// A budget of 1000 bytes, 400 per tenant; a body of up to 300 bytes
+	// (each takes its declared size plus one).
+	budget, err := limits.NewBodies(1000, 400, 301)
 	if err != nil {
 		t.Fatal(err)
 	}
-	entered, unblock := make(chan struct{}), make(chan struct{})
-	h := edge.Bodies(edge.BodiesOptions{Budget: budget, MaxBytes: 80})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Hold") != "" {
-			entered <- struct{}{}
-			<-unblock
-		}
-		if _, err := io.ReadAll(r.Body); err != nil {
+	h := edge.Bodies(edge.BodiesOptions{
+		Budget: budget, MaxBytes: 300,
+		Tenant: func(r *http.Request) (string, bool) { return r.Header.Get("X-Tenant"), true },
+	})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, err := io.ReadAll(r.Body)
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
 			w.WriteHeader(http.StatusRequestEntityTooLarge)
-			return
+		case err != nil || int64(len(b)) != r.ContentLength || strings.Trim(string(b), "a") != "":
+			w.WriteHeader(http.StatusInternalServerError)
+		default:
+			w.WriteHeader(http.StatusNoContent)
 		}
-		w.WriteHeader(http.StatusNoContent)
 	}))
-	do := func(body io.Reader, hold bool) int {
+	do := func(tenant string, body io.Reader, declared int64) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", body)
-		if hold {
-			r.Header.Set("X-Hold", "1")
-		}
+		r.ContentLength = declared
+		r.Header.Set("X-Tenant", tenant)
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
-		return w.Code
+		return w
 	}
-	done := make(chan int)
-	go func() { done <- do(strings.NewReader(strings.Repeat("a", 60)), true) }()
-	<-entered
-	if code := do(strings.NewReader(strings.Repeat("a", 50)), false); code != http.StatusServiceUnavailable {
-		t.Errorf("60+50 of 100 bytes answered %d, want 503", code)
+	release := make(chan struct{})
+	var stalled []chan int
+	stall := func(tenant string) {
+		sent := make(chan struct{})
+		done := make(chan int, 1)
+		go func() {
+			done <- do(tenant, &stallReader{data: []byte(strings.Repeat("a", 10)), sent: sent, release: release}, 300).Code
+		}()
+		<-sent
+		stalled = append(stalled, done)
 	}
-	if code := do(strings.NewReader(strings.Repeat("a", 40)), false); code != http.StatusNoContent {
-		t.Errorf("60+40 of 100 bytes answered %d, want to pass", code)
+	stall("a") // 301 of a's 400, though only 10 bytes arrived
+	if w := do("a", strings.NewReader(strings.Repeat("a", 100)), 100); w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") == "" ||
+		!strings.Contains(w.Body.String(), `"rate_limited"`) || !strings.Contains(w.Body.String(), `"retryable":true`) {
+		t.Errorf("a's 100 more past its share answered %d Retry-After %q %s, want 429 rate_limited, retryable", w.Code, w.Header().Get("Retry-After"), w.Body)
 	}
-	// A body of unknown length reserves MaxBytes (80), which does not fit.
-	if code := do(io.MultiReader(strings.NewReader("a")), false); code != http.StatusServiceUnavailable {
-		t.Errorf("unknown length beside 60 held answered %d, want 503", code)
+	if w := do("b", strings.NewReader(strings.Repeat("a", 300)), 300); w.Code != http.StatusNoContent {
+		t.Errorf("b's 300 beside a's stalled upload answered %d, want to pass", w.Code)
 	}
-	if code := do(http.NoBody, false); code != http.StatusNoContent {
-		t.Errorf("no body answered %d, want to pass free", code)
+	stall("c")
+	stall("d") // 903 of 1000 held
+	if !budget.Spent() {
+		t.Error("less than one body free and Spent is false")
 	}
-	close(unblock)
-	if code := <-done; code != http.StatusNoContent {
-		t.Errorf("held request ended with %d", code)
+	if w := do("e", strings.NewReader(strings.Repeat("a", 100)), 100); w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" ||
+		!strings.Contains(w.Body.String(), `"unavailable"`) || !strings.Contains(w.Body.String(), `"retryable":true`) {
+		t.Errorf("e's 100 with 97 free answered %d Retry-After %q %s, want 503 unavailable, retryable", w.Code, w.Header().Get("Retry-After"), w.Body)
 	}
-	// Everything was released: the full budget fits again, and a body over
-	// MaxBytes is cut off.
-	if code := do(strings.NewReader(strings.Repeat("a", 80)), false); code != http.StatusNoContent {
-		t.Errorf("80 bytes after release answered %d", code)
+	if w := do("e", http.NoBody, 0); w.Code != http.StatusNoContent {
+		t.Errorf("no body answered %d, want to pass free", w.Code)
 	}
-	if code := do(io.MultiReader(strings.NewReader(strings.Repeat("a", 81))), false); code != http.StatusRequestEntityTooLarge {
-		t.Errorf("81 bytes of unknown length answered %d, want the read cut off", code)
+	close(release)
+	for _, done := range stalled {
+		if code := <-done; code != http.StatusInternalServerError && code != http.StatusNoContent {
+			t.Errorf("a stalled upload ended with %d", code)
+		}
+	}
+	if budget.Spent() {
+		t.Error("Spent after every body was released")
+	}
+	// A body over MaxBytes reaches the handler as a read error, whether
+	// declared or found as it arrives, so the route answers it.
+	if w := do("a", strings.NewReader(strings.Repeat("a", 301)), 301); w.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("301 bytes declared answered %d, want 413", w.Code)
+	}
+	if w := do("a", io.MultiReader(strings.NewReader(strings.Repeat("a", 301))), -1); w.Code != http.StatusRequestEntityTooLarge {
+		t.Errorf("301 bytes of unknown length answered %d, want 413", w.Code)
+	}
+	if w := do("a", io.MultiReader(strings.NewReader(strings.Repeat("a", 300))), -1); w.Code != http.StatusNoContent {
+		t.Errorf("300 bytes of unknown length answered %d, want to pass", w.Code)
 	}
 }

@@ -6,16 +6,20 @@
 //
 // The order on /mcp, outermost first (TestChainInWiringOrder runs it):
 //
-//	Origin → Bodies → SingleAuthorization → auth.RequireBearerToken →
-//	MCPBody → StepUp → MCPLimits → the SDK's StreamableHTTPHandler
+//	Origin → SingleAuthorization → auth.RequireBearerToken → Concurrency →
+//	Bodies → MCPBody → StepUp → MCPLimits → the SDK's StreamableHTTPHandler
 //
-// Origin refuses before anything runs; Bodies bounds bytes held before any
-// token is checked; MCPBody needs nothing but feeds StepUp and MCPLimits the
-// peeked Call; StepUp's 403s are cheap and draw on no tenant's budget. The
-// MCP server itself gets FilterTools as receiving middleware and
-// PrivateToolList as ServerOptions.SetCacheable. /api/v1 takes Origin,
-// Bodies and SingleAuthorization the same way, and Limit after its own
-// authentication. Probes and metadata stay outside all of it.
+// Origin refuses before anything runs; SingleAuthorization bounds the
+// header before any token is parsed; the token is verified before a byte
+// of the body is read, so Concurrency and Bodies count every upload against
+// its own tenant first (DESIGN §17): a tenant's stalled uploads fill its own
+// slots and its share of the body budget, never everyone's. MCPBody feeds
+// StepUp and MCPLimits the peeked Call; StepUp's 403s are cheap and draw on
+// no bucket. The MCP server itself gets FilterTools as receiving middleware
+// and PrivateToolList as ServerOptions.SetCacheable. /api/v1 takes Origin
+// and SingleAuthorization the same way, and Limit then Bodies after its own
+// authentication. Probes and metadata stay outside all of it; the console
+// and /metrics take Host.
 package edge
 
 import (
@@ -25,6 +29,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -118,6 +123,9 @@ func CheckMessage(msg []byte) (Call, *Reply) {
 	if string(call.ID) == "null" {
 		call.ID = nil
 	}
+	if !idExact(call.ID) {
+		return Call{}, rpcError(nil, jsonrpc.CodeInvalidRequest, "id must be a string or an integer of at most 2^53 in magnitude, so that the answer can carry it back exactly")
+	}
 	if raw, ok := env["method"]; ok {
 		if err := json.Unmarshal(raw, &call.Method); err != nil {
 			return call, rpcError(call.ID, jsonrpc.CodeInvalidRequest, "method must be a string")
@@ -178,6 +186,23 @@ func CheckMessage(msg []byte) (Call, *Reply) {
 		return call, rpcError(call.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q is not supported: this server declares only the tools capability", call.Method))
 	}
 	return call, nil
+}
+
+// maxExactID is the largest integer id a float64, which the SDK decodes
+// ids into, holds exactly.
+const maxExactID = 1 << 53
+
+// idExact reports whether the SDK will answer id exactly as sent: a string,
+// or an integer literal within ±2^53. The SDK decodes a numeric id into a
+// float64 and answers it as an int64, so 1.5 came back as 1, 1e3 as 1000
+// and 2^53+1 as 2^53: answers a client could match to the wrong request.
+// Other kinds (objects, booleans) are left to the SDK, which refuses them.
+func idExact(id json.RawMessage) bool {
+	if len(id) == 0 || (id[0] != '-' && (id[0] < '0' || id[0] > '9')) {
+		return true
+	}
+	n, err := strconv.ParseInt(string(id), 10, 64)
+	return err == nil && n >= -maxExactID && n <= maxExactID && (id[0] != '-' || n != 0)
 }
 
 // walk checks that msg is exactly one JSON value and reports the depth of

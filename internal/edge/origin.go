@@ -8,8 +8,12 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/errcode"
 )
 
@@ -18,8 +22,10 @@ import (
 type Reject func(w http.ResponseWriter, r *http.Request, status int, code errcode.Code, message string)
 
 // WriteError is the default Reject: a JSON body
-// {"error":{"code","message","retryable":false}}, the shape MCP tool errors
+// {"error":{"code","message","retryable"}}, the shape MCP tool errors
 // carry, which a REST wiring replaces with its problem+json writer.
+// retryable is the error table's word for code (errcode), so it agrees
+// with any Retry-After sent beside it.
 func WriteError(w http.ResponseWriter, _ *http.Request, status int, code errcode.Code, message string) {
 	type body struct {
 		Code      errcode.Code `json:"code"`
@@ -29,8 +35,45 @@ func WriteError(w http.ResponseWriter, _ *http.Request, status int, code errcode
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]body{"error": {Code: code, Message: message}}) // nothing left to tell of a failed write
+	_ = json.NewEncoder(w).Encode(map[string]body{"error": {Code: code, Message: message, Retryable: code.Retryable()}}) // nothing left to tell of a failed write
 }
+
+// MCPReject is the Reject for refusals on /mcp made before the body is
+// read (Concurrency, Bodies), when no request id is known: a JSON-RPC error
+// with id null whose data is the contract error
+//
+//	{"code","message","retryable","retry_after_ms"}
+//
+// retry_after_ms mirroring any Retry-After header, noted for the access log
+// and metrics like every edge refusal (NoteRefusal). The Go client treats
+// 429 and 503 as transient (the session survives, the call fails), and a
+// JSON-RPC body keeps the session alive on the other statuses too.
+func MCPReject(w http.ResponseWriter, r *http.Request, status int, code errcode.Code, message string) {
+	NoteRefusal(r, Call{}, code, message)
+	rpcCode := int64(jsonrpc.CodeInvalidRequest)
+	switch code {
+	case errcode.RateLimited:
+		rpcCode = codeRateLimited
+	case errcode.Unavailable:
+		rpcCode = codeUnavailable
+	}
+	e := contractError{Code: code, Message: message, Retryable: code.Retryable()}
+	if secs, err := strconv.ParseInt(w.Header().Get("Retry-After"), 10, 64); err == nil {
+		ms := secs * 1000
+		e.RetryAfterMS = &ms
+	}
+	data, _ := json.Marshal(e)
+	body, _ := json.Marshal(struct {
+		JSONRPC string        `json:"jsonrpc"`
+		ID      any           `json:"id"`
+		Error   jsonrpc.Error `json:"error"`
+	}{"2.0", nil, jsonrpc.Error{Code: rpcCode, Message: string(code) + ": " + message, Data: data}})
+	writeReply(w, status, &Reply{Body: body, Code: rpcCode})
+}
+
+// codeUnavailable is the JSON-RPC error code (server range) for a request
+// refused because a budget every tenant shares is spent.
+const codeUnavailable = -32030
 
 // OriginOptions configures Origin.
 type OriginOptions struct {
@@ -45,6 +88,11 @@ type OriginOptions struct {
 	// (TICKETD_ALLOWED_HOSTS), such as an internal name behind a proxy; a
 	// port, if given, is ignored.
 	AllowedHosts []string
+	// AnyAddress also admits a Host that is an IP address literal, for
+	// routes a scraper reaches by the replica's address (/metrics): DNS
+	// rebinding needs a name the attacker controls, so an address literal
+	// cannot be one.
+	AnyAddress bool
 	// Reject writes the 403; WriteError if nil.
 	Reject Reject
 }
@@ -60,9 +108,9 @@ type OriginOptions struct {
 // too. Mount it on /mcp and /api/v1, not on probes, which a platform calls
 // by address.
 func Origin(opts OriginOptions) (func(http.Handler) http.Handler, error) {
-	public, err := url.Parse(opts.PublicURL)
-	if err != nil || public.Scheme == "" || public.Host == "" {
-		return nil, fmt.Errorf("edge: public URL %q is not an absolute URL", opts.PublicURL)
+	public, hostOK, reject, err := hostCheck(opts)
+	if err != nil {
+		return nil, err
 	}
 	origins := []string{normalOrigin(public)}
 	for _, o := range opts.AllowedOrigins {
@@ -72,23 +120,9 @@ func Origin(opts OriginOptions) (func(http.Handler) http.Handler, error) {
 		}
 		origins = append(origins, normalOrigin(u))
 	}
-	hosts := []string{strings.ToLower(public.Hostname())}
-	for _, h := range opts.AllowedHosts {
-		if h = hostOnly(h); h == "" {
-			return nil, errors.New("edge: an allowed host is empty")
-		}
-		hosts = append(hosts, h)
-	}
-	if isLoopback(public.Hostname()) {
-		hosts = append(hosts, "localhost", "127.0.0.1", "::1")
-	}
-	reject := opts.Reject
-	if reject == nil {
-		reject = WriteError
-	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !slices.Contains(hosts, hostOnly(r.Host)) {
+			if !hostOK(r.Host) {
 				reject(w, r, http.StatusForbidden, errcode.Forbidden, "the Host header does not name this server")
 				return
 			}
@@ -101,6 +135,54 @@ func Origin(opts OriginOptions) (func(http.Handler) http.Handler, error) {
 			next.ServeHTTP(w, r)
 		})
 	}, nil
+}
+
+// Host is Origin's Host check alone (403 for a Host that does not name this
+// server), for the routes that keep their own cross-origin rules: the
+// console, which checks Origin and CSRF itself, and /metrics (with
+// AnyAddress). Without it, a page on a rebinding name could read a local
+// server's console or metrics. AllowedOrigins is ignored.
+func Host(opts OriginOptions) (func(http.Handler) http.Handler, error) {
+	_, hostOK, reject, err := hostCheck(opts)
+	if err != nil {
+		return nil, err
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !hostOK(r.Host) {
+				reject(w, r, http.StatusForbidden, errcode.Forbidden, "the Host header does not name this server")
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}, nil
+}
+
+// hostCheck parses opts into the public URL, the Host test and the Reject
+// both Origin and Host use.
+func hostCheck(opts OriginOptions) (*url.URL, func(host string) bool, Reject, error) {
+	public, err := url.Parse(opts.PublicURL)
+	if err != nil || public.Scheme == "" || public.Host == "" {
+		return nil, nil, nil, fmt.Errorf("edge: public URL %q is not an absolute URL", opts.PublicURL)
+	}
+	hosts := []string{strings.ToLower(public.Hostname())}
+	for _, h := range opts.AllowedHosts {
+		if h = hostOnly(h); h == "" {
+			return nil, nil, nil, errors.New("edge: an allowed host is empty")
+		}
+		hosts = append(hosts, h)
+	}
+	if isLoopback(public.Hostname()) {
+		hosts = append(hosts, "localhost", "127.0.0.1", "::1")
+	}
+	reject := opts.Reject
+	if reject == nil {
+		reject = WriteError
+	}
+	return public, func(host string) bool {
+		h := hostOnly(host)
+		return slices.Contains(hosts, h) || (opts.AnyAddress && net.ParseIP(h) != nil)
+	}, reject, nil
 }
 
 // originAllowed compares an Origin header with the allowed list. "null"
@@ -148,19 +230,39 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// SingleAuthorization refuses a request carrying more than one
-// Authorization header with 400 (RFC 6750 invalid_request): servers and
-// proxies disagree on which one counts, and the SDK would use the first.
+// SingleAuthorization checks the Authorization header before any token is
+// parsed, the same way on every route it guards:
+//
+//   - more than one Authorization header: 400 (RFC 6750 invalid_request):
+//     servers and proxies disagree on which one counts, and the SDK would
+//     use the first;
+//   - one over authn.MaxAuthorization (16 KiB): 400 invalid_request, so a
+//     huge bad token costs no JWT parsing;
+//   - one that is not exactly "Bearer <b64token>" (authn.BearerToken; a tab
+//     after the scheme, say): removed, so the route answers as it does for
+//     a request without a token (401 with its challenge). The SDK's own
+//     parser splits on any whitespace and REST's did not, so the same header
+//     was a token on /mcp and none on /api/v1.
 func SingleAuthorization(reject Reject) func(http.Handler) http.Handler {
 	if reject == nil {
 		reject = WriteError
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if len(r.Header.Values("Authorization")) > 1 {
+			values := r.Header.Values("Authorization")
+			switch {
+			case len(values) > 1:
 				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_request", error_description="more than one Authorization header"`)
 				reject(w, r, http.StatusBadRequest, errcode.Unauthenticated, "send exactly one Authorization header")
 				return
+			case len(values) == 1 && len(values[0]) > authn.MaxAuthorization:
+				w.Header().Set("WWW-Authenticate", `Bearer error="invalid_request", error_description="Authorization header too large"`)
+				reject(w, r, http.StatusBadRequest, errcode.Unauthenticated, fmt.Sprintf("the Authorization header is larger than %d KiB; no token is that long", authn.MaxAuthorization>>10))
+				return
+			case len(values) == 1:
+				if _, ok := authn.BearerToken(values[0]); !ok {
+					r.Header.Del("Authorization")
+				}
 			}
 			next.ServeHTTP(w, r)
 		})

@@ -3,6 +3,7 @@ package edge_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/ticketd/ticketd/internal/edge"
@@ -85,6 +86,35 @@ func TestOriginConfigErrors(t *testing.T) {
 	}
 }
 
+// TestMalformedBearerIsNoToken: a header that is not exactly
+// "Bearer <b64token>" reaches the route as no header at all, so /mcp (whose
+// SDK splits on any whitespace) and /api/v1 answer it alike.
+func TestMalformedBearerIsNoToken(t *testing.T) {
+	t.Parallel()
+	var got []string
+	h := edge.SingleAuthorization(nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Values("Authorization")
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	for value, kept := range map[string]bool{
+		"Bearer abc.DEF-_~+/==": true,
+		"bearer abc":            true,
+		"Bearer\tabc":           false,
+		"Bearer  abc":           false,
+		"Bearer abc def":        false,
+		"Basic abc":             false,
+		"Bearer ":               false,
+		"Bearer a=b":            false,
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		r.Header.Set("Authorization", value)
+		h.ServeHTTP(httptest.NewRecorder(), r)
+		if (len(got) == 1) != kept {
+			t.Errorf("%q reached the route as %q, want kept=%v", value, got, kept)
+		}
+	}
+}
+
 func TestSingleAuthorization(t *testing.T) {
 	t.Parallel()
 	mw := edge.SingleAuthorization(nil)
@@ -92,9 +122,11 @@ func TestSingleAuthorization(t *testing.T) {
 		values []string
 		want   int
 	}{
-		"None": {nil, http.StatusNoContent},
-		"One":  {[]string{"Bearer a"}, http.StatusNoContent},
-		"Two":  {[]string{"Bearer a", "Bearer b"}, http.StatusBadRequest},
+		"None":     {nil, http.StatusNoContent},
+		"One":      {[]string{"Bearer a"}, http.StatusNoContent},
+		"Two":      {[]string{"Bearer a", "Bearer b"}, http.StatusBadRequest},
+		"Oversize": {[]string{"Bearer " + strings.Repeat("a", 16<<10)}, http.StatusBadRequest},
+		"AtLimit":  {[]string{"Bearer " + strings.Repeat("a", 16<<10-7)}, http.StatusNoContent},
 	} {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
 		r.Header["Authorization"] = tc.values
@@ -105,6 +137,43 @@ func TestSingleAuthorization(t *testing.T) {
 		}
 		if tc.want == http.StatusBadRequest && w.Header().Get("WWW-Authenticate") == "" {
 			t.Errorf("%s: no WWW-Authenticate challenge", name)
+		}
+	}
+}
+
+// TestHost: the Host check alone refuses a rebinding name on routes that
+// keep their own Origin rules, and AnyAddress admits address literals (a
+// scraper's) but still no foreign name.
+func TestHost(t *testing.T) {
+	t.Parallel()
+	opts := edge.OriginOptions{PublicURL: "https://tickets.example.com", AllowedHosts: []string{"ticketd.internal"}}
+	strict, err := edge.Host(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.AnyAddress = true
+	addresses, err := edge.Host(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for host, want := range map[string][2]int{
+		"tickets.example.com":     {204, 204},
+		"TICKETS.example.com:443": {204, 204},
+		"ticketd.internal:8080":   {204, 204},
+		"rebind.attacker.example": {403, 403},
+		"10.0.3.7:8080":           {403, 204},
+		"[fd00::7]:8080":          {403, 204},
+		"localhost:8080":          {403, 403},
+	} {
+		for i, mw := range []func(http.Handler) http.Handler{strict, addresses} {
+			r := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+			r.Host = host
+			r.Header.Set("Origin", "https://elsewhere.example") // not Host's business
+			w := httptest.NewRecorder()
+			mw(reached).ServeHTTP(w, r)
+			if w.Code != want[i] {
+				t.Errorf("Host %q (any address %v): %d, want %d", host, i == 1, w.Code, want[i])
+			}
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
@@ -30,10 +31,13 @@ const (
 	OperationInProgress Code = "operation_in_progress"
 	OutcomeUnknown      Code = "outcome_unknown"
 	OperationFailed     Code = "operation_failed"
+	OperationExpired    Code = "operation_expired"
 	NotFound            Code = "not_found"
 	AlreadyExists       Code = "already_exists"
 	VersionConflict     Code = "version_conflict"
 	StateConflict       Code = "state_conflict"
+	ApprovalRequired    Code = "approval_required"
+	ApprovalDeclined    Code = "approval_declined"
 	Forbidden           Code = "forbidden"
 	Unauthenticated     Code = "unauthenticated"
 	RateLimited         Code = "rate_limited"
@@ -165,6 +169,15 @@ var Table = []Row{
 		Outcome:      CountFailed,
 	},
 	{
+		Code: OperationExpired, Meaning: "the ID was applied once, longer ago than operations are remembered", Retry: "no; look up what it made",
+		MCP: MCPToolError, Status: http.StatusConflict, Title: "Operation expired", ShowCause: true,
+		Public:       "this operation ID was already applied, longer ago than ticketd remembers operations; nothing was written now",
+		AgentStep:    "This operation_id was already applied once, so long ago that its record is gone and its result cannot be replayed; nothing was written now. Do not retry it, and do not switch to a new operation_id to force it through: find what it made (list_tickets, get_ticket) and decide from there.",
+		OperatorStep: "This Idempotency-Key was already applied once, so long ago that its record is gone and its result cannot be replayed; nothing was written now. Find what it made (GET /api/v1/tickets) before sending anything under a new key.",
+		PersonStep:   "This form was already submitted once, so long ago that ticketd no longer remembers its result; nothing was written now. Look for what it made before filling in a fresh form.",
+		Outcome:      CountConflict,
+	},
+	{
 		Code: NotFound, Meaning: "no such ticket, project or operation (or another tenant's)", Retry: "no",
 		MCP: MCPToolError, Status: http.StatusNotFound, Title: "Not found", ShowCause: true,
 		Public:       "nothing with that identifier exists for your tenant",
@@ -199,6 +212,28 @@ var Table = []Row{
 		OperatorStep: "The request does not fit the current state of what it names (the message says which); GET it again and decide.",
 		PersonStep:   "This does not fit the current state (the message says why), so nothing was changed. Reload the page and decide again.",
 		Outcome:      CountFailed,
+	},
+	{
+		Code: ApprovalRequired, Meaning: "the write needs a person's yes first (urgent, or a large bulk); nothing written", Retry: "yes, same ID, once a person approved at `approval_url`", Retryable: true,
+		MCP: MCPToolError, Status: http.StatusPreconditionRequired, Title: "Approval required", ShowCause: true,
+		Public: "this write needs a person's approval first; nothing was written",
+		// A person takes seconds at least; polling faster only adds load.
+		RetryAfter:   5 * time.Second,
+		AgentStep:    "Nothing was written. Ask the user to open approval_url and approve this change, then retry with the same operation_id and arguments (before expires_at).",
+		OperatorStep: "Nothing was written. Open approval_url (signed in to the console as the same user) and approve, then send the same request again with the same Idempotency-Key before expires_at.",
+		PersonStep:   "This change needs a person's approval first; nothing was written. Open the Approvals page, approve it, then submit the form again as it is.",
+		// Waiting for a person: nothing ran; ticketd_approvals_total counts it.
+		Outcome: NotCounted,
+	},
+	{
+		Code: ApprovalDeclined, Meaning: "the person asked said no; nothing written or recorded", Retry: "no; only if the person changes their mind (then it asks again)",
+		MCP: MCPToolError, Status: http.StatusForbidden, Title: "Approval declined", ShowCause: true,
+		Public:       "the person asked to approve this write declined it; nothing was written",
+		AgentStep:    "The person declined this change; nothing was written. Do not retry it unless the user asks for it again (the same operation_id then asks again).",
+		OperatorStep: "The approval was declined; nothing was written. Send the request again only if it should be asked again (the same Idempotency-Key is fine).",
+		PersonStep:   "The approval was declined, so nothing was written. Submit the form again only if it should be asked again.",
+		// Refused by a person: nothing ran; ticketd_approvals_total counts it.
+		Outcome: NotCounted,
 	},
 	{
 		Code: Forbidden, Meaning: "the token lacks the scope", Retry: "no",
@@ -288,8 +323,22 @@ func Of(err error) Code {
 		return IdempotencyConflict
 	case errors.Is(err, operations.ErrInProgress):
 		return OperationInProgress
+	case errors.Is(err, approval.ErrRequired):
+		return ApprovalRequired
+	case errors.Is(err, approval.ErrDeclined):
+		return ApprovalDeclined
+	case errors.Is(err, approval.ErrBadState):
+		return InvalidInput
+	case errors.Is(err, approval.ErrNotFound):
+		return NotFound
+	case errors.Is(err, approval.ErrDecided):
+		return StateConflict
+	case errors.Is(err, approval.ErrUnavailable):
+		return Unavailable
 	case errors.Is(err, operations.ErrFailed):
 		return OperationFailed
+	case errors.Is(err, operations.ErrExpired):
+		return OperationExpired
 	case errors.Is(err, tickets.ErrInvalid), errors.Is(err, webhooks.ErrInvalid), errors.Is(err, ssrf.ErrRefused):
 		return InvalidInput
 	case errors.Is(err, tickets.ErrNotFound), errors.Is(err, operations.ErrNotFound), errors.Is(err, webhooks.ErrNotFound):

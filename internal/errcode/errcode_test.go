@@ -29,7 +29,7 @@ func TestRetryableAndNextStep(t *testing.T) {
 	t.Parallel()
 	retryable := map[errcode.Code]bool{
 		errcode.InvalidInput: false, errcode.IdempotencyConflict: false, errcode.OperationInProgress: true,
-		errcode.OutcomeUnknown: true, errcode.OperationFailed: false, errcode.NotFound: false, errcode.AlreadyExists: false, errcode.VersionConflict: false, errcode.StateConflict: false, errcode.Forbidden: false,
+		errcode.OutcomeUnknown: true, errcode.OperationFailed: false, errcode.OperationExpired: false, errcode.NotFound: false, errcode.AlreadyExists: false, errcode.VersionConflict: false, errcode.StateConflict: false, errcode.Forbidden: false,
 		errcode.Unauthenticated: false, errcode.Unavailable: true, errcode.Internal: true,
 	}
 	steps := map[string]errcode.Code{}

@@ -38,6 +38,10 @@ const (
 	kindDrop faultKind = iota
 	// kindCut cuts at once, so the outcome is genuinely unknown.
 	kindCut
+	// kindFreeze withholds the chunk and everything after it, both ways,
+	// with both connections left open: a peer that froze or vanished
+	// without a FIN.
+	kindFreeze
 )
 
 type fault struct {
@@ -118,6 +122,20 @@ func (p *Proxy) DropReplyAfter(marker string) <-chan struct{} {
 // request, which models a truly unknown outcome.
 func (p *Proxy) CutAfter(marker string) <-chan struct{} {
 	return p.arm(marker, kindCut)
+}
+
+// FreezeBefore arms a single fault that freezes the link carrying marker:
+// the chunk that contains it is not forwarded, nor is anything after it in
+// either direction, and neither connection is closed by the proxy. To the
+// upstream the client has gone silent mid-conversation, as a paused
+// container or a vanished network path looks (for PostgreSQL, a session
+// idle in its transaction, holding its locks); to the client the upstream
+// never answers. The client closing its end is not passed on, so the
+// upstream keeps a half-open connection. The link ends only when the
+// upstream closes it (for example a server-side timeout) or the proxy shuts
+// down. The returned channel is closed once the chunk has been withheld.
+func (p *Proxy) FreezeBefore(marker string) <-chan struct{} {
+	return p.arm(marker, kindFreeze)
 }
 
 // Fired reports how many armed faults have fired so far.
@@ -296,6 +314,19 @@ func (p *Proxy) pumpRequests(l *link, upDone <-chan struct{}) {
 	}
 }
 
+// hold reads and discards the client's bytes of a frozen link until the
+// client's end fails or closes, and passes neither on. The reply pump is
+// already swallowing (claim set it), so it discards the upstream's bytes
+// until the upstream closes.
+func (l *link) hold() {
+	buf := make([]byte, bufSize)
+	for {
+		if _, err := l.client.Read(buf); err != nil {
+			return
+		}
+	}
+}
+
 // pumpReplies copies upstream bytes to the client unless the link is
 // swallowing them for a fault.
 func (l *link) pumpReplies() {
@@ -359,6 +390,14 @@ func (p *Proxy) claim(l *link, chunk []byte) *fault {
 // reported so a test that sees the channel closed can rely on the client
 // connection already being dead.
 func (p *Proxy) fire(l *link, f *fault, chunk []byte, upDone <-chan struct{}) {
+	if f.kind == kindFreeze {
+		p.mu.Lock()
+		p.fired++
+		p.mu.Unlock()
+		close(f.done)
+		l.hold()
+		return
+	}
 	_, err := l.upstream.Write(chunk)
 	if err == nil && f.kind == kindDrop {
 		t := time.NewTimer(replyTimeout)

@@ -537,3 +537,61 @@ func TestCleanupLeavesNoGoroutines(t *testing.T) {
 		t.Error("proxy still accepts connections after cleanup")
 	}
 }
+
+func TestFreezeBeforeWithholdsAndKeepsUpstreamOpen(t *testing.T) {
+	t.Parallel()
+	up := startLineServer(t)
+	p := faultproxy.Start(t, up.addr())
+	fired := p.FreezeBefore("commit")
+	c := dial(t, p.Addr())
+	mustAck(t, c, "begin")
+	if err := c.send("frozen commit\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitFired(t, fired)
+	if err := c.send("after the freeze\n"); err != nil {
+		t.Fatal(err)
+	}
+	// The client hears nothing back: its read ends at its own deadline.
+	if err := c.c.SetReadDeadline(time.Now().Add(200 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := c.r.ReadString('\n'); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read on a frozen link = %q, %v; want our own deadline", s, err)
+	}
+	c.c.Close()
+	// Another connection works, so the upstream is still listening; the
+	// frozen one's lines never reached it, and its connection is not closed
+	// by the client's going away (half-open).
+	mustAck(t, dial(t, p.Addr()), "other")
+	if n := up.count("frozen commit") + up.count("after the freeze"); n != 0 {
+		t.Fatalf("upstream received %d withheld lines, want 0", n)
+	}
+	up.mu.Lock()
+	open := len(up.conns)
+	up.mu.Unlock()
+	if open != 2 {
+		t.Fatalf("upstream has %d open connections, want 2 (the frozen one still open)", open)
+	}
+}
+
+func TestFreezeBeforeEndsWhenUpstreamCloses(t *testing.T) {
+	t.Parallel()
+	up := startLineServer(t)
+	p := faultproxy.Start(t, up.addr())
+	fired := p.FreezeBefore("commit")
+	c := dial(t, p.Addr())
+	mustAck(t, c, "begin")
+	if err := c.send("frozen commit\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitFired(t, fired)
+	// The upstream ends the session, as a server-side timeout would: the
+	// client then loses its connection instead of waiting forever.
+	up.mu.Lock()
+	for conn := range up.conns {
+		conn.Close()
+	}
+	up.mu.Unlock()
+	mustLose(t, c)
+}

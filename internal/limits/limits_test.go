@@ -1,6 +1,8 @@
 package limits_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -177,35 +179,145 @@ func TestNewRejectsBadConfig(t *testing.T) {
 			t.Errorf("%s: New accepted %+v", name, cfg)
 		}
 	}
-	if _, err := limits.NewBytes(0); err == nil {
-		t.Error("NewBytes accepted a zero budget")
+	for name, b := range map[string][3]int64{
+		"ZeroBudget":      {0, 0, 0},
+		"ZeroShare":       {100, 0, 10},
+		"ShareOverBudget": {100, 101, 10},
+		"MarginOver":      {100, 50, 101},
+	} {
+		if _, err := limits.NewBodies(b[0], b[1], b[2]); err == nil {
+			t.Errorf("%s: NewBodies accepted %v", name, b)
+		}
+	}
+	for _, s := range [][2]int{{0, 0}, {4, 0}, {2, 3}} {
+		if _, err := limits.NewSlots(s[0], s[1]); err == nil {
+			t.Errorf("NewSlots accepted total %d, share %d", s[0], s[1])
+		}
 	}
 }
 
-func TestBytesBoundsWhatIsHeld(t *testing.T) {
+// TestBodiesTakesTheTenantShareFirst fills one tenant's share and checks
+// that the tenant alone is refused, that other tenants still fit in the
+// global budget, and that Spent reports the global budget running out.
+func TestBodiesTakesTheTenantShareFirst(t *testing.T) {
 	t.Parallel()
-	b, err := limits.NewBytes(100)
+	b, err := limits.NewBodies(100, 40, 30)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r60, ok := b.Reserve(60)
-	if !ok {
-		t.Fatal("60 of 100 refused")
+	a := b.Hold("a")
+	if got := a.Take(40); got != limits.Admitted {
+		t.Fatalf("40 of a's 40 answered %v", got)
 	}
-	if _, ok := b.Reserve(50); ok {
-		t.Fatal("110 of 100 admitted")
+	if got := b.Hold("a").Take(1); got != limits.TenantShare {
+		t.Errorf("a's 41st byte (another request) answered %v, want TenantShare", got)
 	}
-	if _, ok := b.Reserve(-1); ok {
-		t.Fatal("a negative reservation was admitted")
+	if b.Spent() {
+		t.Error("Spent with 60 of 100 free and a margin of 30")
 	}
-	r60()
-	r60()
-	r50, ok := b.Reserve(50)
-	if !ok {
-		t.Fatal("50 refused after the 60 were released")
+	other, third := b.Hold("b"), b.Hold("c")
+	if got := other.Take(40); got != limits.Admitted {
+		t.Fatalf("b's 40 beside a's answered %v", got)
 	}
-	if _, ok := b.Reserve(51); ok {
-		t.Error("double release returned bytes twice")
+	if !b.Spent() {
+		t.Error("not Spent with 20 of 100 free and a margin of 30")
 	}
-	r50()
+	if got := third.Take(21); got != limits.Global {
+		t.Errorf("c's 21 with 20 free answered %v, want Global", got)
+	}
+	if got := third.Take(-1); got == limits.Admitted {
+		t.Error("a negative take was admitted")
+	}
+	a.Release()
+	a.Release()
+	if got := third.Take(40); got != limits.Admitted {
+		t.Errorf("c's 40 after a released answered %v", got)
+	}
+	if got := third.Take(1); got != limits.TenantShare {
+		t.Errorf("double release gave a's bytes back twice: c's 41st answered %v", got)
+	}
+	if got := b.Hold("a").Take(40); got != limits.Global {
+		t.Errorf("a's 40 with 20 free answered %v, want Global", got)
+	}
+	other.Release()
+	third.Release()
+	if got := b.Hold("a").Take(40); got != limits.Admitted || b.Spent() {
+		t.Errorf("after every release a's 40 answered %v (spent %v)", got, b.Spent())
+	}
+}
+
+// TestSlotsShareOutTheTotal: a tenant holding its share waits behind
+// itself, another tenant still gets a slot, and a waiter whose context
+// ends holds nothing.
+func TestSlotsShareOutTheTotal(t *testing.T) {
+	t.Parallel()
+	s, err := limits.NewSlots(3, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	var held []func()
+	for range 2 {
+		r, err := s.Acquire(ctx, "a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, r)
+	}
+	short, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if _, err := s.Acquire(short, "a"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a's third slot with a share of 2: %v, want to wait until the context ends", err)
+	}
+	rb, err := s.Acquire(ctx, "b")
+	if err != nil {
+		t.Fatalf("b beside a's full share: %v", err)
+	}
+	short, cancel = context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	if _, err := s.Acquire(short, "c"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("c with the total of 3 held: %v, want to wait", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		r, err := s.Acquire(ctx, "c")
+		if err == nil {
+			r()
+		}
+		got <- err
+	}()
+	held[0]()
+	held[0]() // a second release frees nothing more
+	if err := <-got; err != nil {
+		t.Fatalf("c after a released one: %v", err)
+	}
+	for _, r := range []func(){held[1], rb} {
+		r()
+	}
+	// Everything was given back: the whole total is free again.
+	for _, tenant := range []string{"d", "d", "e"} {
+		short, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := s.Acquire(short, tenant)
+		cancel()
+		if err != nil {
+			t.Fatalf("%s after every release: %v", tenant, err)
+		}
+	}
+}
+
+func TestConcurrencySitsBelowThePool(t *testing.T) {
+	t.Parallel()
+	for pool, want := range map[int]int{20: 15, 4: 3, 2: 1, 1: 1} {
+		if got := limits.ConcurrencyFor(pool); got != want {
+			t.Errorf("ConcurrencyFor(%d) = %d, want %d", pool, got, want)
+		}
+		if err := limits.CheckConcurrency(limits.ConcurrencyFor(pool), pool); err != nil {
+			t.Errorf("the derived cap for %d refused: %v", pool, err)
+		}
+	}
+	for _, c := range [][2]int{{20, 20}, {64, 20}, {-1, 20}, {4, 4}} {
+		if err := limits.CheckConcurrency(c[0], c[1]); err == nil {
+			t.Errorf("CheckConcurrency accepted a cap of %d for a pool of %d", c[0], c[1])
+		}
+	}
 }

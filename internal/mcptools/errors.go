@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/tickets"
@@ -37,6 +38,10 @@ type ErrorOut struct {
 	// can decide again without another round trip.
 	CurrentVersion int64        `json:"current_version,omitempty" jsonschema:"With version_conflict: the ticket's version now."`
 	Ticket         *wire.Ticket `json:"ticket,omitempty" jsonschema:"With version_conflict: the ticket as it is now."`
+	// The approval fields come with approval_required (DESIGN §15).
+	ApprovalURL string     `json:"approval_url,omitempty" jsonschema:"With approval_required: the page where the user approves or declines this exact change (signed in as you)."`
+	ApprovalID  string     `json:"approval_id,omitempty" jsonschema:"With approval_required: the approval's ID."`
+	ExpiresAt   *time.Time `json:"expires_at,omitempty" jsonschema:"With approval_required: retry before this time; after it, the retry asks again."`
 }
 
 // outcome is a tool's structured result: the success value or the error,
@@ -83,6 +88,11 @@ func failure[T any](err error, operationID string) (*mcp.CallToolResult, outcome
 	if errors.As(err, &stale) {
 		t := wire.FromTicket(stale.Current)
 		out.CurrentVersion, out.Ticket = stale.Current.Version, &t
+	}
+	var ask *approval.RequiredError
+	if errors.As(err, &ask) {
+		at := ask.Approval.ExpiresAt
+		out.ApprovalURL, out.ApprovalID, out.ExpiresAt = ask.URL, ask.Approval.ID, &at
 	}
 	return res, outcome[T]{err: out}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -76,7 +77,7 @@ func summarize(content any, into any) {
 
 // logToolCall logs one tool call and returns its outcome: ok or the error code.
 func logToolCall(ctx context.Context, logger *slog.Logger, call *mcp.CallToolRequest, res mcp.Result, err error, d time.Duration) string {
-	attrs := []slog.Attr{slog.String("tool", call.Params.Name)}
+	attrs := []slog.Attr{slog.String("tool", boundName(call.Params.Name))}
 	if p, ok := principalOf(ctx, call.Extra); ok {
 		attrs = append(attrs, slog.String("tenant", p.Tenant), slog.String("subject", p.Subject))
 	}
@@ -94,6 +95,9 @@ func logToolCall(ctx context.Context, logger *slog.Logger, call *mcp.CallToolReq
 	}
 	r, _ := res.(*mcp.CallToolResult)
 	switch {
+	case errors.Is(err, errUnknownTool):
+		// The caller's mistake, answered in full; its name is bounded above.
+		level, outcome = slog.LevelWarn, "unknown_tool"
 	case err != nil:
 		level, outcome = slog.LevelError, "protocol_error"
 		attrs = append(attrs, slog.Any("error", err))
@@ -131,6 +135,59 @@ func logToolCall(ctx context.Context, logger *slog.Logger, call *mcp.CallToolReq
 	attrs = append(attrs, slog.Duration("duration", d))
 	logger.LogAttrs(ctx, level, "tool call", attrs...)
 	return outcome
+}
+
+// maxToolName bounds how much of a tool name a log line or an answer
+// repeats: ticketd's own are under 20 bytes, and a made-up name can be as
+// long as the body.
+const maxToolName = 64
+
+// boundName returns name cut to maxToolName bytes (at a rune boundary,
+// marked with "…"), for log lines and answers about a name the caller
+// chose.
+func boundName(name string) string {
+	if len(name) <= maxToolName {
+		return name
+	}
+	cut := maxToolName
+	for cut > 0 && !utf8.RuneStart(name[cut]) {
+		cut--
+	}
+	return name[:cut] + "…"
+}
+
+// errUnknownTool marks boundUnknownTools' answer, so the log line knows
+// the caller's mistake from a server fault.
+var errUnknownTool = errors.New("unknown tool")
+
+// boundUnknownTools rewrites the SDK's answer to a tools/call for a tool
+// the server does not serve: still -32602, but naming at most maxToolName
+// bytes of the name, where the SDK echoes it whole (and the log line would
+// repeat it at error level).
+func boundUnknownTools() mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			call, ok := req.(*mcp.CallToolRequest)
+			var wire *jsonrpc.Error
+			if ok && call.Params != nil && errors.As(err, &wire) && wire.Code == jsonrpc.CodeInvalidParams &&
+				wire.Message == fmt.Sprintf("unknown tool %q", call.Params.Name) {
+				return res, &unknownTool{name: boundName(call.Params.Name)}
+			}
+			return res, err
+		}
+	}
+}
+
+// unknownTool is the JSON-RPC error boundUnknownTools returns.
+type unknownTool struct{ name string }
+
+func (e *unknownTool) Error() string { return fmt.Sprintf("unknown tool %q", e.name) }
+
+// Unwrap gives the log its marker and the SDK the JSON-RPC code to send
+// (with Error as the message).
+func (e *unknownTool) Unwrap() []error {
+	return []error{errUnknownTool, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams}}
 }
 
 // recoverPanics turns a panic while serving a request into an answer, so a

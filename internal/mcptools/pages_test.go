@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ticketd/ticketd/internal/authn"
 )
 
 // TestBoundPagesCapsConcurrentLists: however many list calls arrive at once,
@@ -28,7 +30,7 @@ func TestBoundPagesCapsConcurrentLists(t *testing.T) {
 		running.Add(-1)
 		return &mcp.CallToolResult{}, nil
 	}
-	h := boundPages(bound)(next)
+	h := boundPages(bound, bound)(next)
 	call := func(name string) error {
 		_, err := h(context.Background(), "tools/call", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name}})
 		return err
@@ -56,7 +58,7 @@ func TestBoundPagesCapsConcurrentLists(t *testing.T) {
 	// A caller that gives up while waiting leaves without a slot.
 	held := make(chan struct{})
 	release := make(chan struct{})
-	blocking := boundPages(1)(func(_ context.Context, _ string, req mcp.Request) (mcp.Result, error) {
+	blocking := boundPages(1, 1)(func(_ context.Context, _ string, req mcp.Request) (mcp.Result, error) {
 		if req.(*mcp.CallToolRequest).Params.Name == ToolListTickets {
 			close(held)
 			<-release
@@ -80,4 +82,39 @@ func TestBoundPagesCapsConcurrentLists(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Error(err)
 	}
+}
+
+// TestBoundPagesSharesSlotsOutPerTenant: a tenant holding its share of the
+// page slots waits behind itself, and another tenant's list runs beside it.
+func TestBoundPagesSharesSlotsOutPerTenant(t *testing.T) {
+	t.Parallel()
+	entered, release := make(chan struct{}, 8), make(chan struct{})
+	h := boundPages(4, 2)(func(ctx context.Context, _ string, _ mcp.Request) (mcp.Result, error) {
+		entered <- struct{}{}
+		if p, _ := authn.PrincipalFromContext(ctx); p.Tenant == "hostile" {
+			<-release
+		}
+		return &mcp.CallToolResult{}, nil
+	})
+	list := func(ctx context.Context, tenant string) error {
+		ctx = authn.ContextWithPrincipal(ctx, authn.Principal{Tenant: tenant})
+		_, err := h(ctx, "tools/call", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: ToolListTickets}})
+		return err
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() { _ = list(context.Background(), "hostile") })
+	}
+	<-entered
+	<-entered
+	short, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := list(short, "hostile"); err == nil {
+		t.Error("the hostile tenant's third list ran beside its two, past its share of 2")
+	}
+	if err := list(context.Background(), "other"); err != nil {
+		t.Errorf("another tenant's list beside the hostile tenant's full share: %v", err)
+	}
+	close(release)
+	wg.Wait()
 }

@@ -25,7 +25,7 @@ import (
 var update = flag.Bool("update", false, "rewrite the tool snapshots in testdata/")
 
 var toolNames = []string{
-	mcptools.ToolAddComment, mcptools.ToolCreateTicket, mcptools.ToolGetOperationStatus, mcptools.ToolGetTicket,
+	mcptools.ToolAddComment, mcptools.ToolBulkUpdateTickets, mcptools.ToolCreateTicket, mcptools.ToolGetOperationStatus, mcptools.ToolGetTicket,
 	mcptools.ToolListComments, mcptools.ToolListProjects, mcptools.ToolListTickets, mcptools.ToolPreviewTicket,
 	mcptools.ToolUpdateTicket,
 }
@@ -114,8 +114,10 @@ func TestNoToolTakesATenant(t *testing.T) {
 }
 
 // toolsListBudget is the budget (docs/contract.md#lists-and-the-context-budget) for tools/list with a full-scope
-// token: every client that loads tool definitions pays it on every turn.
-const toolsListBudget = 24 << 10
+// token: every client that loads tool definitions pays it on every turn. It
+// was 24 KiB for nine tools; bulk_update_tickets and the approval fields of
+// the error result (DESIGN §15) cost about 5 KiB more.
+const toolsListBudget = 30 << 10
 
 // rawToolsList returns the bytes of a tools/list answer as they travel, for
 // a token with scopes, at protocol 2026-07-28.

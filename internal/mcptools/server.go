@@ -47,6 +47,10 @@ type Options struct {
 	// MaxConcurrentPages bounds the list pages built at once across the
 	// server; DefaultMaxConcurrentPages if zero.
 	MaxConcurrentPages int
+	// MaxPagesPerTenant bounds those one tenant builds at once; if zero,
+	// half of MaxConcurrentPages or of the cores, whichever is fewer, and
+	// at least 1.
+	MaxPagesPerTenant int
 }
 
 // NewServer returns the MCP server exposing ticketd's tools over svc. It
@@ -83,10 +87,12 @@ func NewServer(svc *tickets.Service, logger *slog.Logger, opts Options) *mcp.Ser
 		}
 	}
 	// The first middleware is the outermost: the log line sees the result
-	// after a panic was turned into an error and after the SDK's argument
+	// after a panic was turned into an error, after the answer to an unknown
+	// tool had its name bounded, and after the SDK's argument
 	// rejections were given the contract's error shape. FilterTools is
 	// innermost: it only edits a tools/list result.
-	s.AddReceivingMiddleware(logCalls(logger, opts.Metrics), recoverPanics(logger), boundPages(opts.MaxConcurrentPages), shapeArgumentErrors(),
+	s.AddReceivingMiddleware(logCalls(logger, opts.Metrics), recoverPanics(logger), boundUnknownTools(),
+		boundPages(opts.MaxConcurrentPages, opts.MaxPagesPerTenant), shapeArgumentErrors(),
 		edge.FilterTools(ScopeFor(opts), callerScopes))
 	return s
 }

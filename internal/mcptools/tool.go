@@ -97,7 +97,10 @@ func newTool[In, Out any](sp spec[In, Out]) Tool {
 				return failure[Out](err, c.operationID)
 			}
 			c.principal = p
-			out, err := sp.handle(ctx, svc, c, args)
+			out, err := sp.handle(withApprovalChannel(ctx, req), svc, c, args)
+			if res, rpcErr, ok := askForApproval(err); ok {
+				return res, outcome[Out]{}, rpcErr
+			}
 			if err != nil {
 				return failure[Out](err, c.operationID)
 			}

@@ -18,7 +18,7 @@ func TestToolsListIsWhatIsServed(t *testing.T) {
 		mcptools.ToolGetOperationStatus: authn.ScopeRead, mcptools.ToolGetTicket: authn.ScopeRead,
 		mcptools.ToolListTickets: authn.ScopeRead, mcptools.ToolListProjects: authn.ScopeRead,
 		mcptools.ToolUpdateTicket: authn.ScopeWrite, mcptools.ToolAddComment: authn.ScopeWrite,
-		mcptools.ToolListComments: authn.ScopeRead,
+		mcptools.ToolListComments: authn.ScopeRead, mcptools.ToolBulkUpdateTickets: authn.ScopeWrite,
 	}
 	var names []string
 	for _, tool := range mcptools.Tools() {

@@ -36,7 +36,7 @@ const (
 
 Retry contract: generate a fresh random UUID (v4 or v7) as operation_id for this one intended ticket; on any doubt (timeout, lost connection, retryable error) call again with the SAME operation_id and arguments: it never makes a duplicate and answers the original ticket with replayed: true, for 30 days. Never change it to force a retry; only a new ticket gets a new one. After outcome_unknown, get_operation_status tells.
 
-Errors are isError results with error.code, retryable and a next step.`
+Errors are isError results with error.code, retryable and a next step. Urgent pages on-call, so a person must approve it: your client may ask them; else approval_required gives an approval_url for the user, then retry unchanged.`
 
 	descPreviewTicket = `Dry run of create_ticket, writing nothing: the normalised ticket, its fingerprint and, with the operation_id you mean to use, what create_ticket would do: create, replay (existing_ticket_id) or conflict (the ID was used for another ticket; an answer, not an error).`
 
@@ -147,7 +147,7 @@ const noProjectsNextStep = "Your tenant %s has no project yet, so no ticket can 
 // Adding a tool is one value below and its entry here.
 func Tools() []Tool {
 	return []Tool{
-		createTicket, previewTicket, updateTicket, addComment, getOperationStatus,
+		createTicket, previewTicket, updateTicket, bulkUpdateTickets, addComment, getOperationStatus,
 		getTicket, listTickets, listComments, listProjects,
 	}
 }

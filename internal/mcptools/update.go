@@ -18,7 +18,7 @@ const descUpdateTicket = `Change a ticket of your tenant: at least one of title,
 
 Retry contract: a fresh random UUID (v4 or v7) as operation_id for this one intended change, the SAME operation_id and arguments on every retry (timeout, lost connection, retryable error, any doubt). A retry never applies the change twice: it answers replayed: true with the original version and changes, even if the ticket moved on. Remembered for 30 days; a new change gets a new ID.
 
-if_version: the version you read, so the change applies only if nobody changed the ticket since; version_conflict carries current_version and the ticket: decide again. Success: version (this change's), changes ({"field": {"from", "to"}}; {} if nothing changed) and the ticket. Errors are isError results with error.code, retryable and a next step.`
+if_version: the version you read, so the change applies only if nobody changed the ticket since; version_conflict carries current_version and the ticket: decide again. Success: version (this change's), changes ({"field": {"from", "to"}}; {} if nothing changed) and the ticket. Errors are isError results with error.code, retryable and a next step. Making a ticket urgent pages on-call, so a person must approve it: your client may ask them; else approval_required gives an approval_url for the user, then retry unchanged.`
 
 // UpdateTicketIn is the input of update_ticket.
 type UpdateTicketIn struct {

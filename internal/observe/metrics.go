@@ -104,6 +104,9 @@ type Options struct {
 	// ReconcileResults are the results of a look at an external tracker
 	// (tickets.ReconcileResults), bound up front like Actions.
 	ReconcileResults []string
+	// ApprovalEvents are the approval gate's events (asked, approved,
+	// declined, expired), bound up front for the same reason.
+	ApprovalEvents []string
 }
 
 // Metrics holds one server's metrics on a registry of its own, so two
@@ -117,6 +120,7 @@ type Metrics struct {
 	durations  *prometheus.HistogramVec
 	deliveries [numDeliveryStatuses]prometheus.Counter
 	reconciles *prometheus.CounterVec
+	approvals  *prometheus.CounterVec
 
 	// Children of the vectors are bound once per label combination and kept
 	// here, so the hot path is a map read and an atomic add.
@@ -153,6 +157,10 @@ func New(opts Options) *Metrics {
 			Name: "ticketd_requests_total",
 			Help: "Requests by transport (mcp, rest), route pattern or tool name, and code (HTTP status for rest, contract error code or ok for mcp).",
 		}, []string{"transport", "route_or_tool", "code"}),
+		approvals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ticketd_approvals_total",
+			Help: "Approvals of consequential writes by event (asked, approved, declined, expired).",
+		}, []string{"event"}),
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "ticketd_request_duration_seconds",
 			Help:    "Request duration in seconds by transport and route pattern or tool name.",
@@ -174,18 +182,24 @@ func New(opts Options) *Metrics {
 		m.reconciles.WithLabelValues(r)
 	}
 	m.registry.MustRegister(
-		m.operations, m.requests, m.durations, deliveries, m.reconciles,
+		m.operations, m.requests, m.durations, deliveries, m.reconciles, m.approvals,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	for _, action := range opts.Actions {
 		m.actionCounters(action)
 	}
+	for _, event := range opts.ApprovalEvents {
+		m.approvals.WithLabelValues(event)
+	}
 	return m
 }
 
 // Reconciliation counts one look at an external tracker by its result.
 func (m *Metrics) Reconciliation(result string) { m.reconciles.WithLabelValues(result).Inc() }
+// Approval counts one event of the approval gate (approval.Options.OnEvent);
+// its caller passes only the gate's own few event names.
+func (m *Metrics) Approval(event string) { m.approvals.WithLabelValues(event).Inc() }
 
 // Registry is the registry behind Handler, for collectors a caller adds.
 func (m *Metrics) Registry() *prometheus.Registry { return m.registry }

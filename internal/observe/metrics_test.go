@@ -188,6 +188,7 @@ func TestOutcomeOf(t *testing.T) {
 		{"", false, "created"},
 		{"", true, "replayed"},
 		{string(errcode.IdempotencyConflict), false, "conflict"},
+		{string(errcode.OperationExpired), false, "conflict"},
 		{string(errcode.OperationInProgress), false, "in_progress"},
 		{string(errcode.OutcomeUnknown), false, "unknown"},
 		{string(errcode.InvalidInput), false, "invalid"},
@@ -201,6 +202,8 @@ func TestOutcomeOf(t *testing.T) {
 		{string(errcode.Unauthenticated), false, ""},
 		{string(errcode.Forbidden), false, ""},
 		{"rate_limited", false, ""},
+		{string(errcode.ApprovalRequired), false, ""},
+		{string(errcode.ApprovalDeclined), false, ""},
 	}
 	for _, c := range cases {
 		got, ok := observe.OutcomeOf(c.code, c.replayed)

@@ -25,6 +25,7 @@ type record struct {
 	Status      string    `gorm:"column:status"`
 	ResultID    *string   `gorm:"column:result_id"`
 	Error       *string   `gorm:"column:error"`
+	ApprovalID  *string   `gorm:"column:approval_id"`
 	CreatedAt   time.Time `gorm:"column:created_at"`
 	UpdatedAt   time.Time `gorm:"column:updated_at"`
 }
@@ -48,6 +49,9 @@ func (r record) toRecord() (Record, error) {
 	}
 	if r.Error != nil {
 		rec.Error = *r.Error
+	}
+	if r.ApprovalID != nil {
+		rec.ApprovalID = *r.ApprovalID
 	}
 	return rec, nil
 }
@@ -98,7 +102,21 @@ type WriteFunc func(tx *gorm.DB) error
 // (the store failed before anything committed), or write's own error
 // (nothing committed). The write runs detached from ctx's cancellation, bounded
 // by Options.WriteTimeout, so a caller that goes away never leaves it half done.
-func (l *Ledger) Run(ctx context.Context, key Key, fingerprint, resultID string, write WriteFunc) (_ Outcome, err error) {
+func (l *Ledger) Run(ctx context.Context, key Key, fingerprint, resultID string, write WriteFunc) (Outcome, error) {
+	return l.RunGated(ctx, key, fingerprint, resultID, nil, write)
+}
+
+// GateFunc decides, after the fast path found no record and before the key
+// is claimed, whether a first execution may go ahead: an error stops it with
+// nothing claimed or written (so the key stays usable). The WriteFunc it
+// returns (nil: none) runs in the write's transaction, right after the
+// claim, so whatever let the write through is consumed atomically with it.
+type GateFunc func(ctx context.Context) (WriteFunc, error)
+
+// RunGated is Run with gate between the fast path and the claim: a replay or
+// a conflict is answered without consulting it (DESIGN §15: a replay never
+// asks again). A nil gate lets every first execution through.
+func (l *Ledger) RunGated(ctx context.Context, key Key, fingerprint, resultID string, gate GateFunc, write WriteFunc) (_ Outcome, err error) {
 	// One span for the whole run, so its statements nest under it in a trace.
 	ctx, span := spans.Ledger(ctx, key.Action)
 	defer func() { spans.End(span, err) }()
@@ -111,6 +129,21 @@ func (l *Ledger) Run(ctx context.Context, key Key, fingerprint, resultID string,
 		return Outcome{}, err
 	}
 
+	if gate != nil {
+		consume, err := gate(ctx)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if consume != nil {
+			inner := write
+			write = func(tx *gorm.DB) error {
+				if err := consume(tx); err != nil {
+					return err
+				}
+				return inner(tx)
+			}
+		}
+	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.WriteTimeout)
 	defer cancel()
 	return l.claimAndWrite(wctx, key, fingerprint, resultID, StatusSucceeded, write)

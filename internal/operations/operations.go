@@ -45,6 +45,11 @@ var (
 	// ErrFailed: the key's operation was recorded as failed; repeating it
 	// cannot succeed.
 	ErrFailed = errors.New("operation failed earlier")
+	// ErrExpired: the write's own row (ticket, comment, event) shows the
+	// key was applied once already, but its record is gone: pruned past the
+	// retention window (DefaultRetention), so its result can no longer be
+	// replayed. The write is refused rather than applied a second time.
+	ErrExpired = errors.New("operation ID already applied; its record is past the retention window")
 	// ErrNotFound: no record exists for the key within this tenant.
 	ErrNotFound = errors.New("no operation with this ID")
 	// ErrUnavailable: the store failed before anything was committed.
@@ -69,8 +74,11 @@ type Record struct {
 	Status      Status
 	ResultID    string // set when Status is succeeded
 	Error       string // set when Status is failed
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// ApprovalID names the person's approval the write needed (DESIGN §15);
+	// empty when it needed none.
+	ApprovalID string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // Outcome is the answer to Run: the record and whether it was replayed from

@@ -20,7 +20,7 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 		next = a.afterAuth[i](next)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, ok := bearerToken(r.Header.Get("Authorization"))
+		raw, ok := authn.BearerToken(r.Header.Get("Authorization"))
 		if !ok {
 			a.unauthenticated(w, r, nil, "", "A bearer token is required: send Authorization: Bearer <token>.")
 			return
@@ -42,17 +42,6 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		next.ServeHTTP(w, r.WithContext(authn.ContextWithPrincipal(r.Context(), p)))
 	})
-}
-
-// bearerToken extracts the token of an RFC 6750 Authorization header. The
-// scheme is case-insensitive; anything else counts as no token at all.
-func bearerToken(header string) (string, bool) {
-	scheme, token, ok := strings.Cut(header, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	token = strings.TrimSpace(token)
-	return token, token != ""
 }
 
 // unauthenticated answers 401 with the WWW-Authenticate challenge that tells

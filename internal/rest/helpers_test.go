@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/logtest"
@@ -60,7 +61,7 @@ func serveEnv(tb testing.TB, d *db.DB, svc *tickets.Service, hooks *webhooks.Ser
 	logs := &logtest.Buffer{}
 	h, err := server.New(server.Config{
 		Service: svc, Verifier: verifier(tb), PublicURL: publicURL, Issuer: issuer,
-		Logger: slog.New(slog.NewJSONHandler(logs, nil)), Webhooks: hooks,
+		Logger: slog.New(slog.NewJSONHandler(logs, nil)), Webhooks: hooks, ConsoleSessions: console.NewSessions(d.Gorm),
 		// The public URL is a name; the test server is reached by address.
 		Edge: server.Edge{AllowedHosts: []string{"127.0.0.1"}},
 	})

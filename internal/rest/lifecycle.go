@@ -163,3 +163,31 @@ func (a *api) listEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+// bulkUpdateTickets is POST /api/v1/tickets/bulk: bulk_update_tickets with
+// its operation ID in Idempotency-Key. All the tickets change or none do;
+// the first call and every replay answer 200 with each ticket's version
+// from this operation, and a replay says Idempotent-Replayed: true and
+// changes nothing.
+func (a *api) bulkUpdateTickets(w http.ResponseWriter, r *http.Request) {
+	key, err := idempotencyKey(r.Header)
+	if err != nil {
+		fail(w, r, err, "")
+		return
+	}
+	var body wire.BulkUpdateFields
+	if err := decodeJSON(w, r, &body); err != nil {
+		fail(w, r, err, key)
+		return
+	}
+	p := principal(r)
+	res, err := a.svc.BulkUpdateTickets(r.Context(), p.Tenant, p.Subject, key, body.Bulk())
+	if err != nil {
+		fail(w, r, err, key)
+		return
+	}
+	if res.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeJSON(w, http.StatusOK, wire.BulkResult{OperationID: res.OperationID.String(), Tickets: wire.FromBulkItems(res.Items)})
+}

@@ -68,6 +68,8 @@ func generateOpenAPI(raw []byte) ([]byte, error) {
 	for name, s := range map[string]*jsonschema.Schema{
 		"NewTicket":           wire.TicketFieldsSchema(),
 		"TicketUpdate":        wire.TicketUpdateFieldsSchema(),
+		"BulkUpdate":          wire.BulkUpdateFieldsSchema(),
+		"BulkResult":          wire.BulkResultSchema(),
 		"NewComment":          wire.CommentFieldsSchema(),
 		"Comment":             wire.CommentSchema(),
 		"Event":               wire.EventSchema(),

@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
@@ -29,6 +31,11 @@ type problem struct {
 	NextStep    string               `json:"next_step"`
 	OperationID string               `json:"operation_id,omitempty"`
 	RequestID   string               `json:"request_id,omitempty"`
+	// With approval_required (DESIGN §15): where a person approves, and
+	// until when.
+	ApprovalURL string     `json:"approval_url,omitempty"`
+	ApprovalID  string     `json:"approval_id,omitempty"`
+	ExpiresAt   *time.Time `json:"expires_at,omitempty"`
 
 	retryAfter int
 }
@@ -92,6 +99,11 @@ func fail(w http.ResponseWriter, r *http.Request, err error, operationID string)
 	var se *statusError
 	if errors.As(err, &se) {
 		p.Status = se.status
+	}
+	var ask *approval.RequiredError
+	if errors.As(err, &ask) {
+		at := ask.Approval.ExpiresAt
+		p.ApprovalURL, p.ApprovalID, p.ExpiresAt = ask.URL, ask.Approval.ID, &at
 	}
 	p.OperationID = operationID
 	noteError(r, code, err)

@@ -34,6 +34,7 @@ func (a *api) routes() http.Handler {
 
 			r.With(a.require(authn.ScopeRead)).Get("/tickets", a.listTickets)
 			r.With(a.require(authn.ScopeWrite)).Post("/tickets", a.createTicket)
+			r.With(a.require(authn.ScopeWrite)).Post("/tickets/bulk", a.bulkUpdateTickets)
 			r.With(a.require(authn.ScopeRead)).Get("/tickets/{id_or_key}", a.getTicket)
 			r.With(a.require(authn.ScopeWrite)).Patch("/tickets/{id_or_key}", a.updateTicket)
 			r.With(a.require(authn.ScopeRead)).Get("/tickets/{id_or_key}/comments", a.listComments)

@@ -1,12 +1,22 @@
 package server_test
 
 import (
+	"cmp"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/limits"
+	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/server/servertest"
 )
 
@@ -40,3 +50,98 @@ func BenchmarkMCPCall(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRefusal is what turning a request away costs the server, through
+// the whole handler in process (no network): CPU per refusal from getrusage
+// (cpu-ns/op, the figure DESIGN §17 bounds at well under 0.1 ms; ns/op is
+// wall time, which a shared machine inflates). Run with
+// go test -run '^$' -bench Refusal -benchtime 2000x ./internal/server/
+func BenchmarkRefusal(b *testing.B) {
+	d := dbtest.SQLite(b)
+	env := servertest.Start(b, d, servertest.Options{}) // for its service, secret and tokens
+	v, err := authn.NewVerifier(context.Background(), authn.Config{Issuer: servertest.Issuer, Audience: env.Endpoint, HS256Secret: env.Secret})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := server.New(server.Config{Service: env.Service, Verifier: v, PublicURL: env.URL, Issuer: servertest.Issuer,
+		Edge: server.Edge{Limits: limits.Config{Concurrency: 1, WritesPerSecond: 0.001, Burst: 1}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tok := env.Token(b, "acme", authn.ScopeRead, authn.ScopeWrite)
+	busy := env.Token(b, "busy", authn.ScopeRead, authn.ScopeWrite)
+	request := func(token, authorization string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, env.Endpoint, strings.NewReader(callBody("create_ticket", createArgs())))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header.Set("Authorization", cmp.Or(authorization, "Bearer "+token))
+		return r
+	}
+	serve := func(r *http.Request) int {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	// Tenant "busy" holds its one slot with an upload that never ends.
+	stalled, finish := io.Pipe()
+	b.Cleanup(func() { _ = finish.Close() })
+	reading := make(chan struct{})
+	held := request(busy, "")
+	held.Body, held.ContentLength = readSignal{stalled, reading}, -1
+	go serve(held)
+	<-reading
+	serve(request(tok, "")) // spends acme's one write
+	huge := "Bearer " + strings.Repeat("A", 900<<10)
+	for _, c := range []struct {
+		name string
+		req  func() *http.Request
+		want int
+	}{
+		{"ConcurrencyCap", func() *http.Request { return request(busy, "") }, http.StatusTooManyRequests},
+		{"RateLimitedToolCall", func() *http.Request { return request(tok, "") }, http.StatusOK},
+		{"BadSignature", func() *http.Request { return request(tok[:len(tok)-4]+"AAAA", "") }, http.StatusUnauthorized},
+		{"HugeAuthorization", func() *http.Request { return request("", huge) }, http.StatusBadRequest},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			reqs := make([]*http.Request, b.N)
+			for i := range reqs {
+				reqs[i] = c.req()
+			}
+			before := cpuTime(b)
+			b.ResetTimer()
+			for i := range b.N {
+				if got := serve(reqs[i]); got != c.want {
+					b.Fatalf("answered %d, want %d", got, c.want)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64((cpuTime(b)-before).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// cpuTime is the process's user and system CPU time so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// readSignal is a body that closes reading when it is first read.
+type readSignal struct {
+	io.Reader
+	reading chan struct{}
+}
+
+func (r readSignal) Read(p []byte) (int, error) {
+	select {
+	case <-r.reading:
+	default:
+		close(r.reading)
+	}
+	return r.Reader.Read(p)
+}
+
+func (readSignal) Close() error { return nil }

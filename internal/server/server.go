@@ -96,6 +96,9 @@ type Config struct {
 	Edge Edge
 	// Webhooks serves the REST webhook routes; nil leaves them out.
 	Webhooks *webhooks.Service
+	// ConsoleSessions keeps the web console's sessions
+	// (console.NewSessions over the service's database). Required.
+	ConsoleSessions *console.Sessions
 }
 
 // Edge is what the edge in front of /mcp and /api/v1 needs beyond the
@@ -111,17 +114,30 @@ type Edge struct {
 	// rates turn the buckets off (TICKETD_RATE_LIMIT_*,
 	// TICKETD_TENANT_CONCURRENCY).
 	Limits limits.Config
+	// PoolSize is the size of the service's database connection pool, if
+	// known. The tenant concurrency cap must then sit below it (New refuses
+	// one that does not), and a zero Limits.Concurrency is derived from it
+	// (limits.ConcurrencyFor), so one tenant cannot hold every connection.
+	PoolSize int
 	// ReadOnly serves read tools only and refuses REST writes
 	// (TICKETD_READ_ONLY).
 	ReadOnly bool
 	// BodyBudget bounds the request body bytes held at once across all
-	// requests; DefaultBodyBudget if zero.
+	// requests; DefaultBodyBudget if zero. One tenant may hold a quarter
+	// of it (BodyShareOf).
 	BodyBudget int64
 }
 
 // DefaultBodyBudget bounds the body bytes all requests hold at once: 64
-// bodies of the largest size, which 200 stalled uploads cannot pass.
+// bodies of the largest size. Bytes are counted as they arrive, so stalled
+// uploads hold what they sent, and one tenant holds at most its share.
 const DefaultBodyBudget = 64 * MaxBodyBytes
+
+// BodyShareOf is one tenant's share of a body budget: a quarter, so a
+// tenant's stalled uploads (16 bodies of the largest size by default) leave
+// three quarters to the others, and only several tenants together can spend
+// the budget.
+func BodyShareOf(budget int64) int64 { return max(MaxBodyBytes, budget/4) }
 
 // challengeScopes are the scopes a 401 challenge names: what an agent needs
 // to use every tool (docs/contract.md#mcp-tools), and all an MCP client may
@@ -160,6 +176,8 @@ func New(cfg Config) (http.Handler, error) {
 		return nil, errors.New("server: Config.Service is required")
 	case cfg.Verifier == nil:
 		return nil, errors.New("server: Config.Verifier is required")
+	case cfg.ConsoleSessions == nil:
+		return nil, errors.New("server: Config.ConsoleSessions is required")
 	case cfg.Issuer == "":
 		return nil, errors.New("server: Config.Issuer is required")
 	}
@@ -179,11 +197,21 @@ func New(cfg Config) (http.Handler, error) {
 	if metrics == nil {
 		metrics = observe.New(observe.Options{Logger: logger})
 	}
-	tenants, err := limits.New(cfg.Edge.Limits)
+	tenantLimits := cfg.Edge.Limits
+	if pool := cfg.Edge.PoolSize; pool > 0 {
+		if tenantLimits.Concurrency == 0 {
+			tenantLimits.Concurrency = limits.ConcurrencyFor(pool)
+		}
+		if err := limits.CheckConcurrency(tenantLimits.Concurrency, pool); err != nil {
+			return nil, fmt.Errorf("server: tenant limits: %w", err)
+		}
+	}
+	tenants, err := limits.New(tenantLimits)
 	if err != nil {
 		return nil, fmt.Errorf("server: tenant limits: %w", err)
 	}
-	budget, err := limits.NewBytes(cmp.Or(cfg.Edge.BodyBudget, DefaultBodyBudget))
+	bodyBudget := cmp.Or(cfg.Edge.BodyBudget, DefaultBodyBudget)
+	budget, err := limits.NewBodies(bodyBudget, min(bodyBudget, BodyShareOf(bodyBudget)), min(bodyBudget, MaxBodyBytes))
 	if err != nil {
 		return nil, fmt.Errorf("server: body budget: %w", err)
 	}
@@ -199,7 +227,16 @@ func New(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	bodies := edge.Bodies(edge.BodiesOptions{Budget: budget, MaxBytes: MaxBodyBytes})
+	hostOpts := edge.OriginOptions{PublicURL: public, AllowedHosts: cfg.Edge.AllowedHosts}
+	consoleHost, err := edge.Host(hostOpts)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	hostOpts.AnyAddress = true
+	metricsHost, err := edge.Host(hostOpts)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 
 	// One server for all requests: stateless serving keeps nothing in it
 	// between calls, and the handler asks for it twice per request.
@@ -234,25 +271,24 @@ func New(cfg Config) (http.Handler, error) {
 		BearerMethodsSupported: []string{"header"},
 		ResourceName:           "ticketd",
 	})
-	limitMCP := edge.MCPLimits(edge.MCPLimitsOptions{
-		Limits: tenants,
-		Tenant: func(ctx context.Context) (string, bool) {
-			p, ok := mcptools.PrincipalFrom(auth.TokenInfoFromContext(ctx))
-			return p.Tenant, ok
-		},
-		KindFor: toolKind(toolOpts),
-	})
+	mcpTenant := func(ctx context.Context) (string, bool) {
+		p, ok := mcptools.PrincipalFrom(auth.TokenInfoFromContext(ctx))
+		return p.Tenant, ok
+	}
+	mcpRequestTenant := func(r *http.Request) (string, bool) { return mcpTenant(r.Context()) }
+	limitMCP := edge.MCPLimits(edge.MCPLimitsOptions{Limits: tenants, Tenant: mcpTenant, KindFor: toolKind(toolOpts)})
+	restTenant := func(r *http.Request) (string, bool) {
+		p, ok := authn.PrincipalFromContext(r.Context())
+		return p.Tenant, ok
+	}
 	restAPI := rest.NewRouter(rest.Config{
 		Service: cfg.Service, Verifier: cfg.Verifier, ResourceMetadataURL: metadataURL,
 		ChallengeScopes: scopes, Metrics: metrics, Webhooks: cfg.Webhooks,
-		AfterAuth: []func(http.Handler) http.Handler{edge.Limit(edge.LimitOptions{
-			Limits: tenants,
-			Tenant: func(r *http.Request) (string, bool) {
-				p, ok := authn.PrincipalFromContext(r.Context())
-				return p.Tenant, ok
-			},
-			Reject: rest.Reject,
-		})},
+		// The tenant's slot, then its body bytes: as on /mcp.
+		AfterAuth: []func(http.Handler) http.Handler{
+			edge.Limit(edge.LimitOptions{Limits: tenants, Tenant: restTenant, Reject: rest.Reject}),
+			edge.Bodies(edge.BodiesOptions{Budget: budget, Tenant: restTenant, MaxBytes: MaxBodyBytes, Reject: rest.Reject}),
+		},
 	})
 
 	mux := http.NewServeMux()
@@ -260,22 +296,23 @@ func New(cfg Config) (http.Handler, error) {
 	mux.Handle(MCPPath, nameSpan(MCPPath, chain(mcpHandler,
 		countRefusals(metrics, mcptools.ScopeFor(toolOpts)),
 		origin,
-		bodies,
 		edge.SingleAuthorization(nil),
 		scopedChallenge(scopes),
 		requireToken,
 		noteCaller,
+		edge.Concurrency(edge.ConcurrencyOptions{Limits: tenants, Tenant: mcpRequestTenant, Reject: edge.MCPReject}),
+		edge.Bodies(edge.BodiesOptions{Budget: budget, Tenant: mcpRequestTenant, MaxBytes: MaxBodyBytes, Reject: edge.MCPReject}),
 		// After MCPBody, so its refusal answers the request's id.
 		edge.MCPBody(edge.MCPBodyOptions{MaxBytes: MaxBodyBytes}),
 		requireTicketdScope(metadataURL, scopes),
 		edge.StepUp(edge.StepUpOptions{ScopeFor: mcptools.ScopeFor(toolOpts), Scopes: mcptools.TokenScopes, ResourceMetadataURL: metadataURL}),
 		limitMCP,
 	)))
-	// /api/v1: the same outer checks; the tenant limit runs inside the
-	// REST router, after it authenticates (AfterAuth).
+	// /api/v1: the same outer checks; the tenant limits and the body
+	// budget run inside the REST router, after it authenticates
+	// (AfterAuth).
 	apiEdge := []func(http.Handler) http.Handler{
 		apiOrigin,
-		edge.Bodies(edge.BodiesOptions{Budget: budget, MaxBytes: MaxBodyBytes, Reject: rest.Reject}),
 		edge.SingleAuthorization(rest.Reject),
 	}
 	if cfg.Edge.ReadOnly {
@@ -288,17 +325,18 @@ func New(cfg Config) (http.Handler, error) {
 	mux.Handle(MCPResourceMetadataPath, metadata)
 	mux.Handle(ResourceMetadataPath, metadata)
 	mux.HandleFunc("GET "+HealthPath, health)
-	mux.Handle("GET "+ReadyPath, ready(cfg.Ready, logger))
-	// Operators' views: the console (its own CSP, cross-origin and CSRF
-	// checks inside), and the metrics unless they have a listener of their
-	// own.
-	mux.Handle(console.Prefix, nameSpan(console.Prefix, console.New(console.Config{
-		Service: cfg.Service, Verifier: cfg.Verifier, Logger: logger.With("component", "console"),
-		Secure: strings.HasPrefix(public, "https://"), Webhooks: cfg.Webhooks,
-	})))
+	mux.Handle("GET "+ReadyPath, ready(cfg.Ready, budget, logger))
+	// Operators' views, behind the Host check that stops DNS rebinding: the
+	// console (its own CSP, cross-origin and CSRF checks inside), and the
+	// metrics unless they have a listener of their own (which a scraper
+	// may reach by address, so any address literal passes).
+	mux.Handle(console.Prefix, nameSpan(console.Prefix, consoleHost(console.New(console.Config{
+		Service: cfg.Service, Verifier: cfg.Verifier, Sessions: cfg.ConsoleSessions, Logger: logger.With("component", "console"),
+		Secure: strings.HasPrefix(public, "https://"), Webhooks: cfg.Webhooks, Approvals: cfg.Service.Approvals(),
+	}))))
 	mux.Handle("GET /{$}", http.RedirectHandler(console.Prefix, http.StatusSeeOther))
 	if !cfg.MetricsElsewhere {
-		mux.Handle("GET "+MetricsPath, metrics.Handler())
+		mux.Handle("GET "+MetricsPath, metricsHost(metrics.Handler()))
 	}
 
 	// The edge every route shares, outermost first.
@@ -351,11 +389,19 @@ func health(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// ready answers 200 while check passes and 503 while it fails. The cause is
-// logged, not shown: probes need the status, and the error may describe the
-// database.
-func ready(check func(context.Context) error, logger *slog.Logger) http.Handler {
+// ready answers 200 while check passes and 503 while it fails, or while the
+// body budget every tenant shares is spent (so a load balancer sends new
+// requests to a replica that can take them; one tenant alone cannot spend
+// it). The cause is logged, not shown: probes need the status, and the
+// error may describe the database.
+func ready(check func(context.Context) error, bodies *limits.Bodies, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if bodies.Spent() {
+			logger.WarnContext(r.Context(), "not ready: the request body budget is spent", "request_id", r.Header.Get(RequestIDHeader))
+			w.Header().Set("Retry-After", "1")
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "busy"})
+			return
+		}
 		if check != nil {
 			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 			defer cancel()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/server/servertest"
@@ -280,9 +281,10 @@ func TestAPIIsMounted(t *testing.T) {
 
 func TestNewChecksConfig(t *testing.T) {
 	t.Parallel()
-	svc := tickets.NewService(dbtest.SQLite(t).Gorm, tickets.Options{})
+	d := dbtest.SQLite(t)
+	svc := tickets.NewService(d.Gorm, tickets.Options{})
 	v := verifier(t, "http://127.0.0.1:8080/mcp")
-	good := server.Config{Service: svc, Verifier: v, PublicURL: "http://127.0.0.1:8080", Issuer: servertest.Issuer}
+	good := server.Config{Service: svc, Verifier: v, PublicURL: "http://127.0.0.1:8080", Issuer: servertest.Issuer, ConsoleSessions: console.NewSessions(d.Gorm)}
 	if _, err := server.New(good); err != nil {
 		t.Fatalf("valid config refused: %v", err)
 	}
@@ -310,7 +312,9 @@ func TestNewChecksConfig(t *testing.T) {
 // (behind a proxy that may connect over loopback).
 func TestLocalhostProtectionFollowsThePublicURL(t *testing.T) {
 	t.Parallel()
-	svc := tickets.NewService(dbtest.SQLite(t).Gorm, tickets.Options{})
+	d := dbtest.SQLite(t)
+	svc := tickets.NewService(d.Gorm, tickets.Options{})
+	sessions := console.NewSessions(d.Gorm)
 	for _, c := range []struct {
 		publicURL, host string
 		want            int
@@ -319,7 +323,7 @@ func TestLocalhostProtectionFollowsThePublicURL(t *testing.T) {
 		{"http://localhost:8080", "evil.example", http.StatusForbidden},
 	} {
 		v := verifier(t, c.publicURL+server.MCPPath)
-		h, err := server.New(server.Config{Service: svc, Verifier: v, PublicURL: c.publicURL, Issuer: servertest.Issuer})
+		h, err := server.New(server.Config{Service: svc, Verifier: v, PublicURL: c.publicURL, Issuer: servertest.Issuer, ConsoleSessions: sessions})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -364,10 +368,12 @@ func TestReadinessHonoursItsTimeout(t *testing.T) {
 
 func TestMetadataNamesOnlyAnIssuerURL(t *testing.T) {
 	t.Parallel()
-	svc := tickets.NewService(dbtest.SQLite(t).Gorm, tickets.Options{})
+	d := dbtest.SQLite(t)
+	svc := tickets.NewService(d.Gorm, tickets.Options{})
+	sessions := console.NewSessions(d.Gorm)
 	for issuer, want := range map[string]int{"https://login.example.com": 1, "ticketd-dev": 0} {
 		h, err := server.New(server.Config{Service: svc, Verifier: verifier(t, "http://127.0.0.1:8080/mcp"),
-			PublicURL: "http://127.0.0.1:8080", Issuer: issuer})
+			PublicURL: "http://127.0.0.1:8080", Issuer: issuer, ConsoleSessions: sessions})
 		if err != nil {
 			t.Fatal(err)
 		}

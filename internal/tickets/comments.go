@@ -162,6 +162,13 @@ func insertComment(tx *gorm.DB, tenant, author string, opID, commentID, eventID,
 	}
 	// The comment goes first: its event refers to it.
 	if err := tx.Create(&c).Error; err != nil {
+		if errors.Is(err, gorm.ErrDuplicatedKey) {
+			// Only the unique (tenant, operation_id) index can fire here
+			// (the ID and seq are fresh): the comment was added once and
+			// its operation record pruned since. Adding it again is the
+			// duplicate the ledger exists to stop.
+			return Comment{}, Ticket{}, fmt.Errorf("%w: a comment was already added with this operation_id", operations.ErrExpired)
+		}
 		return Comment{}, Ticket{}, fmt.Errorf("%w: insert comment: %v", ErrUnavailable, err)
 	}
 	err = insertEvent(tx, tenant, Event{

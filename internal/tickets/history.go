@@ -11,6 +11,9 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/ticketd/ticketd/internal/approval"
+	"github.com/ticketd/ticketd/internal/operations"
 )
 
 // EventKind says what a write did to a ticket.
@@ -47,6 +50,9 @@ type Event struct {
 	CommentID   *uuid.UUID // set for EventCommented
 	Changes     Changes    // set for EventUpdated; empty for the others
 	CreatedAt   time.Time
+	// Approval is the person's yes the write needed (DESIGN §15), when it
+	// needed one; set by ListEvents.
+	Approval *approval.Approval
 }
 
 type eventRow struct {
@@ -210,6 +216,13 @@ func insertEvent(tx *gorm.DB, tenant string, e Event) error {
 		row.CommentID = &c
 	}
 	if err := tx.Create(&row).Error; err != nil {
+		if errors.Is(err, gorm.ErrDuplicatedKey) {
+			// Only the unique (tenant, kind, operation_id) index can fire
+			// here (the ID and seq are fresh): this operation already left
+			// its event and its record has been pruned since. Writing it
+			// again would apply the operation twice.
+			return fmt.Errorf("%w: the ticket's history already holds a %q event for this operation_id", operations.ErrExpired, e.Kind)
+		}
 		return fmt.Errorf("%w: insert event: %v", ErrUnavailable, err)
 	}
 	return nil
@@ -254,7 +267,35 @@ func (s *Service) ListEvents(ctx context.Context, tenant, ticketRef string, p Li
 	}
 	items, next, err := listBySeq(ctx, s, "events", tenant, t.ID, p, func(r eventRow) (Event, error) { return r.toEvent() },
 		func(r eventRow) int64 { return r.Seq })
-	return EventPage{Events: items, NextCursor: next}, err
+	if err != nil {
+		return EventPage{}, err
+	}
+	if err := s.withApprovals(ctx, tenant, items); err != nil {
+		return EventPage{}, err
+	}
+	return EventPage{Events: items, NextCursor: next}, nil
+}
+
+// withApprovals names, on each event whose write needed a person's yes,
+// who gave it, how and when.
+func (s *Service) withApprovals(ctx context.Context, tenant string, events []Event) error {
+	if s.approvals == nil || len(events) == 0 {
+		return nil
+	}
+	ids := make([]uuid.UUID, len(events))
+	for i, e := range events {
+		ids[i] = e.OperationID
+	}
+	byOp, err := s.approvals.ForOperations(ctx, tenant, ids)
+	if err != nil {
+		return fmt.Errorf("list events: %w", err)
+	}
+	for i := range events {
+		if a, ok := byOp[events[i].OperationID]; ok {
+			events[i].Approval = &a
+		}
+	}
+	return nil
 }
 
 // listBySeq pages a ticket's rows of R (events or comments) in seq order,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/operations"
 )
 
@@ -32,6 +33,9 @@ type OperationStatus struct {
 	// and operators' findings, oldest first.
 	Downstream *Downstream
 	History    []HistoryEntry
+	// Approval is the person's yes the write needed (DESIGN §15), when it
+	// needed one.
+	Approval *approval.Approval
 }
 
 // GetOperation returns the tenant's record for operationID and, when it
@@ -63,6 +67,13 @@ func (s *Service) statusOf(ctx context.Context, tenant string, rec operations.Re
 	}
 	if err := s.downstreamStatus(ctx, &st); err != nil {
 		return OperationStatus{}, fmt.Errorf("get operation: %w", err)
+	}
+	if rec.ApprovalID != "" && s.approvals != nil {
+		a, err := s.approvals.Lookup(ctx, tenant, rec.ApprovalID)
+		if err != nil {
+			return OperationStatus{}, fmt.Errorf("get operation: %w", err)
+		}
+		st.Approval = &a
 	}
 	if s.outbox != nil && rec.Status == operations.StatusSucceeded {
 		if st.Deliveries, err = s.outbox.Deliveries(ctx, tenant, id); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/cursor"
 	"github.com/ticketd/ticketd/internal/operations"
 )
@@ -24,7 +25,7 @@ const ActionCreateTicket = "create_ticket"
 // Actions lists the ledger actions of the service's writes, for metrics
 // that show every action from the start.
 func Actions() []string {
-	return []string{ActionCreateTicket, ActionUpdateTicket, ActionAddComment}
+	return []string{ActionCreateTicket, ActionUpdateTicket, ActionBulkUpdateTickets, ActionAddComment}
 }
 
 // Page sizes for lists.
@@ -56,6 +57,9 @@ type Options struct {
 	// answers older than the primary (db.Replica.Reads). Everything that
 	// decides or answers for a write reads the primary (DESIGN §19).
 	Reads *gorm.DB
+	// Approvals, when set, gates the writes its policy names behind a
+	// person's yes (DESIGN §15); nil asks nobody.
+	Approvals *approval.Gate
 }
 
 // Service is the one application layer both transports call.
@@ -70,6 +74,8 @@ type Service struct {
 	// backends caches each project's backend (nil: local); a project's
 	// backend never changes once created.
 	backends sync.Map
+	// approvals gates consequential writes; nil asks nobody.
+	approvals *approval.Gate
 }
 
 // NewService returns a Service over a migrated database.
@@ -79,7 +85,7 @@ func NewService(db *gorm.DB, opts Options) *Service {
 		reads = db
 	}
 	return &Service{db: db, reads: reads, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey), onWrite: opts.OnWrite, outbox: opts.Outbox,
-		tracked: opts.Tracked.withDefaults()}
+		tracked: opts.Tracked.withDefaults(), approvals: opts.Approvals}
 }
 
 // report tells Options.OnWrite the result of one write.
@@ -127,7 +133,9 @@ func (s *Service) CreateTicket(ctx context.Context, tenant, reporter, operationI
 	key := operations.Key{Tenant: tenant, Action: ActionCreateTicket, OperationID: id}
 	ticketID, eventID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	var created Ticket
-	out, err := s.ledger.Run(ctx, key, Fingerprint(n), ticketID.String(), func(tx *gorm.DB) error {
+	fp := Fingerprint(n)
+	gate := s.gate(key, fp, reporter, createProposal(id.String(), n))
+	out, err := s.ledger.RunGated(ctx, key, fp, ticketID.String(), gate, func(tx *gorm.DB) error {
 		if created, err = insertTicket(tx, tenant, reporter, ticketID, eventID, id, n); err != nil {
 			return err
 		}
@@ -181,7 +189,7 @@ func insertTicket(tx *gorm.DB, tenant, reporter string, ticketID, eventID, opID 
 		// Only the unique (tenant, operation_id) index can fire here: the
 		// ticket exists but its operation record is gone (pruned). Creating
 		// another would be exactly the duplicate the ledger exists to stop.
-		return Ticket{}, fmt.Errorf("%w: a ticket was already created with this operation_id", operations.ErrConflict)
+		return Ticket{}, fmt.Errorf("%w: a ticket was already created with this operation_id", operations.ErrExpired)
 	case err != nil:
 		return Ticket{}, err
 	case !found:

@@ -456,7 +456,8 @@ func TestProjects(t *testing.T) {
 
 // TestPrunedRecordStillCannotDuplicate: the tickets table's own unique
 // (tenant, operation_id) index backs the ledger, so pruning a record never
-// turns a late retry into a second ticket.
+// turns a late retry into a second ticket; the retry is told honestly that
+// the ID was applied long ago (ErrExpired), not that its input differs.
 func TestPrunedRecordStillCannotDuplicate(t *testing.T) {
 	t.Parallel()
 	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
@@ -469,8 +470,8 @@ func TestPrunedRecordStillCannotDuplicate(t *testing.T) {
 		if err := d.Gorm.Exec("DELETE FROM operations").Error; err != nil {
 			t.Fatal(err)
 		}
-		if _, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket()); !errors.Is(err, operations.ErrConflict) {
-			t.Errorf("retry after pruning: %v, want ErrConflict", err)
+		if _, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket()); !errors.Is(err, operations.ErrExpired) {
+			t.Errorf("retry after pruning: %v, want ErrExpired", err)
 		}
 		if n := countTickets(t, d, tenantA); n != 1 {
 			t.Errorf("%d tickets, want 1", n)

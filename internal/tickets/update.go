@@ -222,7 +222,9 @@ func (s *Service) UpdateTicket(ctx context.Context, tenant, actor, operationID, 
 	key := operations.Key{Tenant: tenant, Action: ActionUpdateTicket, OperationID: id}
 	eventID := uuid.Must(uuid.NewV7())
 	res := UpdateResult{OperationID: id}
-	out, err := s.ledger.Run(ctx, key, updateFingerprint(t.ID, n), eventID.String(), func(tx *gorm.DB) error {
+	fp := updateFingerprint(t.ID, n)
+	gate := s.gate(key, fp, actor, updateProposal(ActionUpdateTicket, id.String(), []Ticket{t}, n, false))
+	out, err := s.ledger.RunGated(ctx, key, fp, eventID.String(), gate, func(tx *gorm.DB) error {
 		var err error
 		res.Ticket, res.Changes, err = applyUpdate(tx, tenant, actor, id, eventID, t.ID, n)
 		res.Version = res.Ticket.Version

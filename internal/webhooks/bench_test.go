@@ -1,9 +1,15 @@
 package webhooks_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
@@ -52,4 +58,113 @@ func BenchmarkCommitToDelivery(b *testing.B) {
 		}
 		b.StopTimer()
 	})
+}
+
+// BenchmarkDeliveryThroughput measures how many deliveries one replica
+// completes per second with the default options (32 workers, 500ms poll)
+// against receivers that answer at once: batches of 200 events to each of
+// subs subscriptions, committed together, timed from COMMIT to the last
+// 2xx. Compare the figure with the write rate the replica takes.
+func BenchmarkDeliveryThroughput(b *testing.B) {
+	for _, subs := range []int{1, 4} {
+		b.Run(fmt.Sprintf("subscriptions=%d", subs), func(b *testing.B) { benchThroughput(b, subs) })
+	}
+}
+
+func benchThroughput(b *testing.B, subs int) {
+	const events = 200
+	d := dbtest.Postgres(b)
+	var delivered atomic.Int64
+	srv := newServer(b, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		delivered.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	svc := newService(b, d, webhooks.Options{AllowPrivate: true}, true)
+	for i := range subs {
+		subscribe(b, svc, fmt.Sprintf("%s/%d", srv.URL, i))
+	}
+	batch := int64(events * subs)
+	var total time.Duration
+	for b.Loop() {
+		want := delivered.Load() + batch
+		err := d.Gorm.Transaction(func(tx *gorm.DB) error {
+			for range events {
+				if err := svc.Enqueue(tx, newEvent(webhooks.TypeTicketCreated)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		for delivered.Load() < want {
+			if time.Since(start) > time.Minute {
+				b.Fatalf("%d of %d delivered after a minute", delivered.Load()-want+batch, batch)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		total += time.Since(start)
+	}
+	b.ReportMetric(float64(int64(b.N)*batch)/total.Seconds(), "deliveries/s")
+}
+
+// BenchmarkDeliveryBesideHangingReceiver measures tenant globex's
+// COMMIT-to-delivery time (p50, p90) alone ("unloaded") and while tenant acme's
+// receiver hangs every request for the whole attempt timeout with a backlog
+// of 300 deliveries over three subscriptions ("hanging"). The default
+// options; fair shares should keep the two close.
+func BenchmarkDeliveryBesideHangingReceiver(b *testing.B) {
+	for _, loaded := range []bool{false, true} {
+		name := "unloaded"
+		if loaded {
+			name = "hanging"
+		}
+		b.Run(name, func(b *testing.B) {
+			d := dbtest.Postgres(b)
+			release := make(chan struct{})
+			hang := newServer(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+				w.WriteHeader(http.StatusServiceUnavailable)
+			}))
+			got := make(chan time.Time, 1)
+			fast := newServer(b, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(http.StatusNoContent)
+				got <- time.Now()
+			}))
+			svc := newService(b, d, webhooks.Options{AllowPrivate: true, RetryMin: time.Second}, true)
+			b.Cleanup(func() { close(release) })
+			if _, _, err := svc.CreateSubscription(context.Background(), "globex", webhooks.NewSubscription{URL: fast.URL, Events: webhooks.EventTypes}); err != nil {
+				b.Fatal(err)
+			}
+			if loaded {
+				for _, path := range []string{"/a", "/b", "/c"} {
+					subscribe(b, svc, hang.URL+path)
+				}
+				for range 100 {
+					enqueue(b, d, svc, newEvent(webhooks.TypeTicketCreated), true)
+				}
+			}
+			var lat []time.Duration
+			for b.Loop() {
+				ev := newEvent(webhooks.TypeTicketCreated)
+				ev.Tenant = "globex"
+				start := time.Now()
+				enqueue(b, d, svc, ev, true)
+				select {
+				case at := <-got:
+					lat = append(lat, at.Sub(start))
+				case <-time.After(time.Minute):
+					b.Fatal("no delivery within a minute")
+				}
+			}
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*9/10].Milliseconds()), "p90-ms")
+		})
+	}
 }

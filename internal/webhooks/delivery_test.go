@@ -3,6 +3,9 @@ package webhooks_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 
 	"gorm.io/gorm"
@@ -57,5 +60,30 @@ func TestEnqueueRefusesWithoutTransactionOrBadEvent(t *testing.T) {
 	err := d.Gorm.Transaction(func(tx *gorm.DB) error { return svc.Enqueue(tx, bad) })
 	if !errors.Is(err, webhooks.ErrInvalid) {
 		t.Errorf("unknown type: %v, want ErrInvalid", err)
+	}
+}
+
+// TestResponseHeadersAreBounded answers a delivery with 1 MiB of headers:
+// ticketd stops reading at 64 KiB and records the attempt as not delivered,
+// instead of holding whatever a receiver sends.
+func TestResponseHeadersAreBounded(t *testing.T) {
+	t.Parallel()
+	d := dbtest.SQLite(t)
+	huge := strings.Repeat("x", 8<<10)
+	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		for i := range 128 {
+			w.Header().Set(fmt.Sprintf("X-Pad-%d", i), huge)
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	opts := fastOptions()
+	opts.MaxAttempts = 1
+	svc := newService(t, d, opts, true)
+	subscribe(t, svc, srv.URL+"/hooks")
+	ev := newEvent(webhooks.TypeTicketCreated)
+	enqueue(t, d, svc, ev, true)
+	got := waitStatus(t, svc, ev.OperationID, webhooks.StatusFailed)
+	if !strings.Contains(got.LastError, "exceeded") {
+		t.Errorf("delivery answered with 1 MiB of headers = %+v, want failed on the header bound", got)
 	}
 }

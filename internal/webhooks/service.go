@@ -29,6 +29,12 @@ const queueName = "webhooks"
 // unrecorded.
 const recordTimeout = 10 * time.Second
 
+// maxResponseHeader bounds a receiver's response headers (DESIGN §17): Go's
+// default is 10 MiB per response, so a few hostile receivers answering at
+// once could make ticketd hold hundreds of MiB. A receiver that needs more
+// than 64 KiB of headers to say 200 is broken either way.
+const maxResponseHeader = 64 << 10
+
 // Service registers webhooks, enqueues deliveries inside a write's
 // transaction and, once started, delivers them.
 type Service struct {
@@ -38,6 +44,8 @@ type Service struct {
 	guard   ssrf.Guard
 	client  *river.Client[*sql.Tx]
 	http    *http.Client
+	shares  *shares
+	rescue  *rescuer
 }
 
 // New builds the service over d, whose schema must be migrated (goose's
@@ -49,15 +57,19 @@ func New(d *db.DB, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Service{db: d.Gorm, dialect: d.Dialect, opts: opts, guard: ssrf.Guard{AllowPrivate: opts.AllowPrivate, Resolver: opts.Resolver}}
+	s := &Service{
+		db: d.Gorm, dialect: d.Dialect, opts: opts, guard: ssrf.Guard{AllowPrivate: opts.AllowPrivate, Resolver: opts.Resolver},
+		shares: newShares(opts.TenantShare, opts.SubscriptionShare),
+	}
 	s.http = &http.Client{
 		Transport: &http.Transport{
-			DialContext:           s.guard.DialContext,
-			ForceAttemptHTTP2:     true,
-			MaxIdleConnsPerHost:   2,
-			IdleConnTimeout:       90 * time.Second,
-			TLSHandshakeTimeout:   opts.AttemptTimeout,
-			ResponseHeaderTimeout: opts.AttemptTimeout,
+			DialContext:            s.guard.DialContext,
+			ForceAttemptHTTP2:      true,
+			MaxIdleConnsPerHost:    2,
+			IdleConnTimeout:        90 * time.Second,
+			TLSHandshakeTimeout:    opts.AttemptTimeout,
+			ResponseHeaderTimeout:  opts.AttemptTimeout,
+			MaxResponseHeaderBytes: maxResponseHeader,
 		},
 		// A redirect would leave the checked URL (and could aim at a
 		// refused address through a fresh name); receivers must answer.
@@ -71,12 +83,14 @@ func New(d *db.DB, opts Options) (*Service, error) {
 	// bounded by AttemptTimeout and the bookkeeping after it runs detached.
 	jobTimeout := opts.AttemptTimeout + leaseMargin
 	s.client, err = river.NewClient(driver, &river.Config{
-		ID:                   opts.WorkerID,
-		Logger:               opts.Logger,
-		MaxAttempts:          opts.MaxAttempts,
-		PollOnly:             true, // neither driver can LISTEN; polling is the pick-up path
-		FetchPollInterval:    opts.PollInterval,
-		FetchCooldown:        min(opts.PollInterval, 100*time.Millisecond),
+		ID:                opts.WorkerID,
+		Logger:            opts.Logger,
+		MaxAttempts:       opts.MaxAttempts,
+		PollOnly:          true, // neither driver can LISTEN; polling is the pick-up path
+		FetchPollInterval: opts.PollInterval,
+		// Short, so that jobs put back for being over their share (shares)
+		// cost the other tenants' jobs little time in the fetch order.
+		FetchCooldown:        min(opts.PollInterval, 20*time.Millisecond),
 		JobTimeout:           jobTimeout,
 		RescueStuckJobsAfter: opts.RescueAfter,
 		Queues:               map[string]river.QueueConfig{queueName: {MaxWorkers: opts.Concurrency}},
@@ -85,6 +99,7 @@ func New(d *db.DB, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook queue: %w", err)
 	}
+	s.rescue = newRescuer(driver.GetExecutor(), opts.RescueAfter, opts.Logger)
 	return s, nil
 }
 
@@ -181,12 +196,14 @@ func (s *Service) Start(ctx context.Context) error {
 	if err := s.client.Start(ctx); err != nil {
 		return fmt.Errorf("start webhook workers: %w", err)
 	}
+	s.rescue.start()
 	return nil
 }
 
 // Stop lets attempts in flight finish until ctx ends, then cancels them;
 // a cancelled attempt is recorded and its delivery retried later.
 func (s *Service) Stop(ctx context.Context) error {
+	s.rescue.close()
 	if err := s.client.Stop(ctx); err != nil {
 		if err := s.client.StopAndCancel(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("stop webhook workers: %w", err)
@@ -242,7 +259,7 @@ func (s *Service) Enqueue(tx *gorm.DB, ev Event) error {
 	}
 	jobs := make([]river.InsertManyParams, len(rows))
 	for i, r := range rows {
-		jobs[i] = river.InsertManyParams{Args: deliveryArgs{Tenant: r.TenantID, DeliveryID: r.ID}, InsertOpts: s.insertOpts()}
+		jobs[i] = river.InsertManyParams{Args: deliveryArgs{Tenant: r.TenantID, DeliveryID: r.ID, SubscriptionID: r.SubscriptionID}, InsertOpts: s.insertOpts()}
 	}
 	if _, err := s.client.InsertManyTx(tx.Statement.Context, sqlTx, jobs); err != nil {
 		return fmt.Errorf("queue webhook deliveries: %w", err)
@@ -286,7 +303,7 @@ func (s *Service) Retry(ctx context.Context, tenant string, subscriptionID, deli
 		if err != nil {
 			return err
 		}
-		if _, err := s.client.InsertTx(ctx, sqlTx, deliveryArgs{Tenant: tenant, DeliveryID: deliveryID}, s.insertOpts()); err != nil {
+		if _, err := s.client.InsertTx(ctx, sqlTx, deliveryArgs{Tenant: tenant, DeliveryID: deliveryID, SubscriptionID: subscriptionID}, s.insertOpts()); err != nil {
 			return fmt.Errorf("queue delivery %s: %w", deliveryID, err)
 		}
 		return nil

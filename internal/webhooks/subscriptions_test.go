@@ -140,17 +140,24 @@ func TestSSRFRefusedAtRegistrationAndAtConnectTime(t *testing.T) {
 	for _, raw := range []string{
 		"http://hooks.example.com/", "https://127.0.0.1/", "https://10.0.0.1/", "https://[fe80::1]/",
 		"https://169.254.169.254/", "https://[fd00:ec2::254]/", "https://100.64.1.1/",
+		// IPv6 forms that embed an internal IPv4 address (DESIGN §17).
+		"https://[64:ff9b::a9fe:a9fe]/", "https://[64:ff9b::a00:1]/", "https://[::127.0.0.1]/",
+		"https://[2002:a9fe:a9fe::]/", "https://[::ffff:0:7f00:1]/", "https://[64:ff9b:1::a00:1]/",
+		"https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/", "https://[fec0::1]/",
 	} {
 		dns.set("93.184.215.14")
 		if _, _, err := svc.CreateSubscription(ctx, tenant, webhooks.NewSubscription{URL: raw, Events: webhooks.EventTypes}); !errors.Is(err, ssrf.ErrRefused) {
 			t.Errorf("register %s: %v, want refused", raw, err)
 		}
 	}
-	for _, private := range []string{"10.0.0.5", "127.0.0.1", "169.254.169.254"} {
+	for _, private := range []string{"10.0.0.5", "127.0.0.1", "169.254.169.254", "64:ff9b::a00:5"} {
 		dns.set(private)
 		_, _, err := svc.CreateSubscription(ctx, tenant, webhooks.NewSubscription{URL: "https://hooks.example.com/", Events: webhooks.EventTypes})
 		if !errors.Is(err, webhooks.ErrInvalid) || !errors.Is(err, ssrf.ErrRefused) {
 			t.Errorf("register a name resolving to %s: %v, want refused", private, err)
+		}
+		if err != nil && (strings.Contains(err.Error(), private) || strings.Contains(err.Error(), "10.0.0.5")) {
+			t.Errorf("register a name resolving to %s: %v names the address", private, err)
 		}
 	}
 
@@ -159,11 +166,12 @@ func TestSSRFRefusedAtRegistrationAndAtConnectTime(t *testing.T) {
 	if _, _, err := svc.CreateSubscription(ctx, tenant, webhooks.NewSubscription{URL: "https://hooks.example.com/", Events: webhooks.EventTypes}); err != nil {
 		t.Fatalf("register a public name: %v", err)
 	}
-	dns.set("127.0.0.1")
+	dns.set("64:ff9b::7f00:1") // DNS64's answer for an internal name
 	ev := newEvent(webhooks.TypeTicketCreated)
 	enqueue(t, d, svc, ev, true)
 	got := waitStatus(t, svc, ev.OperationID, webhooks.StatusFailed)
-	if got.Attempts != 2 || !strings.Contains(got.LastError, "not sent") || !strings.Contains(got.LastError, "refused") {
-		t.Errorf("delivery to a rebound name = %+v, want failed, never sent, refused", got)
+	if got.Attempts != 2 || !strings.Contains(got.LastError, "not sent") || !strings.Contains(got.LastError, "refused") ||
+		strings.Contains(got.LastError, "7f00") || strings.Contains(got.LastError, "127.0.0.1") {
+		t.Errorf("delivery to a rebound name = %+v, want failed, never sent, refused, naming no address", got)
 	}
 }

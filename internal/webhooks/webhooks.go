@@ -110,17 +110,28 @@ type Options struct {
 	MaxAttempts int
 	// AttemptTimeout bounds one request, answer included (default 10s).
 	AttemptTimeout time.Duration
-	// RescueAfter is how long a delivery job may look running before the
-	// queue hands it to another worker: it recovers the attempts of a
-	// replica that died, or whose database connection dropped as it fetched
-	// them (default 1m past the attempt timeout; River's rescuer then picks
-	// them up within 30s). Never below AttemptTimeout plus 2s.
+	// RescueAfter is how long a delivery job may look running before it is
+	// handed to another worker: it recovers the attempts of a replica that
+	// died, or whose database connection dropped as it fetched them
+	// (TICKETD_WEBHOOK_RESCUE_AFTER; default the longest a live attempt
+	// takes: AttemptTimeout, its 2s lease margin and the 10s to record it).
+	// Every replica sweeps for such jobs several times per RescueAfter
+	// (rescue.go), so they are retried within about a quarter more. Never
+	// below AttemptTimeout plus 2s.
 	RescueAfter time.Duration
 	// PollInterval is how often an idle worker looks for due deliveries
 	// (default 500ms): the delay between COMMIT and the first attempt.
 	PollInterval time.Duration
-	// Concurrency is how many deliveries one replica sends at once (default 10).
+	// Concurrency is how many deliveries one replica sends at once
+	// (TICKETD_WEBHOOK_CONCURRENCY, default 32).
 	Concurrency int
+	// TenantShare caps how many of those one tenant's deliveries may hold
+	// at once, so a tenant whose receivers hang slows itself only and
+	// leaves the rest to everyone else (default three quarters of
+	// Concurrency); SubscriptionShare does the same for one subscription
+	// (default half). A delivery over its share waits a moment in the queue
+	// without spending an attempt.
+	TenantShare, SubscriptionShare int
 	// MaxSubscriptions bounds one tenant's subscriptions (default 20), which
 	// also bounds the fan-out of one event.
 	MaxSubscriptions int
@@ -151,15 +162,23 @@ func (o Options) withDefaults() Options {
 		o.AttemptTimeout = 10 * time.Second
 	}
 	if o.RescueAfter <= 0 {
-		o.RescueAfter = o.AttemptTimeout + leaseMargin + time.Minute
+		o.RescueAfter = o.AttemptTimeout + leaseMargin + recordTimeout
 	}
 	o.RescueAfter = max(o.RescueAfter, o.AttemptTimeout+leaseMargin)
 	if o.PollInterval <= 0 {
 		o.PollInterval = 500 * time.Millisecond
 	}
 	if o.Concurrency <= 0 {
-		o.Concurrency = 10
+		o.Concurrency = 32
 	}
+	if o.TenantShare <= 0 {
+		o.TenantShare = max(1, o.Concurrency*3/4)
+	}
+	o.TenantShare = min(o.TenantShare, o.Concurrency)
+	if o.SubscriptionShare <= 0 {
+		o.SubscriptionShare = max(1, o.Concurrency/2)
+	}
+	o.SubscriptionShare = min(o.SubscriptionShare, o.TenantShare)
 	if o.MaxSubscriptions <= 0 {
 		o.MaxSubscriptions = 20
 	}

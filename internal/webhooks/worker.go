@@ -24,6 +24,9 @@ import (
 type deliveryArgs struct {
 	Tenant     string    `json:"tenant"`
 	DeliveryID uuid.UUID `json:"delivery_id"`
+	// SubscriptionID lets a worker apply the subscription's share before
+	// touching the database; absent (uuid.Nil) in jobs queued before it was.
+	SubscriptionID uuid.UUID `json:"subscription_id,omitzero"`
 }
 
 func (deliveryArgs) Kind() string { return "webhook_delivery" }
@@ -42,6 +45,14 @@ func (w *deliveryWorker) NextRetry(job *river.Job[deliveryArgs]) time.Time {
 // Work makes one attempt. It returns an error only to have River retry.
 func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs]) error {
 	s := w.s
+	release, wait, ok := s.shares.take(job.Args.Tenant, job.Args.SubscriptionID, s.opts.AttemptTimeout)
+	if !ok {
+		// The tenant or the subscription holds its share of this replica's
+		// workers already (a slow receiver): give the worker to someone
+		// else's delivery. A snooze spends no attempt.
+		return river.JobSnooze(wait)
+	}
+	defer release()
 	c, err := s.claim(ctx, job.Args)
 	if err != nil {
 		return err

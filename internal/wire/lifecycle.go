@@ -135,6 +135,7 @@ type Event struct {
 	CommentID   string            `json:"comment_id,omitempty" jsonschema:"commented: the comment added"`
 	Changes     map[string]Change `json:"changes" jsonschema:"updated: each changed field with from and to; empty otherwise"`
 	CreatedAt   time.Time         `json:"created_at"`
+	Approval    *Approval         `json:"approval,omitempty" jsonschema:"who approved this write, how and when, when it needed a person's yes"`
 }
 
 // FromEvent converts a domain event.
@@ -145,6 +146,9 @@ func FromEvent(e tickets.Event) Event {
 	}
 	if e.CommentID != nil {
 		out.CommentID = e.CommentID.String()
+	}
+	if e.Approval != nil {
+		out.Approval = FromApproval(*e.Approval)
 	}
 	return out
 }

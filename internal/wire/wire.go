@@ -5,6 +5,7 @@ package wire
 import (
 	"time"
 
+	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
@@ -134,6 +135,7 @@ type OperationStatus struct {
 	Deliveries []Delivery  `json:"deliveries,omitempty" jsonschema:"what registered webhooks have been told of this write, one per webhook; the write succeeded either way"`
 	Downstream *Downstream `json:"downstream,omitempty" jsonschema:"tracker-backed projects: what is known of the write in the tracker"`
 	History    []History   `json:"history,omitempty" jsonschema:"tracker-backed projects: each request, look at the tracker, duplicate found and closed, and operator's finding, oldest first"`
+	Approval   *Approval   `json:"approval,omitempty" jsonschema:"who approved this write, how and when, when it needed a person's yes"`
 }
 
 // Downstream is what is known of an operation's effect in an external
@@ -154,6 +156,20 @@ type History struct {
 	Kind   string    `json:"kind" jsonschema:"claimed, sent, no_answer, not_sent, looked, found, created, duplicate, resolved, …"`
 	Actor  string    `json:"actor" jsonschema:"ticketd, or the operator who acted"`
 	Detail string    `json:"detail"`
+}
+
+// Approval is who approved a write, how and when (DESIGN §15).
+type Approval struct {
+	ApprovalID  string     `json:"approval_id"`
+	RequestedBy string     `json:"requested_by" jsonschema:"subject of the token that asked for the write"`
+	DecidedBy   string     `json:"decided_by" jsonschema:"subject of the person who approved"`
+	DecidedVia  string     `json:"decided_via" jsonschema:"form (in the agent's client), url or console (the console's approval page)"`
+	DecidedAt   *time.Time `json:"decided_at,omitempty"`
+}
+
+// FromApproval converts a decided approval.
+func FromApproval(a approval.Approval) *Approval {
+	return &Approval{ApprovalID: a.ID, RequestedBy: a.RequestedBy, DecidedBy: a.DecidedBy, DecidedVia: string(a.DecidedVia), DecidedAt: a.DecidedAt}
 }
 
 // Delivery is what one registered webhook has been told of an operation's
@@ -194,6 +210,9 @@ func FromOperation(st tickets.OperationStatus) OperationStatus {
 	}
 	for _, h := range st.History {
 		out.History = append(out.History, History{At: h.At, Kind: h.Kind, Actor: h.Actor, Detail: h.Detail})
+	}
+	if st.Approval != nil {
+		out.Approval = FromApproval(*st.Approval)
 	}
 	for _, d := range st.Deliveries {
 		out.Deliveries = append(out.Deliveries, Delivery{

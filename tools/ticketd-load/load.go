@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -208,7 +211,7 @@ func connectAll(ctx context.Context, dial func(context.Context) (*mcp.ClientSess
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			sessions[i], errs[i] = dial(cctx)
+			sessions[i], errs[i] = dialRetrying(cctx, dial)
 		})
 	}
 	wg.Wait()
@@ -232,6 +235,27 @@ func connectAll(ctx context.Context, dial func(context.Context) (*mcp.ClientSess
 	return nil, notAsConfigured{fmt.Errorf("connect: %d of %d sessions failed, e.g.: %w", failed, n, first)}
 }
 
+// dialRetrying dials until a session opens or ctx ends, waiting 50 ms to
+// 1 s (with jitter) between attempts: a server at a tenant's concurrency
+// cap refuses a session's first request (429) while many open at once,
+// and a load run must start with every worker it was asked for, or fail,
+// never run quietly with fewer.
+func dialRetrying(ctx context.Context, dial func(context.Context) (*mcp.ClientSession, error)) (*mcp.ClientSession, error) {
+	wait := 50 * time.Millisecond
+	for {
+		cs, err := dial(ctx)
+		if err == nil {
+			return cs, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait/2 + rand.N(wait)):
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
 // bearer adds the token to every request of a session.
 type bearer struct {
 	token string
@@ -242,7 +266,36 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	// RoundTrippers must not modify the caller's request.
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
+	resp, err := b.next.RoundTrip(r)
+	if note, ok := r.Context().Value(refusalKey{}).(*string); ok && err == nil &&
+		(resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) {
+		*note = refusalCode(resp)
+	}
+	return resp, err
+}
+
+// refusalKey carries, in a call's context, where bearer notes the contract
+// code of an HTTP-level refusal: the SDK reports a 429 or 503 only as
+// "rejected", without the JSON-RPC error the body carries.
+type refusalKey struct{}
+
+// refusalCode reads the contract code from a refusal's JSON-RPC error data
+// ("(none)" without one) and leaves the body readable for the SDK.
+func refusalCode(resp *http.Response) string {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10)) // a short read leaves "(none)"
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	var msg struct {
+		Error struct {
+			Data struct {
+				Code string `json:"code"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &msg) == nil && msg.Error.Data.Code != "" {
+		return msg.Error.Data.Code
+	}
+	return "(none)"
 }
 
 // worker is one sequential caller with its own session. Its replays only
@@ -349,6 +402,8 @@ func (w *worker) callTool(ctx context.Context) sample {
 // send makes one call, times it and classifies the answer.
 func (w *worker) send(ctx context.Context, tool string, args any, classify func(*mcp.CallToolResult, error) sample) sample {
 	callCtx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	refused := new(string)
+	callCtx = context.WithValue(callCtx, refusalKey{}, refused)
 	start := time.Now()
 	res, err := w.cs.CallTool(callCtx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	end := time.Now()
@@ -357,8 +412,13 @@ func (w *worker) send(ctx context.Context, tool string, args any, classify func(
 	// keep every call's timer alive until the worker ends.
 	cancel()
 	s := classify(res, err)
+	if err != nil && *refused != "" {
+		// Refused before any tool ran, and counted under its contract code
+		// like the same refusal as a tool result.
+		s = sample{outcome: toolError, code: *refused}
+	}
 	s.dur, s.end = end.Sub(start), end
-	if err != nil {
+	if err != nil && s.outcome != toolError {
 		switch {
 		case ctx.Err() != nil:
 			s.outcome = interrupted
@@ -373,7 +433,7 @@ func (w *worker) reconnect(ctx context.Context) error {
 	_ = w.cs.Close()
 	cctx, cancel := context.WithTimeout(ctx, connectTimeout(w.cfg))
 	defer cancel()
-	cs, err := w.dial(cctx)
+	cs, err := dialRetrying(cctx, w.dial)
 	if err != nil {
 		return fmt.Errorf("reconnect: %w", err)
 	}

@@ -23,10 +23,12 @@
 // and "ticketd-load seed" bulk-inserts tickets into a PostgreSQL database.
 //
 // Exit status: 0 when the run was clean, 1 when the invariant was violated or
-// a call failed other than by a client-side timeout, 2 for bad flags, 3 when
-// the load did not run as configured (a session failed to connect, a worker
-// stopped early, the server could not be measured): its figures describe
-// some smaller load and must not be reported as this one.
+// a call failed other than by a client-side timeout (or by rate_limited,
+// with -expect-rate-limited), 2 for bad flags, 3 when the load did not run
+// as configured (a session failed to connect within the connect timeout,
+// retries included, a worker stopped early, the server could not be
+// measured): its figures describe some smaller load and must not be
+// reported as this one.
 package main
 
 import (
@@ -123,6 +125,9 @@ type config struct {
 	Args      json.RawMessage
 	Warmup    time.Duration
 	ServerPID int // 0: no server measurements
+	// ExpectRateLimited counts rate_limited answers as expected, not as
+	// failed calls: a flood that ignores retry_after is refused on purpose.
+	ExpectRateLimited bool
 }
 
 const toolCreate = "create_ticket"
@@ -171,6 +176,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	fs.StringVar(&c.Tool, "tool", toolCreate, "tool to call; any other than create_ticket is called with -args")
 	toolArgs := fs.String("args", "{}", "JSON object of arguments for a -tool other than create_ticket")
 	fs.DurationVar(&c.Warmup, "warmup", 0, "call for this long before the measured -duration starts")
+	fs.BoolVar(&c.ExpectRateLimited, "expect-rate-limited", false, "count rate_limited answers (tool results, or 429 before the body) as expected, not as failed calls; every other failure, a session that will not open and a worker that stops still fail the run")
 	fs.IntVar(&c.ServerPID, "server-pid", 0, "process ID of the server on this machine, to report its CPU per call and peak RSS from /proc")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -27,9 +27,12 @@ type summary struct {
 	Malformed   int
 	Interrupted int
 	ToolErrors  map[string]int // by error.code
-	Reconnects  int
-	Stopped     int      // workers that stopped early: a lost session that would not reconnect
-	Errors      []string // a few distinct transport and worker errors, for diagnosis
+	// RateLimitedExpected is -expect-rate-limited: rate_limited answers
+	// are the point of the run (a flood), not failures.
+	RateLimitedExpected bool `json:",omitempty"`
+	Reconnects          int
+	Stopped             int      // workers that stopped early: a lost session that would not reconnect
+	Errors              []string // a few distinct transport and worker errors, for diagnosis
 
 	Create, Replay latency
 	Write          latency // fresh updates and comments
@@ -89,6 +92,7 @@ func summarize(cfg *config, res *result) summary {
 	s := summary{
 		URL: cfg.URL, Project: cfg.Project, Workers: cfg.Workers, RetryRatio: cfg.RetryRatio,
 		Wall: res.wall, ToolErrors: map[string]int{}, ServerPID: cfg.ServerPID, Server: res.server,
+		RateLimitedExpected: cfg.ExpectRateLimited,
 	}
 	var creates, replays, writes, all []time.Duration
 	for _, w := range res.workers {
@@ -160,8 +164,10 @@ func (s *summary) addError(msg string) {
 // timeout or the run being interrupted.
 func (s summary) failures() int {
 	n := s.Transport + s.Malformed
-	for _, c := range s.ToolErrors {
-		n += c
+	for code, c := range s.ToolErrors {
+		if code != "rate_limited" || !s.RateLimitedExpected {
+			n += c
+		}
 	}
 	return n
 }

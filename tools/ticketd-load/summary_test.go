@@ -2,7 +2,11 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -223,5 +227,53 @@ func TestCheckWritesCatchesABrokenContract(t *testing.T) {
 	good := []sample{write(0, applied, "T1", "2", "a"), write(0, replayed, "T1", "2", "a"), write(1, applied, "T1", "3", "b")}
 	if v := checkInvariant([]workerResult{{writes: writes, samples: good}}); !v.OK() || v.WriteOps != 2 || v.DistinctChanges != 2 {
 		t.Errorf("invariant = %+v, want OK with 2 writes and 2 changes", v)
+	}
+}
+
+// TestExpectedRateLimitsAreNotFailures: with -expect-rate-limited a flood's
+// rate_limited answers pass, and any other failure still fails the run.
+func TestExpectedRateLimitsAreNotFailures(t *testing.T) {
+	t.Parallel()
+	res := func() *result {
+		return &result{wall: time.Second, workers: []workerResult{{
+			ops:     ops("a"),
+			samples: []sample{ok(0, "T1", false, "a", 1), {op: 0, outcome: toolError, code: "rate_limited"}},
+		}}}
+	}
+	if err := summarize(&config{ExpectRateLimited: true}, res()).verdict(); err != nil {
+		t.Errorf("expected rate_limited: verdict = %v, want nil", err)
+	}
+	if err := summarize(&config{}, res()).verdict(); err == nil || !strings.Contains(err.Error(), "1 calls failed") {
+		t.Errorf("unexpected rate_limited: verdict = %v, want 1 calls failed", err)
+	}
+	r := res()
+	r.workers[0].samples = append(r.workers[0].samples, sample{op: 0, outcome: toolError, code: "unavailable"})
+	if err := summarize(&config{ExpectRateLimited: true}, r).verdict(); err == nil || !strings.Contains(err.Error(), "1 calls failed") {
+		t.Errorf("unavailable beside expected rate_limited: verdict = %v, want 1 calls failed", err)
+	}
+}
+
+// TestBearerNotesHTTPRefusals: a 429 whose JSON-RPC error carries the
+// contract error is noted under its code for the call, and its body stays
+// readable for the SDK.
+func TestBearerNotesHTTPRefusals(t *testing.T) {
+	t.Parallel()
+	const body = `{"jsonrpc":"2.0","id":null,"error":{"code":-32029,"message":"rate_limited: …","data":{"code":"rate_limited","retryable":true,"retry_after_ms":1000}}}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = io.WriteString(w, body)
+	}))
+	t.Cleanup(srv.Close)
+	note := new(string)
+	req, _ := http.NewRequestWithContext(context.WithValue(t.Context(), refusalKey{}, note), http.MethodPost, srv.URL, nil)
+	resp, err := bearer{token: "t", next: http.DefaultTransport}.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got, _ := io.ReadAll(resp.Body)
+	if *note != "rate_limited" || string(got) != body {
+		t.Errorf("noted %q, body %q; want rate_limited and the body unchanged", *note, got)
 	}
 }

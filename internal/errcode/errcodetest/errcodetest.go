@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/operations"
@@ -45,12 +47,24 @@ var Examples = []Example{
 	// A lost COMMIT on a dead connection is unknown, not unavailable.
 	{errcode.OutcomeUnknown, fmt.Errorf("%w: %w", operations.ErrOutcomeUnknown, operations.ErrUnavailable)},
 	{errcode.OperationFailed, wrap(fmt.Errorf("%w (key acme/create_ticket/…): the project was archived", operations.ErrFailed))},
+	{errcode.OperationExpired, wrap(fmt.Errorf("%w: a comment was already added with this operation_id", operations.ErrExpired))},
 	{errcode.NotFound, wrap(tickets.ErrNotFound)},
 	{errcode.NotFound, wrap(operations.ErrNotFound)},
 	{errcode.NotFound, wrap(webhooks.ErrNotFound)},
 	{errcode.AlreadyExists, wrap(tickets.ErrExists)},
 	{errcode.VersionConflict, wrap(&tickets.VersionConflictError{Expected: 1, Current: tickets.Ticket{Key: "SUP-1", Version: 2}})},
 	{errcode.StateConflict, wrap(webhooks.ErrConflict)},
+	{errcode.ApprovalRequired, wrap(&approval.RequiredError{
+		Approval: approval.Approval{ID: "0b7c2f0e-8d51-4c3a-9f1e-2a6b5c4d3e21", Proposal: approval.Proposal{
+			Summary: "Create an urgent ticket \"Checkout is down\" in project support (operation …)."},
+			ExpiresAt: time.Date(2026, 7, 28, 12, 5, 0, 0, time.UTC)},
+		Mode: approval.ModeNone, URL: "https://tickets.example/console/approvals/0b7c2f0e-8d51-4c3a-9f1e-2a6b5c4d3e21",
+	})},
+	{errcode.ApprovalDeclined, wrap(fmt.Errorf("%w by alice (approval …)", approval.ErrDeclined))},
+	{errcode.InvalidInput, wrap(approval.ErrBadState)},
+	{errcode.NotFound, wrap(approval.ErrNotFound)},
+	{errcode.StateConflict, wrap(approval.ErrDecided)},
+	{errcode.Unavailable, wrap(approval.ErrUnavailable)},
 	{errcode.Forbidden, wrap(authn.ErrForbidden)},
 	{errcode.Unauthenticated, wrap(authn.ErrInvalidToken)},
 	{errcode.Unauthenticated, wrap(authn.ErrUnauthenticated)},

@@ -15,7 +15,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/observe"
@@ -43,6 +45,8 @@ type Env struct {
 	// Metrics are the server's, served at URL+"/metrics"; Service reports
 	// its writes to them.
 	Metrics *observe.Metrics
+	// Approvals is the approval gate when Options.Approval asked for one.
+	Approvals *approval.Gate
 }
 
 // Options adjusts Start. The zero value is fine.
@@ -58,6 +62,10 @@ type Options struct {
 	Tracked tickets.TrackedOptions
 	// AuthorizationServers is server.Config.AuthorizationServers.
 	AuthorizationServers []string
+	// Approval, when set, gates the service's writes behind approvals
+	// (DESIGN §15); its PageURL defaults to the Env's console. Nil: nobody
+	// is asked, as every test that is not about approval wants.
+	Approval *approval.Options
 }
 
 // Start serves d (a fresh, migrated database, as dbtest gives) over
@@ -66,15 +74,29 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 	tb.Helper()
 	ts := httptest.NewUnstartedServer(nil)
 	base := "http://" + ts.Listener.Addr().String()
-	metrics := observe.New(observe.Options{Actions: tickets.Actions(), ReconcileResults: tickets.ReconcileResults()})
+	metrics := observe.New(observe.Options{Actions: tickets.Actions(), ApprovalEvents: approval.Events(), ReconcileResults: tickets.ReconcileResults()})
 	if opts.Tracked.OnReconcile == nil {
 		opts.Tracked.OnReconcile = metrics.Reconciliation
 	}
+	svcOpts := tickets.Options{OnWrite: server.ObserveWrites(metrics), Tracked: opts.Tracked}
+	var gate *approval.Gate
+	if opts.Approval != nil {
+		ao := *opts.Approval
+		if ao.PageURL == nil {
+			ao.PageURL = func(id string) string { return base + "/console/approvals/" + id }
+		}
+		if ao.OnEvent == nil {
+			ao.OnEvent = metrics.Approval
+		}
+		gate = approval.New(d.Gorm, ao)
+		svcOpts.Approvals = gate
+	}
 	e := &Env{
 		URL: base, Endpoint: base + server.MCPPath, DB: d,
-		Service: tickets.NewService(d.Gorm, tickets.Options{OnWrite: server.ObserveWrites(metrics), Tracked: opts.Tracked}),
-		Secret:  []byte("servertest-secret-of-at-least-32-bytes!"),
-		Metrics: metrics,
+		Service:   tickets.NewService(d.Gorm, svcOpts),
+		Secret:    []byte("servertest-secret-of-at-least-32-bytes!"),
+		Metrics:   metrics,
+		Approvals: gate,
 	}
 	ready := opts.Ready
 	if ready == nil {
@@ -95,6 +117,7 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 	h, err := server.New(server.Config{
 		Service: e.Service, Verifier: v, PublicURL: base, Issuer: Issuer, Logger: opts.Logger,
 		Ready: ready, Metrics: metrics, Edge: opts.Edge, AuthorizationServers: opts.AuthorizationServers,
+		ConsoleSessions: console.NewSessions(d.Gorm),
 	})
 	if err != nil {
 		tb.Fatalf("servertest: server.New: %v", err)
@@ -169,13 +192,34 @@ func Dial(endpoint, token string) (*mcp.ClientSession, error) {
 	return DialWith(endpoint, Bearer(token, http.DefaultTransport), "")
 }
 
+// ConnectWith is Connect with client options (an elicitation handler, say)
+// and session options (an older protocol version).
+func (e *Env) ConnectWith(tb testing.TB, token string, client *mcp.ClientOptions, session *mcp.ClientSessionOptions) *mcp.ClientSession {
+	tb.Helper()
+	var version string
+	if session != nil {
+		version = session.ProtocolVersion
+	}
+	cs, err := DialClient(e.Endpoint, Bearer(token, http.DefaultTransport), client, version)
+	if err != nil {
+		tb.Fatalf("servertest: connect to %s: %v", e.Endpoint, err)
+	}
+	tb.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
 // DialWith is Dial over rt (which must add the token), asking for protocol
 // version (the latest if empty; "2025-11-25" makes the legacy handshake).
 func DialWith(endpoint string, rt http.RoundTripper, version string) (*mcp.ClientSession, error) {
+	return DialClient(endpoint, rt, nil, version)
+}
+
+// DialClient is DialWith with client options (nil: the defaults).
+func DialClient(endpoint string, rt http.RoundTripper, client *mcp.ClientOptions, version string) (*mcp.ClientSession, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), CallTimeout)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "servertest", Version: "v0"}, nil)
-	return client.Connect(ctx, &mcp.StreamableClientTransport{
+	c := mcp.NewClient(&mcp.Implementation{Name: "servertest", Version: "v0"}, client)
+	return c.Connect(ctx, &mcp.StreamableClientTransport{
 		Endpoint:   endpoint,
 		HTTPClient: &http.Client{Transport: rt},
 		MaxRetries: -1,

@@ -55,14 +55,62 @@ var (
 		netip.MustParsePrefix("192.0.0.0/24"),
 		netip.MustParsePrefix("198.18.0.0/15"),
 		netip.MustParsePrefix("240.0.0.0/4"),
-		netip.MustParsePrefix("64:ff9b:1::/48"),
 		netip.MustParsePrefix("100::/64"),
+		netip.MustParsePrefix("2001:db8::/32"),
 	}
+	// IPv6 ranges refused outright because they carry, or may carry, an
+	// IPv4 address somewhere a translator or tunnel delivers to, in a
+	// position that cannot be read off the address alone: local-use NAT64
+	// (RFC 8215; its operator picks the prefix length and so where the IPv4
+	// address sits), Teredo (the client's address obfuscated behind a
+	// relay) and the deprecated site-local block, which some stacks still
+	// route internally.
+	tunnels = []netip.Prefix{
+		netip.MustParsePrefix("64:ff9b:1::/48"),
+		netip.MustParsePrefix("2001::/32"),
+		netip.MustParsePrefix("fec0::/10"),
+	}
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")    // RFC 6052 well-known prefix: IPv4 in the last 32 bits
+	compatible = netip.MustParsePrefix("::/96")           // deprecated IPv4-compatible: IPv4 in the last 32 bits
+	translated = netip.MustParsePrefix("::ffff:0:0:0/96") // SIIT IPv4-translated (RFC 2765): IPv4 in the last 32 bits
+	sixToFour  = netip.MustParsePrefix("2002::/16")       // 6to4: IPv4 in bits 16-47
 )
 
-// CheckAddr reports whether ip may be dialled under g's policy.
+// embeddedIPv4 returns the IPv4 address that an IPv6 address of a form a
+// translator or tunnel turns into IPv4 carries, so it can be judged by where
+// it really leads: 64:ff9b::a9fe:a9fe is the metadata address through NAT64.
+// IPv4-mapped addresses are unmapped before this (netip.Addr.Unmap).
+func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
+	b := ip.As16()
+	switch {
+	case !ip.Is6():
+		return netip.Addr{}, false
+	case ip == netip.IPv6Unspecified() || ip == netip.IPv6Loopback():
+		// In ::/96, but meant as themselves: judged as IPv6 below.
+		return netip.Addr{}, false
+	case nat64.Contains(ip), compatible.Contains(ip), translated.Contains(ip):
+		return netip.AddrFrom4([4]byte(b[12:16])), true
+	case sixToFour.Contains(ip):
+		return netip.AddrFrom4([4]byte(b[2:6])), true
+	}
+	return netip.Addr{}, false
+}
+
+// CheckAddr reports whether ip may be dialled under g's policy. An IPv6
+// address that embeds an IPv4 one is judged by the IPv4 address.
 func (g Guard) CheckAddr(ip netip.Addr) error {
 	ip = ip.Unmap() // ::ffff:127.0.0.1 is 127.0.0.1
+	for _, p := range tunnels {
+		if p.Contains(ip) {
+			return fmt.Errorf("%w: %s is in %s, which can lead anywhere through a translator or tunnel", ErrRefused, ip, p)
+		}
+	}
+	if v4, ok := embeddedIPv4(ip); ok {
+		if err := g.CheckAddr(v4); err != nil {
+			return fmt.Errorf("%s embeds %s: %w", ip, v4, err)
+		}
+		return nil
+	}
 	switch {
 	case !ip.IsValid():
 		return fmt.Errorf("%w: invalid address", ErrRefused)
@@ -92,6 +140,13 @@ func (g Guard) CheckAddr(ip netip.Addr) error {
 		return fmt.Errorf("%w: %s is a shared (CGNAT) address", ErrRefused, ip)
 	}
 	return nil
+}
+
+// refusedName is the refusal for a host name: it says the name was refused
+// and nothing about what the name resolves to, which would let a tenant map
+// the internal network through registration errors and delivery logs.
+func refusedName(host string) error {
+	return fmt.Errorf("%w: %s resolves to an address webhooks may not reach", ErrRefused, host)
 }
 
 // CheckURL parses raw and refuses it unless its scheme is https (or http
@@ -130,6 +185,7 @@ func (g Guard) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
 // steered to the private one.
 func (g Guard) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
 	if ip, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+		// The caller wrote the address, so the refusal may say what it is.
 		return []netip.Addr{ip}, g.CheckAddr(ip)
 	}
 	r := g.Resolver
@@ -138,14 +194,19 @@ func (g Guard) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
 	}
 	addrs, err := r.LookupNetIP(ctx, "ip", host)
 	if err != nil {
-		return nil, fmt.Errorf("resolve %s: %w", host, err)
+		// Not the resolver's own text: it names the DNS server ticketd uses.
+		var dnsErr *net.DNSError
+		if errors.As(err, &dnsErr) && dnsErr.IsNotFound {
+			return nil, fmt.Errorf("resolve %s: no such host", host)
+		}
+		return nil, fmt.Errorf("resolve %s: lookup failed", host)
 	}
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("resolve %s: no addresses", host)
 	}
 	for _, a := range addrs {
-		if err := g.CheckAddr(a); err != nil {
-			return nil, fmt.Errorf("%s resolves to a refused address: %w", host, err)
+		if g.CheckAddr(a) != nil {
+			return nil, refusedName(host)
 		}
 	}
 	return addrs, nil
@@ -170,6 +231,10 @@ func (g Guard) DialContext(ctx context.Context, network, addr string) (net.Conn,
 		conn, err := d.DialContext(ctx, network, net.JoinHostPort(a.String(), port))
 		if err == nil {
 			return conn, nil
+		}
+		if errors.Is(err, ErrRefused) {
+			// The dial error names the address dialled: say only "refused".
+			return nil, refusedName(host)
 		}
 		if firstErr == nil {
 			firstErr = err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -59,6 +60,30 @@ func TestCheckAddr(t *testing.T) {
 		{"224.0.0.1", false, false},
 		{"ff02::1", false, false},
 		{"240.0.0.1", false, false},
+		// IPv6 forms that embed an IPv4 address (DESIGN §17): judged by
+		// the embedded address, or refused where it cannot be read off.
+		{"64:ff9b::a9fe:a9fe", false, false}, // NAT64 → 169.254.169.254
+		{"64:ff9b::a00:1", false, true},      // NAT64 → 10.0.0.1
+		{"64:ff9b::7f00:1", false, true},     // NAT64 → 127.0.0.1
+		{"64:ff9b::5db8:d70e", true, true},   // NAT64 → 93.184.215.14
+		{"64:ff9b:1::a00:1", false, false},   // local-use NAT64: refused
+		{"64:ff9b:1:ffff::1", false, false},
+		{"::127.0.0.1", false, true},             // IPv4-compatible → 127.0.0.1
+		{"::a9fe:a9fe", false, false},            // IPv4-compatible → 169.254.169.254
+		{"::5db8:d70e", true, true},              // IPv4-compatible → 93.184.215.14
+		{"::ffff:0:7f00:1", false, true},         // IPv4-translated → 127.0.0.1
+		{"::ffff:0:a9fe:a9fe", false, false},     // IPv4-translated → metadata
+		{"::ffff:169.254.169.254", false, false}, // IPv4-mapped → metadata
+		{"::ffff:10.0.0.1", false, true},
+		{"2002:a9fe:a9fe::", false, false},                     // 6to4 → 169.254.169.254
+		{"2002:7f00:1::1", false, true},                        // 6to4 → 127.0.0.1
+		{"2002:c0a8:101::", false, true},                       // 6to4 → 192.168.1.1
+		{"2002:5db8:d70e::1", true, true},                      // 6to4 → 93.184.215.14
+		{"2001:0:4136:e378:8000:63bf:3fff:fdd2", false, false}, // Teredo: refused
+		{"2001::1", false, false},
+		{"fec0::1", false, false}, // site-local: refused
+		{"feff::1", false, false},
+		{"2001:db8::1", false, false}, // documentation
 	}
 	for _, c := range cases {
 		ip := netip.MustParseAddr(c.addr)
@@ -85,6 +110,7 @@ func TestCheckURL(t *testing.T) {
 	dns.set("metadata.example.com", "169.254.169.254")
 	dns.set("mixed.example.com", "93.184.215.14", "127.0.0.1")
 	dns.set("localhost", "127.0.0.1")
+	dns.set("nat64.example.com", "64:ff9b::a00:7") // what DNS64 makes of 10.0.0.7
 	strict := Guard{Resolver: dns}
 	dev := Guard{AllowPrivate: true, Resolver: dns}
 	cases := []struct {
@@ -97,10 +123,16 @@ func TestCheckURL(t *testing.T) {
 		{strict, "ftp://hooks.example.com/", "scheme"},
 		{strict, "https://user:pw@hooks.example.com/", "credentials"},
 		{strict, "https:///nohost", "no host"},
-		{strict, "https://internal.example.com/", "private"},
-		{strict, "https://metadata.example.com/", "metadata"},
-		{strict, "https://mixed.example.com/", "loopback"},
-		{strict, "https://localhost:8787/", "loopback"},
+		{strict, "https://internal.example.com/", "may not reach"},
+		{strict, "https://metadata.example.com/", "may not reach"},
+		{strict, "https://mixed.example.com/", "may not reach"},
+		{strict, "https://localhost:8787/", "may not reach"},
+		{strict, "https://nat64.example.com/", "may not reach"},
+		{strict, "https://[64:ff9b::a9fe:a9fe]/", "169.254.169.254 is a cloud metadata address"},
+		{strict, "https://[::127.0.0.1]/", "loopback"},
+		{strict, "https://[2002:a9fe:a9fe::]/", "metadata"},
+		{strict, "https://[::ffff:0:7f00:1]/", "loopback"},
+		{strict, "https://[64:ff9b::a00:1]/", "private"},
 		{strict, "https://127.0.0.1/", "loopback"},
 		{strict, "https://[::1]/", "loopback"},
 		{strict, "https://169.254.169.254/latest/meta-data", "metadata"},
@@ -108,7 +140,7 @@ func TestCheckURL(t *testing.T) {
 		{dev, "http://127.0.0.1:8787/", ""},
 		{dev, "http://localhost:8787/", ""},
 		{dev, "http://internal.example.com/", ""},
-		{dev, "http://metadata.example.com/", "metadata"},
+		{dev, "http://metadata.example.com/", "may not reach"},
 		{dev, "http://[fe80::1]/", "link-local"},
 	}
 	for _, c := range cases {
@@ -118,8 +150,53 @@ func TestCheckURL(t *testing.T) {
 			t.Errorf("AllowPrivate=%v CheckURL(%s) = %v, want allowed", c.guard.AllowPrivate, c.url, err)
 		case c.refused != "" && (err == nil || !strings.Contains(err.Error(), c.refused)):
 			t.Errorf("AllowPrivate=%v CheckURL(%s) = %v, want refused mentioning %q", c.guard.AllowPrivate, c.url, err, c.refused)
+		case err != nil && !literal(c.url) && leaksResolved(err.Error(), dns):
+			t.Errorf("CheckURL(%s) = %v: the refusal says what the name resolves to", c.url, err)
 		}
 	}
+}
+
+// literal reports whether raw's host is an IP address, which the caller
+// wrote and a refusal may therefore name.
+func literal(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	_, err = netip.ParseAddr(u.Hostname())
+	return err == nil
+}
+
+// leaksResolved reports whether msg names an address that one of dns's
+// names resolves to.
+func leaksResolved(msg string, dns *table) bool {
+	dns.mu.Lock()
+	defer dns.mu.Unlock()
+	for _, addrs := range dns.hosts {
+		for _, a := range addrs {
+			if strings.Contains(msg, a.String()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func TestResolverErrorsDoNotNameTheResolver(t *testing.T) {
+	t.Parallel()
+	failing := resolverFunc(func(context.Context, string, string) ([]netip.Addr, error) {
+		return nil, &net.DNSError{Err: "server misbehaving", Name: "hooks.example.com", Server: "10.0.0.2:53"}
+	})
+	_, err := Guard{Resolver: failing}.CheckURL(context.Background(), "https://hooks.example.com/")
+	if err == nil || strings.Contains(err.Error(), "10.0.0.2") {
+		t.Errorf("CheckURL with a failing resolver = %v, want an error that does not name the DNS server", err)
+	}
+}
+
+type resolverFunc func(ctx context.Context, network, host string) ([]netip.Addr, error)
+
+func (f resolverFunc) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	return f(ctx, network, host)
 }
 
 func TestDialChecksTheAddressAtConnectTime(t *testing.T) {
@@ -153,6 +230,23 @@ func TestDialChecksTheAddressAtConnectTime(t *testing.T) {
 			t.Errorf("dial after the name moved to loopback: %v, want ErrRefused", err)
 		}
 	})
+	t.Run("NameRebindsIntoNAT64", func(t *testing.T) {
+		// DNS64 turns an internal A record into 64:ff9b::/96.
+		dns.set("hooks.example.com", "64:ff9b::7f00:1")
+		_, err := strict.DialContext(context.Background(), "tcp", "hooks.example.com:"+port)
+		if !errors.Is(err, ErrRefused) || strings.Contains(err.Error(), "7f00") || strings.Contains(err.Error(), "127.0.0.1") {
+			t.Errorf("dial after the name moved into NAT64: %v, want a refusal that names no address", err)
+		}
+	})
+	t.Run("ControlHookRefusesEmbeddedForms", func(t *testing.T) {
+		d := net.Dialer{Control: strict.control}
+		for _, a := range []string{"64:ff9b::a9fe:a9fe", "::127.0.0.1", "::ffff:0:7f00:1", "2002:a9fe:a9fe::", "2001::1", "fec0::1", "64:ff9b:1::1"} {
+			_, err := d.Dial("tcp", net.JoinHostPort(a, port))
+			if !errors.Is(err, ErrRefused) {
+				t.Errorf("dial [%s] through the control hook: %v, want ErrRefused", a, err)
+			}
+		}
+	})
 	t.Run("ControlHookRefusesTheActualDestination", func(t *testing.T) {
 		// Bypasses resolve: only the socket-level hook stands in the way.
 		d := net.Dialer{Control: strict.control}
@@ -162,6 +256,7 @@ func TestDialChecksTheAddressAtConnectTime(t *testing.T) {
 		}
 	})
 	t.Run("DevAllowsLoopback", func(t *testing.T) {
+		dns.set("hooks.example.com", "127.0.0.1")
 		c, err := Guard{AllowPrivate: true, Resolver: dns}.DialContext(context.Background(), "tcp", "hooks.example.com:"+port)
 		if err != nil {
 			t.Fatalf("dev dial to loopback: %v", err)

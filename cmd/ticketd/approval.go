@@ -1,0 +1,46 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/ticketd/ticketd/internal/approval"
+)
+
+// minApprovalSecret matches the other HMAC keys' rule.
+const minApprovalSecret = 32
+
+// approvalOptions parses and checks the approval settings (DESIGN §15). The
+// approval page's URL is absolute, on the public URL, because an agent's
+// client or a person opens it from elsewhere.
+func (c *config) approvalOptions() (approval.Options, error) {
+	var opts approval.Options
+	switch c.Approval {
+	case "on":
+		opts.Policy.Enabled = true
+	case "off":
+	default:
+		return opts, fmt.Errorf("TICKETD_APPROVAL=%q: want on or off", c.Approval)
+	}
+	n, err := strconv.Atoi(c.ApprovalBulkThreshold)
+	if err != nil || n < 1 || n > 100 {
+		return opts, fmt.Errorf("TICKETD_APPROVAL_BULK_THRESHOLD=%q: want a whole number from 1 to 100 (a bulk update names at most 100 tickets)", c.ApprovalBulkThreshold)
+	}
+	opts.Policy.BulkThreshold = n
+	switch {
+	case c.ApprovalSecret != "":
+		if len(c.ApprovalSecret) < minApprovalSecret {
+			return opts, fmt.Errorf("TICKETD_APPROVAL_SECRET is %d bytes; it must be at least %d (generate one with: openssl rand -hex 32)", len(c.ApprovalSecret), minApprovalSecret)
+		}
+		opts.Secret = []byte(c.ApprovalSecret)
+	case c.Dev:
+		secret, _, err := devKey(c.DataDir, devApprovalSecretFile)
+		if err != nil {
+			return opts, fmt.Errorf("approval secret: %w", err)
+		}
+		opts.Secret = secret
+	}
+	base := c.PublicURL
+	opts.PageURL = func(id string) string { return base + "/console/approvals/" + id }
+	return opts, nil
+}

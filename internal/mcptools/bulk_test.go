@@ -1,0 +1,59 @@
+package mcptools_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/faultproxy"
+	"github.com/ticketd/ticketd/internal/mcptools"
+	"github.com/ticketd/ticketd/internal/server/servertest"
+)
+
+// TestBulkOfFiftyRetriedAfterLostResponse loses the HTTP response of a bulk
+// update of 50 tickets that committed: the retry answers the versions the
+// bulk recorded and changes nothing, even after one ticket moved on.
+func TestBulkOfFiftyRetriedAfterLostResponse(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		env := startEnv(t, d)
+		token := writer(t, env)
+		cs := env.Connect(t, token)
+		var ids []string
+		for range 50 {
+			ids = append(ids, created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, ticketArgs(newOperationID(t)))).Ticket.Key)
+		}
+		proxy := faultproxy.Start(t, strings.TrimPrefix(env.URL, "http://"))
+		viaProxy := servertest.Connect(t, "http://"+proxy.Addr()+"/mcp", token)
+		args := map[string]any{"operation_id": newOperationID(t), "ids": ids, "status": "resolved", "add_labels": []string{"batch"}}
+
+		dropped := proxy.DropReplyAfter(mcptools.ToolBulkUpdateTickets)
+		if res, err := servertest.TryCall(viaProxy, mcptools.ToolBulkUpdateTickets, args); err == nil {
+			t.Fatalf("call through a dropped connection succeeded: %s", text(res))
+		}
+		<-dropped
+		events := dbtest.CountRows(t, d, "ticket_events", tenant)
+		servertest.Call(t, cs, mcptools.ToolUpdateTicket, map[string]any{"operation_id": newOperationID(t), "id": ids[9], "status": "open"})
+
+		res := servertest.Call(t, cs, mcptools.ToolBulkUpdateTickets, args)
+		retry := servertest.Decode[mcptools.BulkUpdateTicketsOut](t, res)
+		if res.IsError || !retry.Replayed || len(retry.Tickets) != 50 {
+			t.Fatalf("retry = %s; want the lost bulk replayed", text(res))
+		}
+		for i, it := range retry.Tickets {
+			if it.Key != ids[i] || it.Version != 2 || it.Changes["status"].To != "resolved" {
+				t.Errorf("replayed ticket %d = %s v%d %v; want %s at the recorded v2, resolved", i, it.Key, it.Version, it.Changes, ids[i])
+			}
+		}
+		if got := retry.Tickets[9].Ticket; got.Status != "open" || got.Version != 3 {
+			t.Errorf("%s after the replay is %s v%d; the replay must not resolve it again", ids[9], got.Status, got.Version)
+		}
+		if got := dbtest.CountRows(t, d, "ticket_events", tenant); got != events+1 {
+			t.Errorf("%d events after the replay, want %d (only the reopen's)", got, events+1)
+		}
+		if n := env.CountOperations(t, tenant); n != 52 {
+			t.Errorf("%d operations, want 50 creates, 1 bulk, 1 update", n)
+		}
+	})
+}
