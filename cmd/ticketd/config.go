@@ -96,10 +96,10 @@ type config struct {
 	WebhookMaxAttempts  int
 	WebhookAllowPrivate bool
 	// Tracker-backed projects (DESIGN §16); zero takes the defaults.
-	ReconcileSettle time.Duration
-	TrackerTimeout  time.Duration
-	WebhookConcurrency  int
-	WebhookRescueAfter  time.Duration
+	ReconcileSettle    time.Duration
+	TrackerTimeout     time.Duration
+	WebhookConcurrency int
+	WebhookRescueAfter time.Duration
 
 	// DBSession bounds each PostgreSQL session (db.Session).
 	DBSession db.Session

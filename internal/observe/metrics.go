@@ -197,6 +197,7 @@ func New(opts Options) *Metrics {
 
 // Reconciliation counts one look at an external tracker by its result.
 func (m *Metrics) Reconciliation(result string) { m.reconciles.WithLabelValues(result).Inc() }
+
 // Approval counts one event of the approval gate (approval.Options.OnEvent);
 // its caller passes only the gate's own few event names.
 func (m *Metrics) Approval(event string) { m.approvals.WithLabelValues(event).Inc() }
