@@ -142,7 +142,7 @@ func stdio(ctx context.Context, args []string, getenv func(string) string, stdin
 	if err != nil {
 		return err
 	}
-	store, svc, _, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey}, &approvals, logger)
+	store, svc, _, _, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey}, &approvals, logger)
 	if err != nil {
 		return err
 	}

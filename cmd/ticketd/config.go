@@ -95,8 +95,11 @@ type config struct {
 	WebhookRetryMin     time.Duration
 	WebhookMaxAttempts  int
 	WebhookAllowPrivate bool
-	WebhookConcurrency  int
-	WebhookRescueAfter  time.Duration
+	// Tracker-backed projects (DESIGN §16); zero takes the defaults.
+	ReconcileSettle    time.Duration
+	TrackerTimeout     time.Duration
+	WebhookConcurrency int
+	WebhookRescueAfter time.Duration
 
 	// DBSession bounds each PostgreSQL session (db.Session).
 	DBSession db.Session
@@ -171,6 +174,8 @@ var typedSettings = []typedSetting{
 	{groupWebhook, "TICKETD_WEBHOOK_RETRY_MIN", "webhook-retry-min", "5s", "the delay (a `duration`) before a webhook delivery's first retry; later ones double, with jitter", func(c *config) decoder { return positiveDurationInto(&c.WebhookRetryMin) }},
 	{groupWebhook, "TICKETD_WEBHOOK_MAX_ATTEMPTS", "webhook-max-attempts", "12", "the `count` of attempts of one webhook delivery before it is failed", func(c *config) decoder { return atLeastInto(&c.WebhookMaxAttempts, 1) }},
 	{groupWebhook, "TICKETD_WEBHOOK_ALLOW_PRIVATE", "webhook-allow-private", "false", "allow http:// and loopback or private webhook URLs; --dev allows loopback", func(c *config) decoder { return boolInto(&c.WebhookAllowPrivate) }},
+	{groupWebhook, "TICKETD_RECONCILE_SETTLE", "reconcile-settle", "2m", "how long (a `duration`) after an unanswered tracker request ticketd waits for it to land before it may send again", func(c *config) decoder { return positiveDurationInto(&c.ReconcileSettle) }},
+	{groupWebhook, "TICKETD_TRACKER_TIMEOUT", "tracker-timeout", "10s", "the bound (a `duration`) on one request to a tracker, answer included", func(c *config) decoder { return positiveDurationInto(&c.TrackerTimeout) }},
 	{groupWebhook, "TICKETD_WEBHOOK_CONCURRENCY", "webhook-concurrency", "32", "the `count` of webhook deliveries one replica sends at once; a tenant holds at most three quarters of them, a subscription half", func(c *config) decoder { return atLeastInto(&c.WebhookConcurrency, 1) }},
 	{groupWebhook, "TICKETD_WEBHOOK_RESCUE_AFTER", "webhook-rescue-after", "22s", "retry a delivery on another worker once its attempt has looked running this long (a `duration`; a dead replica's); the default is the longest a live attempt takes", func(c *config) decoder { return positiveDurationInto(&c.WebhookRescueAfter) }},
 	// The PostgreSQL session limits (db.Session): above the 15s write timeout.

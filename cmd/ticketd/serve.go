@@ -15,8 +15,10 @@ import (
 	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/observe"
+	"github.com/ticketd/ticketd/internal/reconciler"
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tracker/github"
 	"github.com/ticketd/ticketd/internal/webhooks"
 	"github.com/ticketd/ticketd/migrations"
 )
@@ -96,14 +98,15 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 			logger.Warn("tracing", "error", err)
 		}
 	}()
-	metrics := observe.New(observe.Options{Logger: logger, Actions: tickets.Actions(), ApprovalEvents: approval.Events()})
+	metrics := observe.New(observe.Options{Logger: logger, Actions: tickets.Actions(), ApprovalEvents: approval.Events(), ReconcileResults: tickets.ReconcileResults()})
 
 	approvals, err := cfg.approvalOptions()
 	if err != nil {
 		return err
 	}
 	approvals.OnEvent = metrics.Approval
-	store, svc, hooks, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey, OnWrite: server.ObserveWrites(metrics)}, &approvals, logger)
+	store, svc, hooks, queue, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey, OnWrite: server.ObserveWrites(metrics),
+		Tracked: tickets.TrackedOptions{OnReconcile: metrics.Reconciliation}}, &approvals, logger)
 	if err != nil {
 		return err
 	}
@@ -122,6 +125,18 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		defer cancel()
 		if err := hooks.Stop(stopCtx); err != nil {
 			logger.Warn("webhook delivery did not stop cleanly; unfinished attempts are retried after restart", "err", err)
+		}
+	}()
+	// Reconciliation runs on every replica too: the queue hands each due
+	// operation to one of them.
+	if err := queue.Start(context.WithoutCancel(ctx), svc); err != nil {
+		return err
+	}
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		if err := queue.Stop(stopCtx); err != nil {
+			logger.Warn("reconciliation did not stop cleanly; its operations are picked up after restart", "err", err)
 		}
 	}()
 	if cfg.Dev {
@@ -250,38 +265,40 @@ func openDB(ctx context.Context, cfg *config) (*db.DB, error) {
 // openStore opens the database, applies migrations unless disabled, and
 // builds the ticket service on it with opts and the webhook outbox, so that
 // every write, whichever command makes it, is told to the registered
-// webhooks. The webhook service delivers only once started (serve does).
-func openStore(ctx context.Context, cfg *config, opts tickets.Options, approvals *approval.Options, logger *slog.Logger) (*db.DB, *tickets.Service, *webhooks.Service, error) {
+// webhooks, and with the GitHub connector and the reconciliation queue, so
+// that a tracker-backed create made by any command is settled. The webhook
+// service delivers and the queue reconciles only once started (serve does).
+func openStore(ctx context.Context, cfg *config, opts tickets.Options, approvals *approval.Options, logger *slog.Logger) (*db.DB, *tickets.Service, *webhooks.Service, *reconciler.Queue, error) {
 	if opts.CursorKey == nil && cfg.Dev {
 		// Here, after every check, so a bad setting never writes the data
 		// directory.
 		key, err := devCursorKey(cfg.DataDir)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		opts.CursorKey = key
 	}
 	store, err := openDB(ctx, cfg)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	// SQL spans under the request's; a no-op unless observe.Setup turned tracing on.
 	if err := observe.TraceGORM(store.Gorm); err != nil {
 		_ = store.Close()
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	if cfg.Migrate {
 		v, err := migrateUp(ctx, store)
 		if err != nil {
 			_ = store.Close()
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		logger.Info("database ready", "dialect", store.Dialect, "schema_version", v)
 	}
 	if cfg.ReadDatabaseURL != "" {
 		if err := store.AttachReplica(ctx, cfg.ReadDatabaseURL); err != nil {
 			_ = store.Close()
-			return nil, nil, nil, fmt.Errorf("read replica (TICKETD_READ_DATABASE_URL): %w", err)
+			return nil, nil, nil, nil, fmt.Errorf("read replica (TICKETD_READ_DATABASE_URL): %w", err)
 		}
 		opts.Reads = store.Replica.Reads
 	}
@@ -296,14 +313,27 @@ func openStore(ctx context.Context, cfg *config, opts tickets.Options, approvals
 	})
 	if err != nil {
 		_ = store.Close()
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	opts.Outbox = webhooks.TicketOutbox(hooks)
+	queue, err := reconciler.New(store, reconciler.Options{Logger: logger})
+	if err != nil {
+		_ = store.Close()
+		return nil, nil, nil, nil, err
+	}
+	opts.Tracked.Open = github.Opener(github.Options{Timeout: cfg.TrackerTimeout})
+	opts.Tracked.Scheduler = queue
+	opts.Tracked.Settle = cfg.ReconcileSettle
+	if cfg.TrackerTimeout > 0 {
+		// Room for a list of several pages, a create and a duplicate's
+		// comment and close within one lease.
+		opts.Tracked.Lease = 6 * cfg.TrackerTimeout
+	}
 	if approvals != nil {
 		opts.Approvals = approval.New(store.Gorm, *approvals)
 	}
 	svc := tickets.NewService(store.Gorm, opts)
-	return store, svc, hooks, nil
+	return store, svc, hooks, queue, nil
 }
 
 // collectStore adds the database's gauges to metrics: the connection pool,

@@ -117,6 +117,8 @@ func (c *console) routes() http.Handler {
 	mux.Handle("POST /console/tickets/{ref}/comments", c.writer(c.addComment))
 	mux.Handle("GET /console/operations", c.reader(c.operationsPage))
 	mux.Handle("GET /console/operations/{id}", c.reader(c.operationPage))
+	mux.Handle("POST /console/operations/{id}/reconcile", c.admin(c.reconcileOperation))
+	mux.Handle("POST /console/operations/{id}/resolve", c.admin(c.resolveOperation))
 	mux.Handle("GET /console/projects", c.reader(c.projectsPage))
 	if c.hooks != nil {
 		mux.Handle("GET /console/deliveries", c.admin(c.deliveriesPage))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
@@ -298,7 +299,7 @@ var attention = []struct {
 	Advice string
 }{
 	{operations.StatusUnknown, "Status unknown",
-		"The write may or may not have committed (its reply was lost). The caller should retry with the same operation ID and input: that settles it without a duplicate. Open the operation to see the ticket it names, if any."},
+		"The write may or may not have happened (a reply was lost). The caller should retry with the same operation ID and input: that settles it without a duplicate. For a tracker-backed project, open the operation to reconcile it with the tracker now, or to record what you found there."},
 	{operations.StatusPending, "Pending",
 		"Claimed and not finished yet. It normally settles within seconds; one that stays pending is stuck work to investigate, and a retry with the same operation ID answers operation_in_progress meanwhile."},
 	{operations.StatusFailed, "Failed",
@@ -312,6 +313,9 @@ type operationsData struct {
 	Operations []operations.Record
 	NextURL    string
 	FirstURL   string
+	// CanSettle: the list is of unknown or pending operations and the
+	// viewer may reconcile or resolve them (tickets:admin).
+	CanSettle bool
 }
 
 func (c *console) operationsPage(w http.ResponseWriter, r *http.Request, req *request) {
@@ -328,6 +332,7 @@ func (c *console) operationsPage(w http.ResponseWriter, r *http.Request, req *re
 		d.Tabs = append(d.Tabs, struct{ Status, Label string }{string(a.Status), a.Label})
 	}
 	d.Advice = advice(d.Status)
+	d.CanSettle = (d.Status == operations.StatusUnknown || d.Status == operations.StatusPending) && req.principal.HasScope(authn.ScopeAdmin)
 	l := layout{Title: "Operations needing attention", Nav: "/console/operations"}
 	if d.Advice == "" || d.Status == operations.StatusSucceeded {
 		l.Problem = problemFor(errcode.InvalidInput, "status must be one of unknown, pending, failed; got "+string(d.Status))
@@ -356,6 +361,9 @@ func (c *console) operationsPage(w http.ResponseWriter, r *http.Request, req *re
 type operationData struct {
 	Op   tickets.OperationStatus
 	Next string
+	// CanSettle: the viewer may reconcile or resolve it (tickets:admin)
+	// and it is unknown or pending.
+	CanSettle bool
 }
 
 // advice says what to do about an operation in status s.
@@ -377,8 +385,16 @@ func (c *console) operationPage(w http.ResponseWriter, r *http.Request, req *req
 		c.failErr(w, r, req, err)
 		return
 	}
-	c.render(w, r, req, http.StatusOK, "operation", layout{Title: "Operation " + op.Record.OperationID.String(),
-		Nav: "/console/operations"}, operationData{Op: op, Next: advice(op.Record.Status)})
+	l := layout{Title: "Operation " + op.Record.OperationID.String(), Nav: "/console/operations"}
+	switch r.URL.Query().Get("done") {
+	case "reconciled":
+		l.Notice = "Reconciled: the status below is what the tracker shows now."
+	case "resolved":
+		l.Notice = "Your finding is recorded; every retry of this operation ID now answers it."
+	}
+	unsettled := op.Record.Status == operations.StatusUnknown || op.Record.Status == operations.StatusPending
+	c.render(w, r, req, http.StatusOK, "operation", l, operationData{Op: op, Next: advice(op.Record.Status),
+		CanSettle: unsettled && req.principal.HasScope(authn.ScopeAdmin)})
 }
 
 func (c *console) projectsPage(w http.ResponseWriter, r *http.Request, req *request) {

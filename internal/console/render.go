@@ -26,6 +26,7 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05 UTC")
 	},
+	"deref": func(t *time.Time) time.Time { return *t },
 	"words": func(s any) string { return strings.ReplaceAll(fmt.Sprint(s), "_", " ") },
 	"join":  func(l []string) string { return strings.Join(l, ", ") },
 	"value": changeValue,

@@ -152,7 +152,7 @@ var Table = []Row{
 	{
 		Code: OutcomeUnknown, Meaning: "may or may not have committed", Retry: "check status, or retry with the same ID", Retryable: true,
 		MCP: MCPToolError, OperationStatus: operations.StatusUnknown, Status: http.StatusServiceUnavailable, Title: "Outcome unknown",
-		Public:       "the database connection was lost while the write was being committed, so it may or may not have happened",
+		Public:       "the write's answer was lost (a database COMMIT, or a tracker that did not answer), so it may or may not have happened",
 		RetryAfter:   2 * time.Second,
 		AgentStep:    "The write may or may not have happened; call get_operation_status with this operation_id, or retry with the same operation_id and input (never a new one).",
 		OperatorStep: "The write may or may not have happened. Check GET /api/v1/operations/{operation_id}, or retry the same request with the same Idempotency-Key (never a new one).",
@@ -343,7 +343,7 @@ func Of(err error) Code {
 		return InvalidInput
 	case errors.Is(err, tickets.ErrNotFound), errors.Is(err, operations.ErrNotFound), errors.Is(err, webhooks.ErrNotFound):
 		return NotFound
-	case errors.Is(err, webhooks.ErrConflict):
+	case errors.Is(err, webhooks.ErrConflict), errors.Is(err, tickets.ErrSettled):
 		return StateConflict
 	case errors.Is(err, tickets.ErrExists):
 		return AlreadyExists

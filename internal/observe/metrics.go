@@ -101,6 +101,9 @@ type Options struct {
 	// scrape: a rate over a series that appears only at its first event
 	// misses that event.
 	Actions []string
+	// ReconcileResults are the results of a look at an external tracker
+	// (tickets.ReconcileResults), bound up front like Actions.
+	ReconcileResults []string
 	// ApprovalEvents are the approval gate's events (asked, approved,
 	// declined, expired), bound up front for the same reason.
 	ApprovalEvents []string
@@ -116,6 +119,7 @@ type Metrics struct {
 	requests   *prometheus.CounterVec
 	durations  *prometheus.HistogramVec
 	deliveries [numDeliveryStatuses]prometheus.Counter
+	reconciles *prometheus.CounterVec
 	approvals  *prometheus.CounterVec
 
 	// Children of the vectors are bound once per label combination and kept
@@ -170,8 +174,15 @@ func New(opts Options) *Metrics {
 	for s := range numDeliveryStatuses {
 		m.deliveries[s] = deliveries.WithLabelValues(s.String())
 	}
+	m.reconciles = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ticketd_reconciliations_total",
+		Help: "Looks at an external tracker for an operation's effect, by result (found, waiting, resent, duplicate, verified, error, resolved).",
+	}, []string{"result"})
+	for _, r := range opts.ReconcileResults {
+		m.reconciles.WithLabelValues(r)
+	}
 	m.registry.MustRegister(
-		m.operations, m.requests, m.durations, deliveries, m.approvals,
+		m.operations, m.requests, m.durations, deliveries, m.reconciles, m.approvals,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -183,6 +194,9 @@ func New(opts Options) *Metrics {
 	}
 	return m
 }
+
+// Reconciliation counts one look at an external tracker by its result.
+func (m *Metrics) Reconciliation(result string) { m.reconciles.WithLabelValues(result).Inc() }
 
 // Approval counts one event of the approval gate (approval.Options.OnEvent);
 // its caller passes only the gate's own few event names.

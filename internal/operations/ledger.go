@@ -146,7 +146,7 @@ func (l *Ledger) RunGated(ctx context.Context, key Key, fingerprint, resultID st
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.WriteTimeout)
 	defer cancel()
-	return l.claimAndWrite(wctx, key, fingerprint, resultID, write)
+	return l.claimAndWrite(wctx, key, fingerprint, resultID, StatusSucceeded, write)
 }
 
 // answer turns an existing record into the reply to a call that brought
@@ -169,7 +169,7 @@ func answer(rec Record, fingerprint string) (Outcome, error) {
 	}
 }
 
-func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, resultID string, write WriteFunc) (Outcome, error) {
+func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, resultID string, status Status, write WriteFunc) (Outcome, error) {
 	var opts []*sql.TxOptions
 	if l.db.Dialector.Name() == "postgres" {
 		// The claim relies on Read Committed: a waiter must see the
@@ -192,12 +192,14 @@ func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, result
 		}
 	}()
 
-	// The record is claimed already complete: nobody sees it before COMMIT
-	// (and a rollback removes it), so there is no pending state to update.
+	// A local write's record is claimed already complete: nobody sees it
+	// before COMMIT (and a rollback removes it), so there is no pending state
+	// to update. Claim's pending record is the exception: it is committed
+	// before the side effect it stands for.
 	now := time.Now().UTC().Truncate(time.Microsecond) // as stored by PostgreSQL
 	row := record{
 		TenantID: key.Tenant, Action: key.Action, OperationID: key.OperationID.String(), Fingerprint: fingerprint,
-		Status: string(StatusSucceeded), ResultID: &resultID, CreatedAt: now, UpdatedAt: now,
+		Status: string(status), ResultID: &resultID, CreatedAt: now, UpdatedAt: now,
 	}
 	var claim *gorm.DB
 	if tx.Dialector.Name() == "postgres" {

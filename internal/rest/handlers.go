@@ -9,6 +9,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tracker"
 	"github.com/ticketd/ticketd/internal/wire"
 )
 
@@ -17,9 +18,10 @@ import (
 
 // newProjectBody is POST /api/v1/projects.
 type newProjectBody struct {
-	ID   string `json:"id"`
-	Key  string `json:"key"`
-	Name string `json:"name"`
+	ID      string        `json:"id"`
+	Key     string        `json:"key"`
+	Name    string        `json:"name"`
+	Backend *wire.Backend `json:"backend,omitempty"`
 }
 
 // ticketList holds wire.Ticket values, or wire.TicketSummary values with
@@ -195,7 +197,11 @@ func (a *api) createProject(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, "")
 		return
 	}
-	p, err := a.svc.CreateProject(r.Context(), principal(r).Tenant, tickets.Project{ID: body.ID, Key: body.Key, Name: body.Name})
+	p := tickets.Project{ID: body.ID, Key: body.Key, Name: body.Name}
+	if b := body.Backend; b != nil {
+		p.Backend = &tracker.Backend{Kind: b.Kind, Repository: b.Repository, APIURL: b.APIURL, TokenEnv: b.TokenEnv}
+	}
+	p, err := a.svc.CreateProject(r.Context(), principal(r).Tenant, p)
 	if err != nil {
 		fail(w, r, err, "")
 		return

@@ -84,6 +84,8 @@ func generateOpenAPI(raw []byte) ([]byte, error) {
 		"WebhookList":         wire.Infer[rest.WebhookList](),
 		"WebhookDelivery":     wire.Infer[rest.WebhookDelivery](),
 		"WebhookDeliveryList": wire.Infer[rest.WebhookDeliveryList](),
+		"Resolution":          resolutionSchema(),
+		"Backend":             wire.Infer[wire.Backend](),
 	} {
 		if err := described(name, s); err != nil {
 			return nil, err
@@ -140,4 +142,12 @@ func asJSON(s *jsonschema.Schema) (any, error) {
 		return nil, err
 	}
 	return v, nil
+}
+
+// resolutionSchema is the resolve body with its outcome vocabulary.
+func resolutionSchema() *jsonschema.Schema {
+	s := wire.Infer[rest.Resolution]()
+	s.Properties["outcome"].Enum = wire.StringEnum(tickets.ResolveSucceeded, tickets.ResolveNotCreated)
+	s.Properties["reason"].MinLength, s.Properties["reason"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(tickets.MaxReason)
+	return s
 }

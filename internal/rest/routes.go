@@ -43,6 +43,8 @@ func (a *api) routes() http.Handler {
 
 			r.With(a.require(authn.ScopeRead)).Get("/operations", a.listOperations)
 			r.With(a.require(authn.ScopeRead)).Get("/operations/{operation_id}", a.getOperation)
+			r.With(a.require(authn.ScopeAdmin)).Post("/operations/{operation_id}/reconcile", a.reconcileOperation)
+			r.With(a.require(authn.ScopeAdmin)).Post("/operations/{operation_id}/resolve", a.resolveOperation)
 
 			if a.hooks != nil {
 				r.Group(func(r chi.Router) {

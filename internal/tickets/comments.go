@@ -108,6 +108,9 @@ func (s *Service) AddComment(ctx context.Context, tenant, author, operationID, t
 		return CommentResult{OperationID: id}, err
 	}
 	t, err := s.GetTicket(ctx, tenant, ticketRef)
+	if err == nil {
+		err = untracked(t)
+	}
 	if err != nil {
 		return CommentResult{OperationID: id}, fmt.Errorf("add comment: %w", err)
 	}

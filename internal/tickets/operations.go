@@ -28,6 +28,11 @@ type OperationStatus struct {
 	// Deliveries says what the outside world has been told of the write's
 	// event, one per webhook it matched (none without an outbox).
 	Deliveries []Delivery
+	// Downstream is what is known of the operation's effect in a tracker
+	// (tracker-backed projects only), and History its reconciliation steps
+	// and operators' findings, oldest first.
+	Downstream *Downstream
+	History    []HistoryEntry
 	// Approval is the person's yes the write needed (DESIGN §15), when it
 	// needed one.
 	Approval *approval.Approval
@@ -50,8 +55,17 @@ func (s *Service) GetOperation(ctx context.Context, tenant, operationID string) 
 	if err != nil {
 		return OperationStatus{}, fmt.Errorf("get operation: %w", err)
 	}
+	return s.statusOf(ctx, tenant, rec)
+}
+
+// statusOf builds the whole answer about one record.
+func (s *Service) statusOf(ctx context.Context, tenant string, rec operations.Record) (OperationStatus, error) {
+	id := rec.OperationID
 	st, err := s.outcome(ctx, tenant, rec)
 	if err != nil {
+		return OperationStatus{}, fmt.Errorf("get operation: %w", err)
+	}
+	if err := s.downstreamStatus(ctx, &st); err != nil {
 		return OperationStatus{}, fmt.Errorf("get operation: %w", err)
 	}
 	if rec.ApprovalID != "" && s.approvals != nil {

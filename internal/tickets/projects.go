@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"gorm.io/gorm"
+
+	"github.com/ticketd/ticketd/internal/tracker"
 )
 
 // ErrExists: a project with that ID or key already exists for the tenant.
@@ -44,6 +47,7 @@ func (s *Service) CreateProject(ctx context.Context, tenant string, p Project) (
 	} else if n := utf8.RuneCountInString(p.Name); n == 0 || n > MaxProjectName {
 		errs = append(errs, FieldError{"name", fmt.Sprintf("must be 1–%d characters after trimming", MaxProjectName)})
 	}
+	errs = append(errs, s.checkBackend(p.Backend)...)
 	if len(errs) > 0 {
 		return Project{}, &ValidationError{Fields: errs}
 	}
@@ -52,6 +56,10 @@ func (s *Service) CreateProject(ctx context.Context, tenant string, p Project) (
 	// trigger creates (migrations/postgres/00004_ticket_numbers.sql), in
 	// this insert's transaction.
 	row := projectRow{TenantID: tenant, ID: p.ID, Key: p.Key, Name: p.Name, CreatedAt: time.Now().UTC()}
+	if b := p.Backend; b != nil {
+		row.BackendKind, row.BackendRepository = &b.Kind, &b.Repository
+		row.BackendAPIURL, row.BackendTokenEnv = nonEmpty(b.APIURL), &b.TokenEnv
+	}
 	err := s.db.WithContext(ctx).Create(&row).Error
 	switch {
 	case errors.Is(err, gorm.ErrDuplicatedKey):
@@ -60,6 +68,41 @@ func (s *Service) CreateProject(ctx context.Context, tenant string, p Project) (
 		return Project{}, fmt.Errorf("%w: create project: %v", ErrUnavailable, err)
 	}
 	return row.toProject(), nil
+}
+
+var (
+	repositoryPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$`)
+	tokenEnvPattern   = regexp.MustCompile(`^[A-Z_][A-Z0-9_]{0,127}$`)
+)
+
+// checkBackend validates (and trims, in place) a tracker backend. The
+// token itself is never given: only the name of the environment variable
+// that holds it.
+func (s *Service) checkBackend(b *tracker.Backend) []FieldError {
+	if b == nil {
+		return nil
+	}
+	b.Kind, b.Repository = strings.TrimSpace(b.Kind), strings.TrimSpace(b.Repository)
+	b.APIURL, b.TokenEnv = strings.TrimSpace(b.APIURL), strings.TrimSpace(b.TokenEnv)
+	var errs []FieldError
+	if s.tracked.Open == nil {
+		return []FieldError{{"backend", "this server has no tracker connector configured"}}
+	}
+	if b.Kind != tracker.KindGitHub {
+		errs = append(errs, FieldError{"backend.kind", fmt.Sprintf("must be %q", tracker.KindGitHub)})
+	}
+	if !repositoryPattern.MatchString(b.Repository) {
+		errs = append(errs, FieldError{"backend.repository", "must be owner/name"})
+	}
+	if b.APIURL != "" {
+		if u, err := url.Parse(b.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+			errs = append(errs, FieldError{"backend.api_url", "must be an http(s) URL of the API root, e.g. https://api.github.com/"})
+		}
+	}
+	if !tokenEnvPattern.MatchString(b.TokenEnv) {
+		errs = append(errs, FieldError{"backend.token_env", "must name an environment variable (A-Z, 0-9, _) that holds the token; the token itself is never sent"})
+	}
+	return errs
 }
 
 // ListProjects returns all of the tenant's projects, ordered by ID.

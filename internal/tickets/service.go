@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -48,6 +49,9 @@ type Options struct {
 	// writes of every transport, the console's included, are counted in one
 	// place. It must be cheap and safe for concurrent use.
 	OnWrite func(action string, replayed bool, err error)
+	// Tracked connects tracker-backed projects (DESIGN §16); without
+	// Tracked.Open such projects cannot be created.
+	Tracked TrackedOptions
 	// Reads, when set, serves the lists (tickets, search, history,
 	// comments) instead of the primary: a read replica's handle that never
 	// answers older than the primary (db.Replica.Reads). Everything that
@@ -66,6 +70,10 @@ type Service struct {
 	cursors cursor.Codec
 	onWrite func(action string, replayed bool, err error)
 	outbox  Outbox
+	tracked TrackedOptions
+	// backends caches each project's backend (nil: local); a project's
+	// backend never changes once created.
+	backends sync.Map
 	// approvals gates consequential writes; nil asks nobody.
 	approvals *approval.Gate
 }
@@ -77,7 +85,7 @@ func NewService(db *gorm.DB, opts Options) *Service {
 		reads = db
 	}
 	return &Service{db: db, reads: reads, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey), onWrite: opts.OnWrite, outbox: opts.Outbox,
-		approvals: opts.Approvals}
+		tracked: opts.Tracked.withDefaults(), approvals: opts.Approvals}
 }
 
 // report tells Options.OnWrite the result of one write.
@@ -114,6 +122,13 @@ func (s *Service) CreateTicket(ctx context.Context, tenant, reporter, operationI
 	}
 	if err := checkActor(reporter); err != nil {
 		return CreateResult{}, err
+	}
+	backend, err := s.projectBackend(ctx, tenant, n.ProjectID)
+	if err != nil {
+		return CreateResult{OperationID: id}, fmt.Errorf("create ticket: %w", err)
+	}
+	if backend != nil {
+		return s.createTracked(ctx, tenant, reporter, id, n)
 	}
 	key := operations.Key{Tenant: tenant, Action: ActionCreateTicket, OperationID: id}
 	ticketID, eventID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/ticketd/ticketd/internal/tracker"
 )
 
 // Rows for GORM stay here, beside their queries; domain types carry no tags.
@@ -16,12 +18,37 @@ type projectRow struct {
 	Key       string    `gorm:"column:key"`
 	Name      string    `gorm:"column:name"`
 	CreatedAt time.Time `gorm:"column:created_at"`
+	// The tracker a tracker-backed project's tickets live in (docs/contract.md);
+	// all nil for a local project.
+	BackendKind       *string `gorm:"column:backend_kind"`
+	BackendRepository *string `gorm:"column:backend_repository"`
+	BackendAPIURL     *string `gorm:"column:backend_api_url"`
+	BackendTokenEnv   *string `gorm:"column:backend_token_env"`
 }
 
 func (projectRow) TableName() string { return "projects" }
 
 func (r projectRow) toProject() Project {
-	return Project{ID: r.ID, Key: r.Key, Name: r.Name, CreatedAt: r.CreatedAt.UTC()}
+	p := Project{ID: r.ID, Key: r.Key, Name: r.Name, CreatedAt: r.CreatedAt.UTC()}
+	if r.BackendKind != nil {
+		p.Backend = &tracker.Backend{Kind: *r.BackendKind, Repository: deref(r.BackendRepository),
+			APIURL: deref(r.BackendAPIURL), TokenEnv: deref(r.BackendTokenEnv)}
+	}
+	return p
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 type ticketRow struct {
@@ -39,6 +66,8 @@ type ticketRow struct {
 	OperationID *string   `gorm:"column:operation_id"`
 	Version     int64     `gorm:"column:version"`
 	Assignee    *string   `gorm:"column:assignee"`
+	ExternalID  *string   `gorm:"column:external_id"`
+	ExternalURL *string   `gorm:"column:external_url"`
 	CreatedAt   time.Time `gorm:"column:created_at"`
 	UpdatedAt   time.Time `gorm:"column:updated_at"`
 }
@@ -48,7 +77,7 @@ func (ticketRow) TableName() string { return "tickets" }
 // ticketColumns are the columns ticketRow reads: never PostgreSQL's search
 // vector, which can be as large as the description.
 const ticketColumns = "id, tenant_id, project_id, number, key, title, description, priority, status, labels, " +
-	"reporter, operation_id, version, assignee, created_at, updated_at"
+	"reporter, operation_id, version, assignee, external_id, external_url, created_at, updated_at"
 
 func (r ticketRow) toTicket() (Ticket, error) {
 	id, err := uuid.Parse(r.ID)
@@ -68,5 +97,6 @@ func (r ticketRow) toTicket() (Ticket, error) {
 		ID: id, Key: r.Key, ProjectID: r.ProjectID, Title: r.Title, Description: r.Description,
 		Priority: Priority(r.Priority), Status: Status(r.Status), Labels: labels, Reporter: r.Reporter,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
+		ExternalID: deref(r.ExternalID), ExternalURL: deref(r.ExternalURL),
 	}, nil
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/ticketd/ticketd/internal/tracker"
 )
 
 // Priority of a ticket.
@@ -71,6 +73,10 @@ type Ticket struct {
 	Reporter    string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	// ExternalID and ExternalURL name the tracker issue a tracker-backed
+	// ticket mirrors (e.g. "owner/name#12"); empty for a local ticket.
+	ExternalID  string
+	ExternalURL string
 }
 
 // Project groups tickets; its Key prefixes their keys.
@@ -79,4 +85,7 @@ type Project struct {
 	Key       string
 	Name      string
 	CreatedAt time.Time
+	// Backend is the tracker the project's tickets live in; nil for a local
+	// project, whose tickets live in ticketd's database alone.
+	Backend *tracker.Backend
 }

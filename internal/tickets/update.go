@@ -213,6 +213,9 @@ func (s *Service) UpdateTicket(ctx context.Context, tenant, actor, operationID, 
 		n.Assignee = &me
 	}
 	t, err := s.GetTicket(ctx, tenant, ticketRef)
+	if err == nil {
+		err = untracked(t)
+	}
 	if err != nil {
 		return UpdateResult{OperationID: id}, fmt.Errorf("update ticket: %w", err)
 	}

@@ -153,7 +153,11 @@ func ConstrainOperationStatus(s *jsonschema.Schema, statuses ...string) {
 	s.Properties["status"].Enum = StringEnum(statuses...)
 	ConstrainTicket(s.Properties["ticket"])
 	s.Properties["deliveries"].Items.Properties["status"].Enum = StringEnum(DeliveryStatuses...)
+	s.Properties["downstream"].Properties["status"].Enum = StringEnum(DownstreamStatuses...)
 }
+
+// DownstreamStatuses are the statuses of an operation's effect in a tracker.
+var DownstreamStatuses = []string{tickets.DownstreamPending, tickets.DownstreamSucceeded, tickets.DownstreamUnknown, tickets.DownstreamFailed}
 
 // DeliveryStatuses are the statuses a webhook delivery can have.
 var DeliveryStatuses = []string{"pending", "delivered", "failed"}

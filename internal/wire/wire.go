@@ -25,6 +25,11 @@ type Ticket struct {
 	Version     int64     `json:"version" jsonschema:"1 at creation, +1 on every change of the ticket's fields (comments do not change it); pass it as if_version (MCP) or If-Match (REST) to update only this version"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
+	// ExternalURL is a tracker-backed ticket's issue page. Only the URL
+	// (it names the repository and number), undescribed: every tool's
+	// schema carries the ticket, within the tools/list budget
+	// (docs/contract.md); get_operation_status's downstream has external_id.
+	ExternalURL string `json:"external_url,omitempty"`
 }
 
 // FromTicket converts a domain ticket.
@@ -37,6 +42,7 @@ func FromTicket(t tickets.Ticket) Ticket {
 		ID: t.ID.String(), Key: t.Key, ProjectID: t.ProjectID, Title: t.Title, Description: t.Description,
 		Priority: string(t.Priority), Status: string(t.Status), Labels: labels, Reporter: t.Reporter,
 		Assignee: assignee(t.Assignee), Version: t.Version, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt,
+		ExternalURL: t.ExternalURL,
 	}
 }
 
@@ -90,6 +96,17 @@ type Project struct {
 	Name string `json:"name"`
 }
 
+// Backend is the tracker of a tracker-backed project as an admin gives it
+// (POST /api/v1/projects). It names the environment variable holding the
+// token, never the token. Projects are listed without it: agents need not
+// know, and every byte of list_projects' schema counts against tools/list.
+type Backend struct {
+	Kind       string `json:"kind" jsonschema:"github"`
+	Repository string `json:"repository" jsonschema:"owner/name"`
+	APIURL     string `json:"api_url,omitempty" jsonschema:"the API root; default https://api.github.com/"`
+	TokenEnv   string `json:"token_env" jsonschema:"the environment variable on the server that holds the token"`
+}
+
 // FromProject converts a domain project.
 func FromProject(p tickets.Project) Project {
 	return Project{ID: p.ID, Key: p.Key, Name: p.Name}
@@ -105,18 +122,40 @@ type OperationStatus struct {
 	OperationID string `json:"operation_id"`
 	// Action is absent only from a not_found answer: nothing ran, so no
 	// action is known.
-	Action     string     `json:"action,omitempty" jsonschema:"the write the ID was used for: create_ticket, update_ticket or add_comment (absent when status is not_found)"`
-	Status     string     `json:"status" jsonschema:"succeeded, failed, pending, unknown or not_found"`
-	TicketID   string     `json:"ticket_id,omitempty" jsonschema:"the ticket the operation created, updated or commented on, when succeeded"`
-	Ticket     *Ticket    `json:"ticket,omitempty" jsonschema:"that ticket as it is now, when succeeded"`
-	Version    int64      `json:"version,omitempty" jsonschema:"update_ticket: the version this update produced (the ticket may be later now)"`
-	CommentID  string     `json:"comment_id,omitempty" jsonschema:"add_comment: the comment it added"`
-	Error      string     `json:"error,omitempty" jsonschema:"why it failed, when failed"`
-	CreatedAt  *time.Time `json:"created_at,omitempty"`
-	UpdatedAt  *time.Time `json:"updated_at,omitempty"`
-	NextStep   string     `json:"next_step" jsonschema:"what to do next, in one sentence"`
-	Deliveries []Delivery `json:"deliveries,omitempty" jsonschema:"what registered webhooks have been told of this write, one per webhook; the write succeeded either way"`
-	Approval   *Approval  `json:"approval,omitempty" jsonschema:"who approved this write, how and when, when it needed a person's yes"`
+	Action     string      `json:"action,omitempty" jsonschema:"the write the ID was used for: create_ticket, update_ticket or add_comment (absent when status is not_found)"`
+	Status     string      `json:"status" jsonschema:"succeeded, failed, pending, unknown or not_found"`
+	TicketID   string      `json:"ticket_id,omitempty" jsonschema:"the ticket the operation created, updated or commented on, when succeeded"`
+	Ticket     *Ticket     `json:"ticket,omitempty" jsonschema:"that ticket as it is now, when succeeded"`
+	Version    int64       `json:"version,omitempty" jsonschema:"update_ticket: the version this update produced (the ticket may be later now)"`
+	CommentID  string      `json:"comment_id,omitempty" jsonschema:"add_comment: the comment it added"`
+	Error      string      `json:"error,omitempty" jsonschema:"why it failed, when failed"`
+	CreatedAt  *time.Time  `json:"created_at,omitempty"`
+	UpdatedAt  *time.Time  `json:"updated_at,omitempty"`
+	NextStep   string      `json:"next_step" jsonschema:"what to do next, in one sentence"`
+	Deliveries []Delivery  `json:"deliveries,omitempty" jsonschema:"what registered webhooks have been told of this write, one per webhook; the write succeeded either way"`
+	Downstream *Downstream `json:"downstream,omitempty" jsonschema:"tracker-backed projects: what is known of the write in the tracker"`
+	History    []History   `json:"history,omitempty" jsonschema:"tracker-backed projects: each request, look at the tracker, duplicate found and closed, and operator's finding, oldest first"`
+	Approval   *Approval   `json:"approval,omitempty" jsonschema:"who approved this write, how and when, when it needed a person's yes"`
+}
+
+// Downstream is what is known of an operation's effect in an external
+// tracker (DESIGN §16).
+type Downstream struct {
+	System      string     `json:"system" jsonschema:"the tracker: github"`
+	Status      string     `json:"status" jsonschema:"pending, succeeded, unknown or failed"`
+	ExternalID  string     `json:"external_id,omitempty" jsonschema:"the issue, e.g. owner/name#12"`
+	ExternalURL string     `json:"external_url,omitempty"`
+	Attempts    int        `json:"attempts" jsonschema:"requests that may have reached the tracker"`
+	LastError   string     `json:"last_error,omitempty"`
+	NextCheckAt *time.Time `json:"next_check_at,omitempty" jsonschema:"when ticketd looks at the tracker again"`
+}
+
+// History is one step of an operation's reconciliation.
+type History struct {
+	At     time.Time `json:"at"`
+	Kind   string    `json:"kind" jsonschema:"claimed, sent, no_answer, not_sent, looked, found, created, duplicate, resolved, …"`
+	Actor  string    `json:"actor" jsonschema:"ticketd, or the operator who acted"`
+	Detail string    `json:"detail"`
 }
 
 // Approval is who approved a write, how and when (DESIGN §15).
@@ -163,6 +202,14 @@ func FromOperation(st tickets.OperationStatus) OperationStatus {
 	if st.Ticket != nil {
 		t := FromTicket(*st.Ticket)
 		out.Ticket = &t
+	}
+	if d := st.Downstream; d != nil {
+		ds := &Downstream{System: d.System, Status: d.Status, ExternalID: d.ExternalID, ExternalURL: d.ExternalURL,
+			Attempts: d.Attempts, LastError: d.LastError, NextCheckAt: d.NextCheckAt}
+		out.Downstream = ds
+	}
+	for _, h := range st.History {
+		out.History = append(out.History, History{At: h.At, Kind: h.Kind, Actor: h.Actor, Detail: h.Detail})
 	}
 	if st.Approval != nil {
 		out.Approval = FromApproval(*st.Approval)

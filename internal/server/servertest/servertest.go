@@ -58,6 +58,8 @@ type Options struct {
 	// Edge configures the edge (allowed origins and hosts, tenant limits,
 	// read-only); the zero value is the defaults.
 	Edge server.Edge
+	// Tracked connects tracker-backed projects (zero: none can be created).
+	Tracked tickets.TrackedOptions
 	// AuthorizationServers is server.Config.AuthorizationServers.
 	AuthorizationServers []string
 	// Approval, when set, gates the service's writes behind approvals
@@ -72,8 +74,11 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 	tb.Helper()
 	ts := httptest.NewUnstartedServer(nil)
 	base := "http://" + ts.Listener.Addr().String()
-	metrics := observe.New(observe.Options{Actions: tickets.Actions(), ApprovalEvents: approval.Events()})
-	svcOpts := tickets.Options{OnWrite: server.ObserveWrites(metrics)}
+	metrics := observe.New(observe.Options{Actions: tickets.Actions(), ApprovalEvents: approval.Events(), ReconcileResults: tickets.ReconcileResults()})
+	if opts.Tracked.OnReconcile == nil {
+		opts.Tracked.OnReconcile = metrics.Reconciliation
+	}
+	svcOpts := tickets.Options{OnWrite: server.ObserveWrites(metrics), Tracked: opts.Tracked}
 	var gate *approval.Gate
 	if opts.Approval != nil {
 		ao := *opts.Approval

@@ -1,0 +1,194 @@
+package tickets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+
+	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/tracker"
+)
+
+// What an operator can find about an operation (DESIGN §16).
+const (
+	// ResolveSucceeded: it happened; ExternalID names the tracker issue.
+	ResolveSucceeded = "succeeded"
+	// ResolveNotCreated: it did not happen.
+	ResolveNotCreated = "not_created"
+)
+
+// MaxReason is the longest reason an operator may give, in characters.
+const MaxReason = 2000
+
+// Resolution is an operator's finding about an unknown or pending
+// operation, recorded with who found it and why.
+type Resolution struct {
+	Outcome    string // ResolveSucceeded or ResolveNotCreated
+	ExternalID string // with ResolveSucceeded: "owner/name#12", "#12" or "12"
+	Reason     string
+}
+
+// findOperation returns the tenant's record for operationID: under action
+// when given, else under the newest action that used the ID (as
+// GetOperation resolves it).
+func (s *Service) findOperation(ctx context.Context, tenant, operationID, action string) (operations.Record, error) {
+	id, err := operations.ParseID(operationID)
+	if err != nil {
+		return operations.Record{}, invalidField("operation_id", "%v", err)
+	}
+	if action = strings.TrimSpace(action); action != "" {
+		if !slices.Contains(Actions(), action) {
+			return operations.Record{}, invalidField("action", "must be one of %s", strings.Join(Actions(), ", "))
+		}
+		return s.ledger.Lookup(ctx, operations.Key{Tenant: tenant, Action: action, OperationID: id})
+	}
+	return s.ledger.Find(ctx, tenant, id)
+}
+
+// ReconcileOperation runs reconciliation of one operation now, on behalf of
+// actor, and returns its status afterwards. A tracker-backed operation is
+// checked against the tracker (a settled one for duplicates); a local one
+// needs nothing: its record commits with the write, so it is authoritative.
+//
+// Errors: ErrInvalid, operations.ErrNotFound, operations.ErrInProgress
+// (another worker holds it), ErrUnavailable.
+func (s *Service) ReconcileOperation(ctx context.Context, tenant, actor, operationID, action string) (OperationStatus, error) {
+	rec, err := s.findOperation(ctx, tenant, operationID, action)
+	if err != nil {
+		return OperationStatus{}, fmt.Errorf("reconcile operation: %w", err)
+	}
+	if _, err := s.downstream(ctx, rec.Key); err == nil {
+		err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			return addHistory(tx, rec.Key, "reconcile_requested", actor, "an operator asked for reconciliation now")
+		})
+		if err != nil {
+			return OperationStatus{}, fmt.Errorf("reconcile operation: %w", err)
+		}
+		busy, err := s.reconcile(ctx, rec.Key, true)
+		switch {
+		case err != nil && !errors.Is(err, ErrSettled):
+			return OperationStatus{}, fmt.Errorf("reconcile operation: %w", err)
+		case busy:
+			return OperationStatus{}, fmt.Errorf("reconcile operation: %w: another worker is reconciling it now", operations.ErrInProgress)
+		}
+		if rec, err = s.ledger.Lookup(ctx, rec.Key); err != nil {
+			return OperationStatus{}, fmt.Errorf("reconcile operation: %w", err)
+		}
+	} else if !errors.Is(err, gorm.ErrRecordNotFound) {
+		return OperationStatus{}, fmt.Errorf("reconcile operation: %w: %v", ErrUnavailable, err)
+	}
+	return s.statusOf(ctx, tenant, rec)
+}
+
+// ResolveOperation records an operator's finding about an operation that is
+// unknown or pending: it happened (with the tracker issue it made) or it did
+// not. The finding is audited in the operation's history (actor, time,
+// reason), and every later retry of the operation ID answers it.
+//
+// Errors: ErrInvalid, operations.ErrNotFound, ErrSettled (not unknown or
+// pending), operations.ErrInProgress, ErrUnavailable.
+func (s *Service) ResolveOperation(ctx context.Context, tenant, actor, operationID, action string, r Resolution) (OperationStatus, error) {
+	r.Outcome, r.ExternalID, r.Reason = strings.TrimSpace(r.Outcome), strings.TrimSpace(r.ExternalID), strings.TrimSpace(r.Reason)
+	var errs []FieldError
+	switch r.Outcome {
+	case ResolveSucceeded:
+		if r.ExternalID == "" {
+			errs = append(errs, FieldError{"external_id", "is required with outcome succeeded: the tracker issue, e.g. owner/name#12"})
+		}
+	case ResolveNotCreated:
+		if r.ExternalID != "" {
+			errs = append(errs, FieldError{"external_id", "must be absent with outcome not_created"})
+		}
+	default:
+		errs = append(errs, FieldError{"outcome", "must be succeeded or not_created"})
+	}
+	if msg := checkText(r.Reason); msg != "" {
+		errs = append(errs, FieldError{"reason", msg})
+	} else if n := utf8.RuneCountInString(r.Reason); n == 0 || n > MaxReason {
+		errs = append(errs, FieldError{"reason", fmt.Sprintf("must be 1–%d characters: say why you believe it", MaxReason)})
+	}
+	if err := checkActor(actor); err != nil {
+		return OperationStatus{}, err
+	}
+	if len(errs) > 0 {
+		return OperationStatus{}, &ValidationError{Fields: errs}
+	}
+	rec, err := s.findOperation(ctx, tenant, operationID, action)
+	if err != nil {
+		return OperationStatus{}, fmt.Errorf("resolve operation: %w", err)
+	}
+	if rec.Status != operations.StatusPending && rec.Status != operations.StatusUnknown {
+		return OperationStatus{}, fmt.Errorf("resolve operation: %w: it is %s, and only an unknown or pending operation can be resolved", ErrSettled, rec.Status)
+	}
+	if err := s.resolve(ctx, rec.Key, actor, r); err != nil {
+		return OperationStatus{}, fmt.Errorf("resolve operation: %w", err)
+	}
+	s.count(ReconcileResolved)
+	if rec, err = s.ledger.Lookup(ctx, rec.Key); err != nil {
+		return OperationStatus{}, fmt.Errorf("resolve operation: %w", err)
+	}
+	return s.statusOf(ctx, tenant, rec)
+}
+
+func (s *Service) resolve(ctx context.Context, key operations.Key, actor string, r Resolution) error {
+	switch _, err := s.downstream(ctx, key); {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return invalidField("operation_id", "this operation made no request to a tracker; its record is authoritative and cannot be resolved")
+	case err != nil:
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	row, ok, busy, err := s.lease(ctx, key, false)
+	switch {
+	case err != nil:
+		return err
+	case busy:
+		return fmt.Errorf("%w: another worker is reconciling it now; try again shortly", operations.ErrInProgress)
+	case !ok:
+		return fmt.Errorf("%w: it was settled meanwhile", ErrSettled)
+	}
+	if r.Outcome == ResolveNotCreated {
+		return s.fail(ctx, key, fmt.Sprintf("not created (resolved by %s: %s)", actor, r.Reason), "resolved", actor)
+	}
+	b, err := s.projectBackend(ctx, key.Tenant, row.ProjectID)
+	if err != nil || b == nil {
+		return errors.Join(s.release(ctx, key, row, nil), fmt.Errorf("%w: project backend: %v", ErrUnavailable, err))
+	}
+	number, err := issueNumber(b.Repository, r.ExternalID)
+	if err != nil {
+		return errors.Join(s.release(ctx, key, row, nil), err)
+	}
+	t, err := s.tracked.Open(*b)
+	if err != nil {
+		return errors.Join(s.release(ctx, key, row, nil), fmt.Errorf("%w: %v", ErrUnavailable, err))
+	}
+	issue, err := t.GetIssue(ctx, number)
+	switch {
+	case errors.Is(err, tracker.ErrRejected):
+		return errors.Join(s.release(ctx, key, row, nil), invalidField("external_id", "%s has no issue #%d (%v)", b.Repository, number, err))
+	case err != nil:
+		return errors.Join(s.release(ctx, key, row, nil), fmt.Errorf("%w: read issue #%d: %v", ErrUnavailable, number, err))
+	}
+	return s.succeed(ctx, key, row, issue, b.Repository, row.duplicates(), "resolved", actor, r.Reason)
+}
+
+// issueNumber reads "owner/name#12", "#12" or "12" as an issue of repo.
+func issueNumber(repo, ref string) (int64, error) {
+	num := ref
+	if r, n, ok := strings.Cut(ref, "#"); ok {
+		if r != "" && !strings.EqualFold(r, repo) {
+			return 0, invalidField("external_id", "names an issue of %s, but this project's tickets live in %s", r, repo)
+		}
+		num = n
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 1 {
+		return 0, invalidField("external_id", "must be an issue of %s: owner/name#12, #12 or 12", repo)
+	}
+	return n, nil
+}

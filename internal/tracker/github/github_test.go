@@ -1,0 +1,108 @@
+package github_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/internal/tracker"
+	"github.com/ticketd/ticketd/internal/tracker/github"
+	"github.com/ticketd/ticketd/internal/tracker/githubtest"
+)
+
+func open(t *testing.T, apiURL, token string) tracker.Tracker {
+	t.Helper()
+	tr, err := github.Open(tracker.Backend{Kind: tracker.KindGitHub, Repository: "acme/widgets", APIURL: apiURL, TokenEnv: "T"},
+		github.Options{Timeout: 500 * time.Millisecond, Getenv: func(string) string { return token }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr
+}
+
+// TestAnswersAreClassified pins what each answer proves, which is what the
+// reconciliation decides with: only a definite refusal is a clean failure,
+// only a request that never left or a rate limit is "nothing happened", and
+// everything else may have created the issue.
+func TestAnswersAreClassified(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	gh := githubtest.New("good")
+	apiURL := githubtest.Start(t, gh)
+	in := tracker.NewIssue{Title: "Widget jams", Body: "marker", Labels: []string{tracker.Label}}
+
+	created, err := open(t, apiURL, "good").CreateIssue(ctx, in)
+	if err != nil || created.Number != 1 || !strings.HasSuffix(created.URL, "/acme/widgets/issues/1") {
+		t.Fatalf("create = %+v, %v", created, err)
+	}
+	if _, err := open(t, apiURL, "bad").CreateIssue(ctx, in); !errors.Is(err, tracker.ErrRejected) {
+		t.Errorf("401: %v; want ErrRejected", err)
+	}
+	for _, f := range []githubtest.Fault{githubtest.SecondaryRateLimit, githubtest.TooManyRequests} {
+		gh.FailCreates(f)
+		var limited *tracker.RateLimitError
+		if _, err := open(t, apiURL, "good").CreateIssue(ctx, in); !errors.As(err, &limited) || limited.RetryAfter != time.Second {
+			t.Errorf("fault %d: %v; want a rate limit with Retry-After 1s", f, err)
+		}
+	}
+	for _, f := range []githubtest.Fault{githubtest.DropAfterCreate, githubtest.BadGatewayAfterCreate, githubtest.SlowCreate} {
+		gh.FailCreates(f)
+		_, err := open(t, apiURL, "good").CreateIssue(ctx, in)
+		var limited *tracker.RateLimitError
+		if err == nil || errors.Is(err, tracker.ErrRejected) || errors.Is(err, tracker.ErrNotSent) || errors.As(err, &limited) {
+			t.Errorf("fault %d: %v; want an error that leaves the outcome open", f, err)
+		}
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String() + "/"
+	_ = ln.Close()
+	if _, err := open(t, closed, "good").CreateIssue(ctx, in); !errors.Is(err, tracker.ErrNotSent) {
+		t.Errorf("nobody listening: %v; want ErrNotSent", err)
+	}
+	if _, err := github.Open(tracker.Backend{Kind: tracker.KindGitHub, Repository: "acme/widgets", TokenEnv: "UNSET"},
+		github.Options{Getenv: func(string) string { return "" }}); !errors.Is(err, tracker.ErrMisconfigured) {
+		t.Errorf("empty token variable: %v; want ErrMisconfigured", err)
+	}
+}
+
+// TestListFollowsPagesAndFilters lists every labelled issue across pages,
+// closed ones included, and none before since.
+func TestListFollowsPagesAndFilters(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	gh := githubtest.New("good")
+	tr := open(t, githubtest.Start(t, gh), "good")
+	for i := range 130 {
+		labels := []string{tracker.Label}
+		if i%2 == 1 {
+			labels = []string{"other"}
+		}
+		if _, err := tr.CreateIssue(ctx, tracker.NewIssue{Title: "n", Labels: labels}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closed := "closed"
+	if _, err := tr.EditIssue(ctx, 1, tracker.IssueEdit{State: &closed}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := tr.ListLabelled(ctx, tracker.Label, time.Now().Add(-time.Minute))
+	if err != nil || len(got) != 65 || got[0].Number != 1 || got[0].State != "closed" {
+		t.Fatalf("list = %d issues (first %+v), %v; want 65 oldest first, the closed one included", len(got), got[0], err)
+	}
+	if later, err := tr.ListLabelled(ctx, tracker.Label, time.Now().Add(time.Minute)); err != nil || len(later) != 0 {
+		t.Errorf("since the future = %d issues, %v; want none", len(later), err)
+	}
+	if _, err := tr.CreateComment(ctx, 3, "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := tr.ListComments(ctx, 3, time.Now().Add(-time.Minute)); err != nil || len(cs) != 1 || cs[0].Body != "hello" {
+		t.Errorf("comments = %+v, %v", cs, err)
+	}
+}

@@ -1,0 +1,116 @@
+// Package tracker is the port through which ticketd acts on an external
+// issue tracker that has no idempotency key (DESIGN §16). It holds only the
+// shapes and the classification of answers the reconciliation logic in
+// internal/tickets decides with; adapters (internal/tracker/github) speak
+// the tracker's API.
+package tracker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// KindGitHub is the one backend kind so far: GitHub Issues (REST API v3).
+const KindGitHub = "github"
+
+// Label marks every issue ticketd creates, so reconciliation can list them
+// through the tracker's consistent list endpoint.
+const Label = "ticketd"
+
+// Backend says where a tracker-backed project's tickets live. The token is
+// never held here: TokenEnv names the environment variable that holds it,
+// read each time the tracker is used.
+type Backend struct {
+	Kind       string // KindGitHub
+	Repository string // owner/name
+	APIURL     string // empty: the public API
+	TokenEnv   string // name of the environment variable holding the token
+}
+
+// Issue is an issue as the tracker reports it.
+type Issue struct {
+	Number    int64
+	URL       string // the page a person opens
+	Title     string
+	Body      string
+	State     string // open or closed
+	CreatedAt time.Time
+}
+
+// NewIssue is what ticketd asks the tracker to create.
+type NewIssue struct {
+	Title  string
+	Body   string
+	Labels []string
+}
+
+// Comment is a comment on an issue.
+type Comment struct {
+	ID        int64
+	URL       string
+	Body      string
+	CreatedAt time.Time
+}
+
+// Tracker is one repository of one tracker, reached with one token.
+//
+// Errors are classified for the caller that must decide whether something
+// may have happened: ErrNotSent (the request never left, so nothing
+// happened), *RateLimitError (refused before acting, retry after the wait),
+// ErrRejected (a definite 4xx answer: nothing was created). Any other error
+// means the request may have been acted on.
+type Tracker interface {
+	CreateIssue(ctx context.Context, in NewIssue) (Issue, error)
+	GetIssue(ctx context.Context, number int64) (Issue, error)
+	// ListLabelled lists the issues with label updated at or after since,
+	// open and closed, every page: the list endpoint, which (unlike search)
+	// shows an issue as soon as its creation has been acknowledged.
+	ListLabelled(ctx context.Context, label string, since time.Time) ([]Issue, error)
+	// EditIssue sets the given fields (nil leaves a field as it is).
+	EditIssue(ctx context.Context, number int64, edit IssueEdit) (Issue, error)
+	CreateComment(ctx context.Context, number int64, body string) (Comment, error)
+	ListComments(ctx context.Context, number int64, since time.Time) ([]Comment, error)
+}
+
+// IssueEdit sets fields of an issue; nil fields are left alone.
+type IssueEdit struct {
+	Title  *string
+	Body   *string
+	State  *string // open or closed
+	Labels *[]string
+}
+
+// Opener opens the tracker of a backend, reading its token at that moment.
+type Opener func(b Backend) (Tracker, error)
+
+// The answer classes a Tracker's errors wrap.
+var (
+	// ErrNotSent: the request was never written to the network (refused
+	// locally, no connection), so the tracker did nothing.
+	ErrNotSent = errors.New("tracker request not sent")
+	// ErrRejected: the tracker answered with a definite refusal (a 4xx other
+	// than a rate limit): nothing was created or changed.
+	ErrRejected = errors.New("tracker rejected the request")
+	// ErrMisconfigured: the backend cannot be used as configured (no token
+	// in its environment variable, a bad API URL); nothing was sent.
+	ErrMisconfigured = errors.New("tracker backend misconfigured")
+)
+
+// RateLimitError: the tracker refused the request for a (secondary) rate
+// limit; it did not act on it, and asks to wait RetryAfter.
+type RateLimitError struct {
+	RetryAfter time.Duration
+	Message    string
+}
+
+func (e *RateLimitError) Error() string {
+	return fmt.Sprintf("tracker rate limit: %s (retry after %s)", e.Message, e.RetryAfter)
+}
+
+// Marker is the text ticketd puts in every issue or comment it sends for an
+// operation, so reconciliation can tell whether an earlier attempt landed.
+func Marker(tenant, operationID string) string {
+	return fmt.Sprintf("<!-- ticketd:operation=%s/%s -->", tenant, operationID)
+}
