@@ -31,14 +31,14 @@ type foreignKey struct {
 }
 
 // keptApart reports the tables that are not ticketd's tenant data: goose's
-// version table and River's job queue (river_*), which DESIGN §19 keeps
+// version table and River's job queue (river_*), which docs/scale.md keeps
 // apart from the tenant tables (docs/scale.md: on Citus they stay on the
 // coordinator, undistributed).
 func keptApart(table string) bool {
 	return table == "goose_db_version" || strings.HasPrefix(table, "river_")
 }
 
-// TestKeysLeadWithTenant is write scaling checked (DESIGN §19): on
+// TestKeysLeadWithTenant is write scaling checked (docs/scale.md): on
 // PostgreSQL, every primary key, unique constraint and unique index of
 // ticketd's tables leads with tenant_id, and every foreign key between them
 // carries tenant_id on both sides, so the tables can be distributed and

@@ -10,7 +10,7 @@ import (
 // minApprovalSecret matches the other HMAC keys' rule.
 const minApprovalSecret = 32
 
-// approvalOptions parses and checks the approval settings (DESIGN §15). The
+// approvalOptions parses and checks the approval settings (docs/contract.md#approval). The
 // approval page's URL is absolute, on the public URL, because an agent's
 // client or a person opens it from elsewhere.
 func (c *config) approvalOptions() (approval.Options, error) {

@@ -75,7 +75,7 @@ type config struct {
 	// by server.ParseAuthorizationServers.
 	AuthorizationServers string
 
-	// ReadDatabaseURL is the optional read replica (DESIGN §19).
+	// ReadDatabaseURL is the optional read replica (docs/scale.md).
 	ReadDatabaseURL string
 
 	// The edge (docs/architecture.md#the-edge-in-the-order-it-is-wired), parsed and checked by edge().
@@ -87,7 +87,7 @@ type config struct {
 	TenantConcurrency string
 	ReadOnly          bool
 
-	// Approval (DESIGN §15), parsed and checked by approvalOptions().
+	// Approval (docs/contract.md#approval), parsed and checked by approvalOptions().
 	Approval              string
 	ApprovalBulkThreshold string
 	ApprovalSecret        string
@@ -95,7 +95,7 @@ type config struct {
 	WebhookRetryMin     time.Duration
 	WebhookMaxAttempts  int
 	WebhookAllowPrivate bool
-	// Tracker-backed projects (DESIGN §16); zero takes the defaults.
+	// Tracker-backed projects (docs/contract.md#tracker-backed-projects); zero takes the defaults.
 	ReconcileSettle    time.Duration
 	TrackerTimeout     time.Duration
 	WebhookConcurrency int

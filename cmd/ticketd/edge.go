@@ -30,7 +30,7 @@ func (c *config) edge() (server.Edge, error) {
 		return server.Edge{}, err
 	}
 	// The cap sits below the database pool, so one tenant cannot hold
-	// every connection (DESIGN §17): derived from it unless set, and
+	// every connection (docs/contract.md#fair-share): derived from it unless set, and
 	// refused at or above it. limits reads a negative cap as none.
 	dialect, _, err := db.ParseURL(c.DatabaseURL)
 	if err != nil {

@@ -40,8 +40,8 @@ const (
 // TestFailoverUnderLoadLosesNothing runs the built binary on the multi-host
 // URL of a real pg_auto_failover formation (a primary and its synchronous
 // standby), drives retrying REST creates, updates and comments at it, and
-// kills the primary's keeper and postgres with SIGKILL mid-load (DESIGN
-// §19). It checks that every acknowledged write is present exactly once,
+// kills the primary's keeper and postgres with SIGKILL mid-load (docs/scale.md).
+// It checks that every acknowledged write is present exactly once,
 // that no ticket was created twice, that every ticket's versions run 1..N
 // without a gap, that no answer was a definite failure for a write that
 // committed, that only honest codes were answered during the switch, that

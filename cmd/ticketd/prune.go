@@ -65,7 +65,7 @@ func prune(ctx context.Context, args []string, getenv func(string) string, stdou
 		return err
 	}
 	// Approvals nobody answered or used in time are expired, so the console
-	// stops listing them and a late answer asks again (DESIGN §15).
+	// stops listing them and a late answer asks again (docs/contract.md#approval).
 	expired, err := approval.New(store.Gorm, approval.Options{}).Expire(ctx)
 	if err != nil {
 		return fmt.Errorf("prune: %w", err)

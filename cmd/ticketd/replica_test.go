@@ -20,7 +20,7 @@ import (
 // TestReadReplicaNeverMissesOwnWrite serves lists, search and history from
 // the pg_auto_failover formation's hot standby (TICKETD_READ_DATABASE_URL)
 // while the standby's replay is paused, so it lags further behind with every
-// write (DESIGN §19). Each round creates a ticket (reading it and its
+// write (docs/scale.md). Each round creates a ticket (reading it and its
 // operation back at once, which always read the primary), updates it and
 // comments on it, and at once reads all three back through the read path:
 // none may be missing, though the standby itself holds none of them. The metrics show the

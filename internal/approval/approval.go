@@ -1,4 +1,4 @@
-// Package approval is ticketd's gate for consequential writes (DESIGN §15):
+// Package approval is ticketd's gate for consequential writes (docs/contract.md#approval):
 // the policy that says which writes need a person's yes, the approvals a
 // person gives or refuses, and the signed request state that carries an
 // elicitation across a stateless retry. It sits between the ledger's fast

@@ -4,7 +4,7 @@ import "strings"
 
 // MaxAuthorization bounds an Authorization header: a JWT from any common
 // identity provider is a few KiB, and a larger one is refused before any
-// parsing, so a huge bad token costs nothing to turn away (DESIGN §17).
+// parsing, so a huge bad token costs nothing to turn away (docs/contract.md#fair-share).
 const MaxAuthorization = 16 << 10
 
 // BearerToken extracts the token of an RFC 6750 §2.1 Authorization header,

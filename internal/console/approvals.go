@@ -11,7 +11,7 @@ import (
 var approvalsNav = nav{"/console/approvals", "Approvals"}
 
 // approvalsPage lists the pending approvals the signed-in person was asked
-// for: those requested by their own subject (DESIGN §15 binds an approval
+// for: those requested by their own subject (docs/contract.md#approval binds an approval
 // to the user who was asked).
 func (c *console) approvalsPage(w http.ResponseWriter, r *http.Request, req *request) {
 	list, err := c.gate.ListPending(r.Context(), req.principal.Tenant, req.principal.Subject, pageSize)

@@ -56,7 +56,7 @@ type Config struct {
 	// it out.
 	Webhooks *webhooks.Service
 	// Approvals adds the approval pages, where a person approves or declines
-	// a write an agent asked for (DESIGN §15); nil leaves them out.
+	// a write an agent asked for (docs/contract.md#approval); nil leaves them out.
 	Approvals *approval.Gate
 }
 

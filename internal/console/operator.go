@@ -7,7 +7,7 @@ import (
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
-// The operator's hand on an unknown or pending operation (DESIGN §16):
+// The operator's hand on an unknown or pending operation (docs/contract.md#tracker-backed-projects):
 // reconcile it now, or record a finding. Both need tickets:admin, like
 // their REST routes, and both are audited in the operation's history.
 

@@ -55,7 +55,7 @@ func sessionID(secret string) string {
 }
 
 // cookieValue is what the cookie holds: the tenant, base64url-encoded (the
-// table's keys lead with it, DESIGN §19), a dot, and the secret (base32, so
+// table's keys lead with it, docs/scale.md), a dot, and the secret (base32, so
 // without dots).
 func cookieValue(tenant, secret string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(tenant)) + "." + secret

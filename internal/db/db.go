@@ -122,8 +122,8 @@ func OpenWith(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 	sqlDB.SetMaxOpenConns(PoolSize(dialect))
 	switch dialect {
 	case Postgres:
-		// A multi-host URL with target_session_attrs=read-write (DESIGN
-		// §19) needs nothing more here to survive a failover: pgx's
+		// A multi-host URL with target_session_attrs=read-write (docs/scale.md)
+		// needs nothing more here to survive a failover: pgx's
 		// database/sql driver pings a connection idle for over a second
 		// before handing it out again and reports a dead one as bad, so
 		// connections to the lost primary are discarded, and every new one
@@ -147,7 +147,7 @@ func OpenWith(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 // most: 20 for PostgreSQL; 4 for SQLite, where one writer at a time is the
 // rule anyway and a few connections let readers proceed under WAL while a
 // write is in flight. The per-tenant concurrency cap is derived from it and
-// must stay below it (DESIGN §17).
+// must stay below it (docs/contract.md#fair-share).
 func PoolSize(d Dialect) int {
 	if d == SQLite {
 		return 4

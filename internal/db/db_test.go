@@ -21,7 +21,7 @@ func TestParseURL(t *testing.T) {
 	}{
 		{"postgres://u@h:5432/d?sslmode=disable", db.Postgres, "postgres://u@h:5432/d"},
 		{"postgresql://u@h/d", db.Postgres, "postgresql://u@h/d"},
-		// The multi-host URL of a primary and its standby (DESIGN §19), as pgx reads it.
+		// The multi-host URL of a primary and its standby (docs/scale.md), as pgx reads it.
 		{"postgres://u@h1:5432,h2:5432/d?target_session_attrs=read-write", db.Postgres, "h1:5432,h2:5432"},
 		{"sqlite://ticketd.db", db.SQLite, "_txlock=immediate"},
 		{"sqlite:///var/lib/ticketd/t.db?_pragma=cache_size(2000)", db.SQLite, "file:/var/lib/ticketd/t.db?"},

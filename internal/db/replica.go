@@ -18,7 +18,7 @@ import (
 var ErrReplicaNotPostgres = errors.New("a read replica needs PostgreSQL for both the primary (TICKETD_DATABASE_URL) and the replica")
 
 // Replica is a hot standby that serves reads which can tolerate running
-// elsewhere than on the primary (DESIGN §19): lists, search, history.
+// elsewhere than on the primary (docs/scale.md): lists, search, history.
 type Replica struct {
 	// Reads runs each query on the standby when the standby has replayed
 	// everything the primary had committed when the query began, and on

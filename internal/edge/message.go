@@ -12,7 +12,7 @@
 // Origin refuses before anything runs; SingleAuthorization bounds the
 // header before any token is parsed; the token is verified before a byte
 // of the body is read, so Concurrency and Bodies count every upload against
-// its own tenant first (DESIGN §17): a tenant's stalled uploads fill its own
+// its own tenant first (docs/contract.md#fair-share): a tenant's stalled uploads fill its own
 // slots and its share of the body budget, never everyone's. MCPBody feeds
 // StepUp and MCPLimits the peeked Call; StepUp's 403s are cheap and draw on
 // no bucket. The MCP server itself gets FilterTools as receiving middleware

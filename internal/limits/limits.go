@@ -331,7 +331,7 @@ func (b *Bodies) Spent() bool {
 // ConcurrencyFor is the per-tenant concurrency cap for a database pool of
 // pool connections: three quarters of it, at least 1, so that one tenant's
 // requests, each holding at most one connection at a time, leave a quarter
-// of the pool to everyone else (DESIGN §17). CheckConcurrency says whether
+// of the pool to everyone else (docs/contract.md#fair-share). CheckConcurrency says whether
 // a configured cap keeps that promise.
 func ConcurrencyFor(pool int) int {
 	return max(1, pool*3/4)

@@ -38,7 +38,7 @@ type ErrorOut struct {
 	// can decide again without another round trip.
 	CurrentVersion int64        `json:"current_version,omitempty" jsonschema:"With version_conflict: the ticket's version now."`
 	Ticket         *wire.Ticket `json:"ticket,omitempty" jsonschema:"With version_conflict: the ticket as it is now."`
-	// The approval fields come with approval_required (DESIGN §15).
+	// The approval fields come with approval_required (docs/contract.md#approval).
 	ApprovalURL string     `json:"approval_url,omitempty" jsonschema:"With approval_required: the page where the user approves or declines this exact change (signed in as you)."`
 	ApprovalID  string     `json:"approval_id,omitempty" jsonschema:"With approval_required: the approval's ID."`
 	ExpiresAt   *time.Time `json:"expires_at,omitempty" jsonschema:"With approval_required: retry before this time; after it, the retry asks again."`

@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// CollectReplica adds the read replica's series (DESIGN §19):
+// CollectReplica adds the read replica's series (docs/scale.md):
 // ticketd_replica_lag_seconds, read from lag at each scrape (left out of a
 // scrape where lag fails, rather than reported as a false zero), and
 // ticketd_replica_reads_total{served_by="replica"|"primary"}, the read path's

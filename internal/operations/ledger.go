@@ -114,7 +114,7 @@ func (l *Ledger) Run(ctx context.Context, key Key, fingerprint, resultID string,
 type GateFunc func(ctx context.Context) (WriteFunc, error)
 
 // RunGated is Run with gate between the fast path and the claim: a replay or
-// a conflict is answered without consulting it (DESIGN §15: a replay never
+// a conflict is answered without consulting it (docs/contract.md#approval: a replay never
 // asks again). A nil gate lets every first execution through.
 func (l *Ledger) RunGated(ctx context.Context, key Key, fingerprint, resultID string, gate GateFunc, write WriteFunc) (_ Outcome, err error) {
 	// One span for the whole run, so its statements nest under it in a trace.

@@ -74,7 +74,7 @@ type Record struct {
 	Status      Status
 	ResultID    string // set when Status is succeeded
 	Error       string // set when Status is failed
-	// ApprovalID names the person's approval the write needed (DESIGN §15);
+	// ApprovalID names the person's approval the write needed (docs/contract.md#approval);
 	// empty when it needed none.
 	ApprovalID string
 	CreatedAt  time.Time

@@ -1,5 +1,5 @@
 // Package reconciler is the durable job that settles operations whose
-// effect in an external tracker is pending or unknown (DESIGN §16). The job
+// effect in an external tracker is pending or unknown (docs/contract.md#tracker-backed-projects). The job
 // is queued with River in the transaction that claims the operation, so a
 // replica that dies after the claim, or between sending and recording,
 // leaves a job that any replica runs: it looks at the tracker before any

@@ -31,7 +31,7 @@ type problem struct {
 	NextStep    string               `json:"next_step"`
 	OperationID string               `json:"operation_id,omitempty"`
 	RequestID   string               `json:"request_id,omitempty"`
-	// With approval_required (DESIGN §15): where a person approves, and
+	// With approval_required (docs/contract.md#approval): where a person approves, and
 	// until when.
 	ApprovalURL string     `json:"approval_url,omitempty"`
 	ApprovalID  string     `json:"approval_id,omitempty"`

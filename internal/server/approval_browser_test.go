@@ -42,7 +42,7 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// TestApprovalInTheConsole is the URL path of DESIGN §15 end to end: a
+// TestApprovalInTheConsole is the URL path of docs/contract.md#approval end to end: a
 // 2025-11-25 agent on stateless HTTP is told approval_required with a
 // console URL; another person opening it gets 404; the asked person,
 // signed in in headless Chromium, sees exactly what will change and

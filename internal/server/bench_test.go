@@ -53,7 +53,7 @@ func BenchmarkMCPCall(b *testing.B) {
 
 // BenchmarkRefusal is what turning a request away costs the server, through
 // the whole handler in process (no network): CPU per refusal from getrusage
-// (cpu-ns/op, the figure DESIGN §17 bounds at well under 0.1 ms; ns/op is
+// (cpu-ns/op, the figure docs/contract.md#fair-share bounds at well under 0.1 ms; ns/op is
 // wall time, which a shared machine inflates). Run with
 // go test -run '^$' -bench Refusal -benchtime 2000x ./internal/server/
 func BenchmarkRefusal(b *testing.B) {

@@ -28,12 +28,12 @@ import (
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
-// The fair-share tests (DESIGN §17) attack as one tenant and check that
+// The fair-share tests (docs/contract.md#fair-share) attack as one tenant and check that
 // another tenant's calls are answered, not refused. They assert no timings:
 // how much slower the other tenant gets is measured by
 // scripts/edge-measure.sh.
 
-// defaultRates are the documented default rate limits (DESIGN §12), which
+// defaultRates are the documented default rate limits (docs/architecture.md#the-edge-in-the-order-it-is-wired), which
 // a zero limits.Config leaves off.
 var defaultRates = limits.Config{WritesPerSecond: 50, ReadsPerSecond: 200}
 
@@ -305,7 +305,7 @@ func TestWriteFloodLeavesOtherTenantsAnswered(t *testing.T) {
 }
 
 // TestSmallProtocolEdges: the protocol details that differed between MCP
-// and REST or leaked input back (DESIGN §17 and issue 18's low findings).
+// and REST or leaked input back (docs/contract.md#fair-share and issue 18's low findings).
 func TestSmallProtocolEdges(t *testing.T) {
 	t.Parallel()
 	var logs logtest.Buffer

@@ -14,7 +14,7 @@ import (
 // the console's approval pages.
 func (s *Service) Approvals() *approval.Gate { return s.approvals }
 
-// gate is the approval step of a write (DESIGN §15), run by the ledger
+// gate is the approval step of a write (docs/contract.md#approval), run by the ledger
 // between its fast path and its claim; nil without an approval gate.
 func (s *Service) gate(key operations.Key, fingerprint, actor string, p approval.Proposal) operations.GateFunc {
 	if s.approvals == nil {

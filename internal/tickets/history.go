@@ -50,7 +50,7 @@ type Event struct {
 	CommentID   *uuid.UUID // set for EventCommented
 	Changes     Changes    // set for EventUpdated; empty for the others
 	CreatedAt   time.Time
-	// Approval is the person's yes the write needed (DESIGN §15), when it
+	// Approval is the person's yes the write needed (docs/contract.md#approval), when it
 	// needed one; set by ListEvents.
 	Approval *approval.Approval
 }

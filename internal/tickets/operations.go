@@ -33,7 +33,7 @@ type OperationStatus struct {
 	// and operators' findings, oldest first.
 	Downstream *Downstream
 	History    []HistoryEntry
-	// Approval is the person's yes the write needed (DESIGN §15), when it
+	// Approval is the person's yes the write needed (docs/contract.md#approval), when it
 	// needed one.
 	Approval *approval.Approval
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/ticketd/ticketd/internal/tracker"
 )
 
-// What an operator can find about an operation (DESIGN §16).
+// What an operator can find about an operation (docs/contract.md#tracker-backed-projects).
 const (
 	// ResolveSucceeded: it happened; ExternalID names the tracker issue.
 	ResolveSucceeded = "succeeded"

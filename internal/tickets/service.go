@@ -49,16 +49,16 @@ type Options struct {
 	// writes of every transport, the console's included, are counted in one
 	// place. It must be cheap and safe for concurrent use.
 	OnWrite func(action string, replayed bool, err error)
-	// Tracked connects tracker-backed projects (DESIGN §16); without
+	// Tracked connects tracker-backed projects (docs/contract.md#tracker-backed-projects); without
 	// Tracked.Open such projects cannot be created.
 	Tracked TrackedOptions
 	// Reads, when set, serves the lists (tickets, search, history,
 	// comments) instead of the primary: a read replica's handle that never
 	// answers older than the primary (db.Replica.Reads). Everything that
-	// decides or answers for a write reads the primary (DESIGN §19).
+	// decides or answers for a write reads the primary (docs/scale.md).
 	Reads *gorm.DB
 	// Approvals, when set, gates the writes its policy names behind a
-	// person's yes (DESIGN §15); nil asks nobody.
+	// person's yes (docs/contract.md#approval); nil asks nobody.
 	Approvals *approval.Gate
 }
 
@@ -228,8 +228,8 @@ func insertTicketSteps(tx *gorm.DB, row *ticketRow, created Event) (bool, error)
 // createTicketPostgres does insertTicketSteps' three statements in one
 // round trip. The number is the next value of the project's own sequence
 // (migrations/postgres/00004_ticket_numbers.sql), which locks nothing until
-// COMMIT, so creates in one project do not queue behind each other (DESIGN
-// §18). The event's foreign key to the ticket is checked at the end of the
+// COMMIT, so creates in one project do not queue behind each other (docs/perf.md).
+// The event's foreign key to the ticket is checked at the end of the
 // statement, after both inserts.
 const createTicketPostgres = `WITH p AS MATERIALIZED (
 	SELECT key, nextval(number_seq::regclass) AS number FROM projects

@@ -477,7 +477,7 @@ func TestPrunedRecordStillCannotDuplicate(t *testing.T) {
 			t.Errorf("%d tickets, want 1", n)
 		}
 		// The refused retry rolled back; on PostgreSQL the number it took
-		// from the project's sequence stays spent (DESIGN §18), so the next
+		// from the project's sequence stays spent (docs/perf.md), so the next
 		// ticket is SUP-3 there and SUP-2 on SQLite.
 		next, err := svc.CreateTicket(ctx, tenantA, "alice", newID(), printerTicket())
 		if err != nil {

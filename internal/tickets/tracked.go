@@ -16,7 +16,7 @@ import (
 	"github.com/ticketd/ticketd/internal/tracker"
 )
 
-// Tracker-backed projects (DESIGN §16). A create in such a project is a
+// Tracker-backed projects (docs/contract.md#tracker-backed-projects). A create in such a project is a
 // call to a tracker that has no idempotency key, so the ledger cannot make
 // it happen once by holding one transaction. Instead:
 //
@@ -98,7 +98,7 @@ func ReconcileResults() []string {
 	return []string{ReconcileFound, ReconcileWaiting, ReconcileResent, ReconcileDuplicate, ReconcileVerified, ReconcileError, ReconcileResolved}
 }
 
-// Downstream statuses (DESIGN §16).
+// Downstream statuses (docs/contract.md#tracker-backed-projects).
 const (
 	DownstreamPending   = "pending"
 	DownstreamSucceeded = "succeeded"

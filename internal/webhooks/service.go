@@ -29,7 +29,7 @@ const queueName = "webhooks"
 // unrecorded.
 const recordTimeout = 10 * time.Second
 
-// maxResponseHeader bounds a receiver's response headers (DESIGN §17): Go's
+// maxResponseHeader bounds a receiver's response headers (docs/contract.md#fair-share): Go's
 // default is 10 MiB per response, so a few hostile receivers answering at
 // once could make ticketd hold hundreds of MiB. A receiver that needs more
 // than 64 KiB of headers to say 200 is broken either way.

@@ -10,7 +10,7 @@ import (
 )
 
 // shares caps how many of one replica's delivery workers a tenant, and one
-// subscription of it, may hold at once (DESIGN §17). Without it a receiver
+// subscription of it, may hold at once (docs/contract.md#fair-share). Without it a receiver
 // that hangs holds a worker for the whole attempt timeout per request, and
 // with a backlog it soon holds all of them: every other tenant's deliveries
 // wait behind one slow endpoint. With it a slow receiver holds its own share

@@ -140,7 +140,7 @@ func TestSSRFRefusedAtRegistrationAndAtConnectTime(t *testing.T) {
 	for _, raw := range []string{
 		"http://hooks.example.com/", "https://127.0.0.1/", "https://10.0.0.1/", "https://[fe80::1]/",
 		"https://169.254.169.254/", "https://[fd00:ec2::254]/", "https://100.64.1.1/",
-		// IPv6 forms that embed an internal IPv4 address (DESIGN §17).
+		// IPv6 forms that embed an internal IPv4 address (docs/contract.md#fair-share).
 		"https://[64:ff9b::a9fe:a9fe]/", "https://[64:ff9b::a00:1]/", "https://[::127.0.0.1]/",
 		"https://[2002:a9fe:a9fe::]/", "https://[::ffff:0:7f00:1]/", "https://[64:ff9b:1::a00:1]/",
 		"https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/", "https://[fec0::1]/",

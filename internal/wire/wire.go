@@ -139,7 +139,7 @@ type OperationStatus struct {
 }
 
 // Downstream is what is known of an operation's effect in an external
-// tracker (DESIGN §16).
+// tracker (docs/contract.md#tracker-backed-projects).
 type Downstream struct {
 	System      string     `json:"system" jsonschema:"the tracker: github"`
 	Status      string     `json:"status" jsonschema:"pending, succeeded, unknown or failed"`
@@ -158,7 +158,7 @@ type History struct {
 	Detail string    `json:"detail"`
 }
 
-// Approval is who approved a write, how and when (DESIGN §15).
+// Approval is who approved a write, how and when (docs/contract.md#approval).
 type Approval struct {
 	ApprovalID  string     `json:"approval_id"`
 	RequestedBy string     `json:"requested_by" jsonschema:"subject of the token that asked for the write"`

@@ -1,5 +1,5 @@
 -- +goose Up
--- Ticket numbers come from one sequence per project (DESIGN §18), no longer
+-- Ticket numbers come from one sequence per project (docs/perf.md), no longer
 -- from projects.next_number: that row update locked the project until
 -- COMMIT, so every create in a project waited for the previous one's WAL
 -- flush. nextval holds nothing across the transaction. A sequence is not

@@ -34,7 +34,7 @@ CREATE UNIQUE INDEX comments_tenant_operation ON comments (tenant_id, operation_
 CREATE UNIQUE INDEX ticket_events_tenant_kind_operation ON ticket_events (tenant_id, kind, operation_id, ticket_id)
     WHERE NOT reapplied_after_prune;
 
--- Console sessions of their own (DESIGN §17): the console's cookie holds a
+-- Console sessions of their own (docs/contract.md#fair-share): the console's cookie holds a
 -- random secret whose SHA-256 is id (after the tenant, which leads every key),
 -- never the bearer token it signed in
 -- with, so the cookie is useless on /mcp and /api, and sign-out deletes the
@@ -46,7 +46,7 @@ CREATE TABLE console_sessions (
     scopes     text        NOT NULL,    -- JSON array, as the token granted them
     expires_at timestamptz NOT NULL,
     created_at timestamptz NOT NULL,
-    PRIMARY KEY (tenant_id, id)            -- tenant first, like every key (DESIGN §19)
+    PRIMARY KEY (tenant_id, id)            -- tenant first, like every key (docs/scale.md)
 );
 CREATE INDEX console_sessions_expires ON console_sessions (expires_at);
 

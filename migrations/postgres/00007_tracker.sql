@@ -1,5 +1,5 @@
 -- +goose Up
--- Tracker-backed projects (DESIGN §16): their tickets live in an external
+-- Tracker-backed projects (docs/contract.md#tracker-backed-projects): their tickets live in an external
 -- issue tracker. The token is never stored: backend_token_env names the
 -- environment variable that holds it.
 ALTER TABLE projects ADD COLUMN backend_kind text CHECK (backend_kind IN ('github'));

@@ -1,5 +1,5 @@
 -- +goose Up
--- Every primary and unique key leads with tenant_id (DESIGN §19), so the
+-- Every primary and unique key leads with tenant_id (docs/scale.md), so the
 -- tables can be distributed by tenant_id (Citus requires the distribution
 -- column in every primary key, unique constraint and foreign key between
 -- distributed tables) and each tenant's rows stay together on one node. The

@@ -1,5 +1,5 @@
 -- +goose Up
--- Milestone 3 (DESIGN §15): a person's yes before a consequential write.
+-- Milestone 3 (docs/contract.md#approval): a person's yes before a consequential write.
 -- One row per time a person was asked about one intended write: the write is
 -- named by the ledger's key and fingerprint, the person by the requesting
 -- token's subject. approval_id is random and unguessable, because it is in

@@ -1,6 +1,6 @@
 -- +goose Up
 -- The PostgreSQL migration of this version makes every primary and unique
--- key lead with tenant_id, for distribution by tenant (DESIGN §19). SQLite
+-- key lead with tenant_id, for distribution by tenant (docs/scale.md). SQLite
 -- never shards, and changing a primary key here means rebuilding the table
 -- with its column list spelled out, which would silently drop any column a
 -- later migration of another branch adds. So the tenant-led keys are added

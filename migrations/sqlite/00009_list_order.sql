@@ -1,5 +1,5 @@
 -- +goose Up
--- DESIGN §14's list controls: the updated_desc order (a search's default)
+-- docs/contract.md#lists-and-the-context-budget's list controls: the updated_desc order (a search's default)
 -- and updated_since read this index in order instead of sorting every
 -- ticket of the tenant; the unassigned filter ("needs attention") has a
 -- partial index of its own, as assigned tickets have

@@ -63,7 +63,7 @@ type Options struct {
 	// AuthorizationServers is server.Config.AuthorizationServers.
 	AuthorizationServers []string
 	// Approval, when set, gates the service's writes behind approvals
-	// (DESIGN §15); its PageURL defaults to the Env's console. Nil: nobody
+	// (docs/contract.md#approval); its PageURL defaults to the Env's console. Nil: nobody
 	// is asked, as every test that is not about approval wants.
 	Approval *approval.Options
 }

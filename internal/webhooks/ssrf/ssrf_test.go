@@ -60,7 +60,7 @@ func TestCheckAddr(t *testing.T) {
 		{"224.0.0.1", false, false},
 		{"ff02::1", false, false},
 		{"240.0.0.1", false, false},
-		// IPv6 forms that embed an IPv4 address (DESIGN §17): judged by
+		// IPv6 forms that embed an IPv4 address (docs/contract.md#fair-share): judged by
 		// the embedded address, or refused where it cannot be read off.
 		{"64:ff9b::a9fe:a9fe", false, false}, // NAT64 → 169.254.169.254
 		{"64:ff9b::a00:1", false, true},      // NAT64 → 10.0.0.1
