@@ -16,12 +16,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver"
-	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
-	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/jobqueue"
 	"github.com/ticketd/ticketd/internal/operations"
 )
 
@@ -98,7 +96,7 @@ func New(d *db.DB, opts Options) (*Queue, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	driver, err := driverFor(d)
+	driver, err := jobqueue.Driver(d)
 	if err != nil {
 		return nil, err
 	}
@@ -122,20 +120,6 @@ func New(d *db.DB, opts Options) (*Queue, error) {
 		return nil, fmt.Errorf("reconcile queue: %w", err)
 	}
 	return q, nil
-}
-
-func driverFor(d *db.DB) (riverdriver.Driver[*sql.Tx], error) {
-	sqlDB, err := d.Gorm.DB()
-	if err != nil {
-		return nil, fmt.Errorf("reconcile queue: %w", err)
-	}
-	switch d.Dialect {
-	case db.Postgres:
-		return riverdatabasesql.New(sqlDB), nil
-	case db.SQLite:
-		return riversqlite.New(sqlDB), nil
-	}
-	return nil, fmt.Errorf("reconcile queue: unsupported dialect %q", d.Dialect)
 }
 
 // ErrNoTransaction: Schedule was called outside a transaction.

@@ -11,13 +11,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver"
-	"github.com/riverqueue/river/riverdriver/riverdatabasesql"
-	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/jobqueue"
 	"github.com/ticketd/ticketd/internal/webhooks/ssrf"
 )
 
@@ -53,7 +51,7 @@ type Service struct {
 // service that is never started still enqueues.
 func New(d *db.DB, opts Options) (*Service, error) {
 	opts = opts.withDefaults()
-	driver, err := driverFor(d)
+	driver, err := jobqueue.Driver(d)
 	if err != nil {
 		return nil, err
 	}
@@ -103,20 +101,6 @@ func New(d *db.DB, opts Options) (*Service, error) {
 	return s, nil
 }
 
-func driverFor(d *db.DB) (riverdriver.Driver[*sql.Tx], error) {
-	sqlDB, err := d.Gorm.DB()
-	if err != nil {
-		return nil, fmt.Errorf("webhook queue: %w", err)
-	}
-	switch d.Dialect {
-	case db.Postgres:
-		return riverdatabasesql.New(sqlDB), nil
-	case db.SQLite:
-		return riversqlite.New(sqlDB), nil
-	}
-	return nil, fmt.Errorf("webhook queue: unsupported dialect %q", d.Dialect)
-}
-
 // Migrate applies the job queue's own schema (River's river_* tables),
 // which River versions separately from ticketd's goose migrations. Call it
 // at start-up after migrations.Up and before New; it is a no-op once
@@ -127,7 +111,7 @@ func driverFor(d *db.DB) (riverdriver.Driver[*sql.Tx], error) {
 // schema already current (every start but the first after an upgrade) is
 // recognised first by one read, without the lock.
 func Migrate(ctx context.Context, d *db.DB) error {
-	driver, err := driverFor(d)
+	driver, err := jobqueue.Driver(d)
 	if err != nil {
 		return err
 	}
