@@ -75,16 +75,42 @@ func ref(name string) *jsonschema.Schema { return &jsonschema.Schema{Ref: "#/$de
 // the error shape of every tool (with version_conflict's current_version
 // and ticket for a tool that can raise it). Both are listed so clients that
 // validate structured content accept tool errors too.
-func outputSchema[T any](refine func(*jsonschema.Schema), versionConflicts bool) *jsonschema.Schema {
+func outputSchema[T any](refine func(*jsonschema.Schema), versionConflicts, approvals bool) *jsonschema.Schema {
 	ok := inferred[T]()
 	if refine != nil {
 		refine(ok)
 	}
 	root := &jsonschema.Schema{Type: "object", AnyOf: []*jsonschema.Schema{ok, ref(defError)}}
-	root.Defs = map[string]*jsonschema.Schema{defError: errorOutputSchema(versionConflicts)}
+	root.Defs = map[string]*jsonschema.Schema{defError: errorOutputSchema(versionConflicts, approvals)}
 	addDefs(root.Defs, root)
+	inlineSingleUses(root)
+	// The root says "object" (MCP requires it of an output schema), so
+	// its branches need not say it again.
+	for _, branch := range root.AnyOf {
+		branch.Type = ""
+	}
 	terse(root)
 	return root
+}
+
+// inlineSingleUses writes a definition that root refers to only once in
+// place of its reference: $defs pays only for a shape used twice or more.
+func inlineSingleUses(root *jsonschema.Schema) {
+	uses := map[string][]*jsonschema.Schema{}
+	for sub := range all(root) {
+		if name, ok := strings.CutPrefix(sub.Ref, "#/$defs/"); ok {
+			uses[name] = append(uses[name], sub)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(uses)) {
+		if refs := uses[name]; len(refs) == 1 {
+			*refs[0] = *root.Defs[name]
+			delete(root.Defs, name)
+		}
+	}
+	if len(root.Defs) == 0 {
+		root.Defs = nil
+	}
 }
 
 // addDefs puts into defs every shared definition s refers to, and those
@@ -155,9 +181,11 @@ func walkSchema(s *jsonschema.Schema, yield func(*jsonschema.Schema) bool) bool 
 }
 
 // errorOutputSchema is the structured content of a tool's errors: every
-// code, and with versionConflicts version_conflict's current_version and
-// ticket, which only a tool that takes if_version answers.
-func errorOutputSchema(versionConflicts bool) *jsonschema.Schema {
+// code, with versionConflicts version_conflict's current_version and
+// ticket, which only a tool that takes if_version answers, and with
+// approvals approval_required's approval_id, approval_url and expires_at,
+// which only a write the approval gate checks answers (DESIGN §15).
+func errorOutputSchema(versionConflicts, approvals bool) *jsonschema.Schema {
 	s := inferred[ErrorOut]()
 	var statuses []any
 	for _, r := range errcode.Table {
@@ -176,6 +204,11 @@ func errorOutputSchema(versionConflicts bool) *jsonschema.Schema {
 	} else {
 		delete(s.Properties, "ticket")
 		delete(s.Properties, "current_version")
+	}
+	if !approvals {
+		for _, name := range []string{"approval_id", "approval_url", "expires_at"} {
+			delete(s.Properties, name)
+		}
 	}
 	return s
 }

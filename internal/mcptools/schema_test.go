@@ -117,7 +117,7 @@ func TestNoToolTakesATenant(t *testing.T) {
 // token: every client that loads tool definitions pays it on every turn. It
 // was 24 KiB for nine tools; bulk_update_tickets and the approval fields of
 // the error result (DESIGN §15) cost about 5 KiB more.
-const toolsListBudget = 30 << 10
+const toolsListBudget = 24 << 10
 
 // rawToolsList returns the bytes of a tools/list answer as they travel, for
 // a token with scopes, at protocol 2026-07-28.

@@ -51,6 +51,9 @@ type spec[In, Out any] struct {
 	// versionConflicts marks a tool that takes if_version and so can answer
 	// version_conflict with the current ticket.
 	versionConflicts bool
+	// approvals marks a write the approval gate checks (tickets.Service.gate),
+	// which can answer approval_required with an approval to ask for.
+	approvals bool
 	// input and output refine the schemas inferred from In and Out.
 	input, output func(*jsonschema.Schema)
 	handle        handler[In, Out]
@@ -67,7 +70,7 @@ func newTool[In, Out any](sp spec[In, Out]) Tool {
 	}
 	def := &mcp.Tool{
 		Name: sp.name, Title: sp.title, Description: sp.description,
-		InputSchema: in, OutputSchema: outputSchema[Out](sp.output, sp.versionConflicts),
+		InputSchema: in, OutputSchema: outputSchema[Out](sp.output, sp.versionConflicts, sp.approvals),
 		// The title is the tool's own (which clients show first), not
 		// repeated in the annotations.
 		Annotations: &mcp.ToolAnnotations{

@@ -34,17 +34,17 @@ const (
 const (
 	descCreateTicket = `Create one ticket in a project of your tenant.
 
-Retry contract: generate a fresh random UUID (v4 or v7) as operation_id for this one intended ticket; on any doubt (timeout, lost connection, retryable error) call again with the SAME operation_id and arguments: it never makes a duplicate and answers the original ticket with replayed: true, for 30 days. Never change it to force a retry; only a new ticket gets a new one. After outcome_unknown, get_operation_status tells.
+Retry contract: generate a fresh random UUID (v4 or v7) as operation_id for this one intended ticket and reuse it, with the same arguments, on every retry (timeout, lost connection, retryable error, any doubt): a retry never duplicates; it answers the original ticket with replayed: true, for 30 days. Never change the operation_id to make a retry pass. After outcome_unknown, get_operation_status tells.
 
-Errors are isError results with error.code, retryable and a next step. Urgent pages on-call, so a person must approve it: your client may ask them; else approval_required gives an approval_url for the user, then retry unchanged.`
+Urgent pages on-call, so a person must approve it: your client may ask them; else on approval_required give the user approval_url, then retry unchanged.`
 
-	descPreviewTicket = `Dry run of create_ticket, writing nothing: the normalised ticket, its fingerprint and, with the operation_id you mean to use, what create_ticket would do: create, replay (existing_ticket_id) or conflict (the ID was used for another ticket; an answer, not an error).`
+	descPreviewTicket = `Dry run of create_ticket, writing nothing: the normalised ticket, its fingerprint and, given the operation_id you mean to use, what create_ticket would do: create, replay (existing_ticket_id) or conflict (the ID was used for another ticket; an answer, not an error).`
 
-	descGetOperationStatus = `Did it happen? For an operation_id used (or maybe used) with create_ticket, update_ticket or add_comment, e.g. after outcome_unknown or a timeout, before retrying. status: succeeded (do not repeat), pending (check again), failed (changed nothing; see error), unknown (check again, or retry the same call), not_found (nothing ran under it for your tenant in 30 days: safe to make the call with it). next_step says what to do.`
+	descGetOperationStatus = `Did it happen? For an operation_id used (or maybe used) by a write, e.g. after outcome_unknown or a timeout, before retrying. status: succeeded (do not repeat), pending (check again), failed (changed nothing; see error), unknown (check again, or retry the same call), not_found (nothing ran under it for your tenant in 30 days: safe to make the call with it). next_step says what to do.`
 
 	descGetTicket = `Fetch a ticket of your tenant in full by ID (UUID) or key (SUP-42). Pass its version as update_ticket's if_version.`
 
-	descListTickets = `List your tenant's tickets as summaries (no description: get_ticket or detail "full"). Filters combine: project_id, status (one or a list), query (words all in title or description), assignee (a subject, "me", or "none"), label, priority, updated_since (RFC 3339). sort: updated_desc (default with query), created_desc (else), priority_desc. limit 1-100, default 20; a page stops at 64 KiB. With next_cursor, call again with it as cursor and the same arguments.`
+	descListTickets = `List your tenant's tickets as summaries (no description: get_ticket or detail "full"). Filters combine: project_id, status (one or a list), query (words all in title or description), assignee (a subject, "me" or "none"), label, priority, updated_since. sort defaults to updated_desc with query, else created_desc. limit defaults to 20; a page stops at 64 KiB. With next_cursor, call again with it as cursor and the same arguments.`
 
 	descListProjects = `List your tenant's projects: id is a project_id, key the prefix of ticket keys (SUP in SUP-42). An empty list comes with next_step.`
 )
@@ -52,25 +52,25 @@ Errors are isError results with error.code, retryable and a next step. Urgent pa
 // CreateTicketIn is the input of create_ticket. It has no tenant: the tenant
 // comes from the caller's token.
 type CreateTicketIn struct {
-	OperationID string `json:"operation_id" jsonschema:"Fresh random UUID (v4 or v7) for this one intended ticket; the same on every retry of it."`
+	OperationID string `json:"operation_id"`
 	wire.TicketFields
 }
 
 // PreviewTicketIn is the input of preview_ticket: create_ticket's, with the
 // operation ID optional.
 type PreviewTicketIn struct {
-	OperationID string `json:"operation_id,omitempty" jsonschema:"The operation_id you intend to pass to create_ticket."`
+	OperationID string `json:"operation_id,omitempty"`
 	wire.TicketFields
 }
 
 // GetOperationStatusIn is the input of get_operation_status.
 type GetOperationStatusIn struct {
-	OperationID string `json:"operation_id" jsonschema:"The operation_id of the write."`
+	OperationID string `json:"operation_id"`
 }
 
 // GetTicketIn is the input of get_ticket.
 type GetTicketIn struct {
-	ID string `json:"id" jsonschema:"Ticket ID (UUID) or key, e.g. SUP-42."`
+	ID string `json:"id"`
 }
 
 // ListTicketsIn is the input of list_tickets. Every field is optional.
@@ -156,7 +156,7 @@ func Tools() []Tool {
 // scope and handler together.
 var (
 	createTicket = newTool(spec[CreateTicketIn, CreateTicketOut]{
-		name: ToolCreateTicket, title: "Create ticket", description: descCreateTicket, scope: authn.ScopeWrite,
+		name: ToolCreateTicket, title: "Create ticket", description: descCreateTicket, scope: authn.ScopeWrite, approvals: true,
 		input: func(s *jsonschema.Schema) {
 			s.Properties["operation_id"].Pattern = operationIDPattern
 			wire.ConstrainTicketFields(s)

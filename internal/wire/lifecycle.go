@@ -68,7 +68,7 @@ func ConstrainTicketUpdateFields(s *jsonschema.Schema) {
 // CommentFields is the one input contract of add_comment besides
 // operation_id and id, and the body of POST /api/v1/tickets/{id}/comments.
 type CommentFields struct {
-	Body string `json:"body" jsonschema:"What you found, did or decided."`
+	Body string `json:"body"`
 }
 
 // CommentFieldsSchema is CommentFields' JSON Schema with its limits.
