@@ -16,9 +16,9 @@ const ToolBulkUpdateTickets = "bulk_update_tickets"
 
 const descBulkUpdateTickets = `Apply one change (status, priority, assignee, labels) to 1-100 of your tenant's tickets, each once in ids, as one operation: all of them change or none does.
 
-Retry contract: generate a fresh random UUID (v4 or v7) as operation_id for this one intended change and reuse it, with the same arguments, on every retry: a retry never applies the change twice; it answers replayed: true with each ticket's original version and changes. Never change the operation_id to make a retry pass.
+Retry contract: a fresh random UUID (v4 or v7) as operation_id for this one intended change; on any doubt retry with the SAME operation_id and arguments, never a new ID to make it pass. A retry never applies the change twice: it answers replayed: true with each ticket's original version and changes.
 
-if_versions ({"SUP-42": version you read}): if any changed since, nothing is written (version_conflict). Success: tickets in ids order, each with version, changes and the ticket. 10 or more tickets, or making any urgent, needs a person's approval: your client may ask them; else on approval_required give the user approval_url, then retry unchanged.`
+if_versions ({"SUP-42": version you read}): if any changed since, nothing is written (version_conflict). tickets follow ids' order. 10 or more tickets, or making any urgent, needs a person's approval: your client may ask; else give the user approval_required's approval_url, then retry unchanged.`
 
 // BulkUpdateTicketsIn is the input of bulk_update_tickets.
 type BulkUpdateTicketsIn struct {
@@ -44,7 +44,7 @@ var bulkUpdateTickets = newTool(spec[BulkUpdateTicketsIn, BulkUpdateTicketsOut]{
 		wire.ConstrainBulkUpdateFields(s)
 	},
 	output: func(s *jsonschema.Schema) {
-		s.Properties["status"].Enum = []any{"succeeded"}
+		s.Properties["status"] = succeeded()
 		item := s.Properties["tickets"].Items
 		item.Properties["changes"].AdditionalProperties = ref(defChange)
 		item.Properties["ticket"] = ref(defTicket)

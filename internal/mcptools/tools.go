@@ -34,17 +34,17 @@ const (
 const (
 	descCreateTicket = `Create one ticket in a project of your tenant.
 
-Retry contract: generate a fresh random UUID (v4 or v7) as operation_id for this one intended ticket and reuse it, with the same arguments, on every retry (timeout, lost connection, retryable error, any doubt): a retry never duplicates; it answers the original ticket with replayed: true, for 30 days. Never change the operation_id to make a retry pass. After outcome_unknown, get_operation_status tells.
+Retry contract: a fresh random UUID (v4 or v7) as operation_id for this one intended ticket; on any doubt (timeout, lost connection, retryable error) retry with the SAME operation_id and arguments, never a new ID to make it pass. A retry never duplicates: it answers the original ticket with replayed: true, for 30 days. After outcome_unknown, get_operation_status tells.
 
-Urgent pages on-call, so a person must approve it: your client may ask them; else on approval_required give the user approval_url, then retry unchanged.`
+Urgent pages on-call, so a person must approve it: your client may ask; else give the user approval_required's approval_url, then retry unchanged.`
 
 	descPreviewTicket = `Dry run of create_ticket, writing nothing: the normalised ticket, its fingerprint and, given the operation_id you mean to use, what create_ticket would do: create, replay (existing_ticket_id) or conflict (the ID was used for another ticket; an answer, not an error).`
 
-	descGetOperationStatus = `Did it happen? For an operation_id used (or maybe used) by a write, e.g. after outcome_unknown or a timeout, before retrying. status: succeeded (do not repeat), pending (check again), failed (changed nothing; see error), unknown (check again, or retry the same call), not_found (nothing ran under it for your tenant in 30 days: safe to make the call with it). next_step says what to do.`
+	descGetOperationStatus = `Did a write happen? Ask with its operation_id after outcome_unknown or a timeout, before retrying. status: succeeded (do not repeat), pending (check again), failed (changed nothing; see error), unknown (check again, or retry the same call), not_found (nothing ran under it for your tenant in 30 days: safe to make the call with it). next_step says what to do.`
 
 	descGetTicket = `Fetch a ticket of your tenant in full by ID (UUID) or key (SUP-42). Pass its version as update_ticket's if_version.`
 
-	descListTickets = `List your tenant's tickets as summaries (no description: get_ticket or detail "full"). Filters combine: project_id, status (one or a list), query (words all in title or description), assignee (a subject, "me" or "none"), label, priority, updated_since. sort defaults to updated_desc with query, else created_desc. limit defaults to 20; a page stops at 64 KiB. With next_cursor, call again with it as cursor and the same arguments.`
+	descListTickets = `List your tenant's tickets as summaries (in full with detail "full", or get_ticket). Filters combine: project_id, status (one or a list), query (all words in title or description), assignee (a subject, "me" or "none"), label, priority, updated_since. sort defaults to updated_desc with query, else created_desc. limit defaults to 20; a page stops at 64 KiB. With next_cursor, call again with it as cursor, same arguments.`
 
 	descListProjects = `List your tenant's projects: id is a project_id, key the prefix of ticket keys (SUP in SUP-42). An empty list comes with next_step.`
 )
@@ -162,7 +162,7 @@ var (
 			wire.ConstrainTicketFields(s)
 		},
 		output: func(s *jsonschema.Schema) {
-			s.Properties["status"].Enum = []any{"succeeded"}
+			s.Properties["status"] = succeeded()
 			s.Properties["ticket"] = ref(defTicket)
 		},
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in CreateTicketIn) (CreateTicketOut, error) {
@@ -264,7 +264,7 @@ var (
 			p["cursor"].MaxLength = jsonschema.Ptr(maxCursor)
 		},
 		output: func(s *jsonschema.Schema) {
-			s.Properties["tickets"].Items = &jsonschema.Schema{AnyOf: []*jsonschema.Schema{ref(defSummary), ref(defTicket)}}
+			s.Properties["tickets"].Items = ticketOrSummary()
 		},
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in ListTicketsIn) (ListTicketsOut, error) {
 			since, err := wire.ParseUpdatedSince(in.UpdatedSince)

@@ -16,9 +16,9 @@ const ToolUpdateTicket = "update_ticket"
 
 const descUpdateTicket = `Change a ticket of your tenant: at least one of title, description, priority, status, assignee, add_labels, remove_labels; the rest stay.
 
-Retry contract: generate a fresh random UUID (v4 or v7) as operation_id for this one intended change and reuse it, with the same arguments, on every retry (timeout, lost connection, retryable error, any doubt): a retry never applies the change twice; it answers replayed: true with the original version and changes, for 30 days. Never change the operation_id to make a retry pass.
+Retry contract: a fresh random UUID (v4 or v7) as operation_id for this one intended change; on any doubt (timeout, lost connection, retryable error) retry with the SAME operation_id and arguments, never a new ID to make it pass. A retry never applies the change twice: it answers replayed: true with the original version and changes, for 30 days.
 
-if_version (the version you read) applies the change only if nobody changed the ticket since; else version_conflict with current_version and the ticket: decide again. Success: version, changes ({"field": {"from", "to"}}; {} if none) and the ticket. Making it urgent pages on-call, so a person must approve it: your client may ask them; else on approval_required give the user approval_url, then retry unchanged.`
+if_version: the version you read; if the ticket changed since, version_conflict carries it as it is now: decide again. changes: {"field": {"from", "to"}}, {} if none. Making it urgent pages on-call, so a person must approve it: your client may ask; else give the user approval_required's approval_url, then retry unchanged.`
 
 // UpdateTicketIn is the input of update_ticket.
 type UpdateTicketIn struct {
@@ -51,7 +51,7 @@ var updateTicket = newTool(spec[UpdateTicketIn, UpdateTicketOut]{
 		wire.ConstrainTicketUpdateFields(s)
 	},
 	output: func(s *jsonschema.Schema) {
-		s.Properties["status"].Enum = []any{"succeeded"}
+		s.Properties["status"] = succeeded()
 		s.Properties["changes"].AdditionalProperties = ref(defChange)
 		s.Properties["ticket"] = ref(defTicket)
 	},
