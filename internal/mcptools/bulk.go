@@ -14,11 +14,11 @@ import (
 // ToolBulkUpdateTickets is bulk_update_tickets' contract name.
 const ToolBulkUpdateTickets = "bulk_update_tickets"
 
-const descBulkUpdateTickets = `Apply one change (status, priority, assignee, labels) to 1-100 of your tenant's tickets, each once in ids, as one operation: all of them change or none does.
+const descBulkUpdateTickets = `One change (status, priority, assignee, labels) to 1-100 of your tenant's tickets (ids, each once) as one operation: all change or none.
 
-Retry contract: a fresh random UUID (v4 or v7) as operation_id for this one intended change; on any doubt retry with the SAME operation_id and arguments, never a new ID to make it pass. A retry never applies the change twice: it answers replayed: true with each ticket's original version and changes.
+Retry contract: a fresh random UUID (v4 or v7) as operation_id per intended change; on any doubt retry with the SAME operation_id and arguments, never a new one to make it pass. A retry never applies it twice: it answers replayed: true with each ticket's original version and changes.
 
-if_versions ({"SUP-42": version you read}): if any changed since, nothing is written (version_conflict). tickets follow ids' order. 10 or more tickets, or making any urgent, needs a person's approval: your client may ask; else give the user approval_required's approval_url, then retry unchanged.`
+if_versions ({"SUP-42": version you read}): if any changed since, nothing is written (version_conflict). 10 or more tickets, or making any urgent, needs a person's approval: your client may ask; else give the user approval_required's approval_url, then retry unchanged.`
 
 // BulkUpdateTicketsIn is the input of bulk_update_tickets.
 type BulkUpdateTicketsIn struct {

@@ -32,9 +32,10 @@ const (
 // Output schemas are what every client that loads ticketd's tools pays for
 // on every turn (docs/contract.md#lists-and-the-context-budget: tools/list within 24 KiB), so they are exact
 // but terse: no descriptions (the tool's description says what the fields
-// mean), and the shapes several tools share written once per schema under
-// $defs and referred to as #/$defs/<name>. A reference inside one tool's
-// schema is all a client resolves: none points outside its document.
+// mean), and a shape used twice or more in one schema written once under
+// $defs and referred to as #/$defs/<name> (inlineSingleUses puts a shape
+// used once in place). A reference inside one tool's schema is all a
+// client resolves: none points outside its document.
 
 // The shared definitions.
 const (

@@ -114,9 +114,7 @@ func TestNoToolTakesATenant(t *testing.T) {
 }
 
 // toolsListBudget is the budget (docs/contract.md#lists-and-the-context-budget) for tools/list with a full-scope
-// token: every client that loads tool definitions pays it on every turn. It
-// was 24 KiB for nine tools; bulk_update_tickets and the approval fields of
-// the error result (DESIGN §15) cost about 5 KiB more.
+// token: every client that loads tool definitions pays it on every turn.
 const toolsListBudget = 24 << 10
 
 // rawToolsList returns the bytes of a tools/list answer as they travel, for

@@ -34,17 +34,17 @@ const (
 const (
 	descCreateTicket = `Create one ticket in a project of your tenant.
 
-Retry contract: a fresh random UUID (v4 or v7) as operation_id for this one intended ticket; on any doubt (timeout, lost connection, retryable error) retry with the SAME operation_id and arguments, never a new ID to make it pass. A retry never duplicates: it answers the original ticket with replayed: true, for 30 days. After outcome_unknown, get_operation_status tells.
+Retry contract: a fresh random UUID (v4 or v7) as operation_id per intended ticket; on any doubt (timeout, lost connection, retryable error) retry with the SAME operation_id and arguments, never a new one to make it pass. A retry never duplicates: it answers the original with replayed: true, for 30 days.
 
-Urgent pages on-call, so a person must approve it: your client may ask; else give the user approval_required's approval_url, then retry unchanged.`
+Urgent needs a person's approval (it pages on-call): your client may ask; else give the user approval_required's approval_url, then retry unchanged.`
 
-	descPreviewTicket = `Dry run of create_ticket, writing nothing: the normalised ticket, its fingerprint and, given the operation_id you mean to use, what create_ticket would do: create, replay (existing_ticket_id) or conflict (the ID was used for another ticket; an answer, not an error).`
+	descPreviewTicket = `Dry run of create_ticket, writing nothing: the normalised ticket, its fingerprint and, with your operation_id, what create_ticket would do: create, replay (existing_ticket_id) or conflict (the ID made another ticket; an answer, not an error).`
 
-	descGetOperationStatus = `Did a write happen? Ask with its operation_id after outcome_unknown or a timeout, before retrying. status: succeeded (do not repeat), pending (check again), failed (changed nothing; see error), unknown (check again, or retry the same call), not_found (nothing ran under it for your tenant in 30 days: safe to make the call with it). next_step says what to do.`
+	descGetOperationStatus = `Did a write happen? Ask with its operation_id after outcome_unknown or a timeout, before retrying. status: succeeded (do not repeat), pending (check again), failed (nothing changed; see error), unknown (check again or retry the same call), not_found (nothing ran under it in 30 days: safe to call with it). next_step says what to do.`
 
 	descGetTicket = `Fetch a ticket of your tenant in full by ID (UUID) or key (SUP-42). Pass its version as update_ticket's if_version.`
 
-	descListTickets = `List your tenant's tickets as summaries (in full with detail "full", or get_ticket). Filters combine: project_id, status (one or a list), query (all words in title or description), assignee (a subject, "me" or "none"), label, priority, updated_since. sort defaults to updated_desc with query, else created_desc. limit defaults to 20; a page stops at 64 KiB. With next_cursor, call again with it as cursor, same arguments.`
+	descListTickets = `Your tenant's tickets as summaries (detail "full" or get_ticket for all fields). Filters combine: project_id, status (one or a list), query (all words in title or description), assignee (a subject, "me" or "none"), label, priority, updated_since. Default sort: updated_desc with query, else created_desc. Default limit 20; a page stops at 64 KiB. next_cursor: call again with it as cursor, same arguments.`
 
 	descListProjects = `List your tenant's projects: id is a project_id, key the prefix of ticket keys (SUP in SUP-42). An empty list comes with next_step.`
 )
@@ -179,7 +179,7 @@ var (
 	})
 
 	previewTicket = newTool(spec[PreviewTicketIn, PreviewTicketOut]{
-		name: ToolPreviewTicket, title: "Preview ticket (dry run)", description: descPreviewTicket, scope: authn.ScopeRead, readOnly: true,
+		name: ToolPreviewTicket, title: "Preview ticket", description: descPreviewTicket, scope: authn.ScopeRead, readOnly: true,
 		input: func(s *jsonschema.Schema) {
 			s.Properties["operation_id"].Pattern = operationIDPattern
 			wire.ConstrainTicketFields(s)
