@@ -201,6 +201,9 @@ func TestEveryErrorFitsEveryToolAtBothVersions(t *testing.T) {
 			check(mcptools.ToolCreateTicket, "idempotency_conflict", call(mcptools.ToolCreateTicket, with(ticketArgs(opID), "title", "Another")))
 			check(mcptools.ToolUpdateTicket, "version_conflict", call(mcptools.ToolUpdateTicket, map[string]any{
 				"operation_id": newOperationID(t), "id": made.TicketID, "if_version": 7, "status": "closed"}))
+			// bulk_update_tickets' version_conflict carries the ticket too.
+			check(mcptools.ToolBulkUpdateTickets, "version_conflict", call(mcptools.ToolBulkUpdateTickets, map[string]any{
+				"operation_id": newOperationID(t), "ids": []string{made.TicketID}, "if_versions": map[string]int{made.TicketID: 7}, "status": "closed"}))
 			for range 60 {
 				res := call(mcptools.ToolListProjects, map[string]any{})
 				if res.IsError {
