@@ -14,7 +14,7 @@ import (
 // ToolBulkUpdateTickets is bulk_update_tickets' contract name.
 const ToolBulkUpdateTickets = "bulk_update_tickets"
 
-const descBulkUpdateTickets = `One change (status, priority, assignee, labels) to 1-100 of your tenant's tickets (ids, each once) as one operation: all change or none.
+const descBulkUpdateTickets = `One change to 1-100 tickets (ids, each once) as one operation: all change or none.
 
 Retry contract: a fresh random UUID (v4 or v7) as operation_id per intended change; on any doubt retry with the SAME operation_id and arguments, never a new one to make it pass. A retry never applies it twice: it answers replayed: true with each ticket's original version and changes.
 

@@ -32,21 +32,21 @@ const (
 // plain words; what to do about an error is in the error itself (its code,
 // retryable, and a next step in its text), so no description lists errors.
 const (
-	descCreateTicket = `Create one ticket in a project of your tenant.
+	descCreateTicket = `Create one ticket in a project.
 
 Retry contract: a fresh random UUID (v4 or v7) as operation_id per intended ticket; on any doubt (timeout, lost connection, retryable error) retry with the SAME operation_id and arguments, never a new one to make it pass. A retry never duplicates: it answers the original with replayed: true, for 30 days.
 
 Urgent needs a person's approval (it pages on-call): your client may ask; else give the user approval_required's approval_url, then retry unchanged.`
 
-	descPreviewTicket = `Dry run of create_ticket, writing nothing: the normalised ticket, its fingerprint and, with your operation_id, what create_ticket would do: create, replay (existing_ticket_id) or conflict (the ID made another ticket; an answer, not an error).`
+	descPreviewTicket = `Dry run of create_ticket, writing nothing: the normalised ticket, its fingerprint and, with your operation_id, what create_ticket would do: create, replay (existing_ticket_id) or conflict (the ID made another ticket).`
 
-	descGetOperationStatus = `Did a write happen? Ask with its operation_id after outcome_unknown or a timeout, before retrying. status: succeeded (do not repeat), pending (check again), failed (nothing changed; see error), unknown (check again or retry the same call), not_found (nothing ran under it in 30 days: safe to call with it). next_step says what to do.`
+	descGetOperationStatus = `Did a write happen? Ask after outcome_unknown or a timeout, before retrying. status: succeeded (do not repeat), pending (check again), failed (nothing changed; see error), unknown (check again or retry the same call), not_found (nothing ran under it in 30 days: safe to call with it).`
 
-	descGetTicket = `Fetch a ticket of your tenant in full by ID (UUID) or key (SUP-42). Pass its version as update_ticket's if_version.`
+	descGetTicket = `Fetch a ticket in full by ID (UUID) or key (SUP-42).`
 
-	descListTickets = `Your tenant's tickets as summaries (detail "full" or get_ticket for all fields). Filters combine: project_id, status (one or a list), query (all words in title or description), assignee (a subject, "me" or "none"), label, priority, updated_since. Default sort: updated_desc with query, else created_desc. Default limit 20; a page stops at 64 KiB. next_cursor: call again with it as cursor, same arguments.`
+	descListTickets = `Tickets as summaries (detail "full" for whole tickets). Filters combine; query matches all words in title or description; assignee is a subject, "me" or "none". Default sort: updated_desc with query, else created_desc. Default limit 20; a page stops at 64 KiB. next_cursor: pass it as cursor with the same arguments.`
 
-	descListProjects = `List your tenant's projects: id is a project_id, key the prefix of ticket keys (SUP in SUP-42). An empty list comes with next_step.`
+	descListProjects = `List the projects: id is a project_id, key the prefix of ticket keys (SUP in SUP-42).`
 )
 
 // CreateTicketIn is the input of create_ticket. It has no tenant: the tenant

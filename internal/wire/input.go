@@ -17,7 +17,7 @@ import (
 // /api/v1/tickets takes as its body. Adding a field here adds it to the MCP
 // schemas, the REST body and the OpenAPI document.
 type TicketFields struct {
-	ProjectID   string   `json:"project_id" jsonschema:"From list_projects, e.g. support."`
+	ProjectID   string   `json:"project_id"`
 	Title       string   `json:"title"`
 	Description string   `json:"description,omitempty"`
 	Priority    string   `json:"priority,omitempty"`

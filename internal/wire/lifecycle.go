@@ -15,7 +15,7 @@ type TicketUpdateFields struct {
 	Title        *string  `json:"title,omitempty"`
 	Description  *string  `json:"description,omitempty"`
 	Priority     *string  `json:"priority,omitempty"`
-	Status       *string  `json:"status,omitempty" jsonschema:"Moves: open to any other; in_progress to open, resolved or closed; resolved to open or closed; closed to open."`
+	Status       *string  `json:"status,omitempty"`
 	Assignee     *string  `json:"assignee,omitempty" jsonschema:"A subject; \"me\" is you; \"\" unassigns."`
 	AddLabels    []string `json:"add_labels,omitempty"`
 	RemoveLabels []string `json:"remove_labels,omitempty"`
