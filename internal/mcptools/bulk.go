@@ -14,13 +14,15 @@ import (
 // ToolBulkUpdateTickets is bulk_update_tickets' contract name.
 const ToolBulkUpdateTickets = "bulk_update_tickets"
 
-const descBulkUpdateTickets = `Apply one change (status, priority, assignee, labels) to 1-100 of your tenant's tickets as one operation: all of them change or none does.
+const descBulkUpdateTickets = `One change to 1-100 tickets (ids, each once) as one operation: all change or none.
 
-Retry contract: a fresh random UUID (v4 or v7) as operation_id for this one intended change, the SAME operation_id and arguments on every retry. A retry never applies the change twice: it answers replayed: true with each ticket's original version and changes. if_versions ({"SUP-42": version you read}) pins tickets: if any changed since, nothing is written (version_conflict). Success: tickets, one per id in order, each with version, changes and the ticket now. Errors are isError results with error.code, retryable and a next step. 10 or more tickets, or making tickets urgent, needs a person's approval: your client may ask them; else approval_required gives an approval_url for the user, then retry unchanged.`
+Retry contract: a fresh random UUID (v4 or v7) as operation_id per intended change; on any doubt retry with the SAME operation_id and arguments, never a new one to make it pass. A retry never applies it twice: it answers replayed: true with each ticket's original version and changes.
+
+if_versions ({"SUP-42": version you read}): if any changed since, nothing is written (version_conflict). 10 or more tickets, or making any urgent, needs a person's approval: your client may ask; else give the user approval_required's approval_url, then retry unchanged.`
 
 // BulkUpdateTicketsIn is the input of bulk_update_tickets.
 type BulkUpdateTicketsIn struct {
-	OperationID string `json:"operation_id" jsonschema:"Fresh random UUID (v4 or v7) for this one intended change; the same on every retry of it."`
+	OperationID string `json:"operation_id"`
 	wire.BulkUpdateFields
 }
 
@@ -36,13 +38,13 @@ func (in BulkUpdateTicketsIn) operationID() string { return in.OperationID }
 
 var bulkUpdateTickets = newTool(spec[BulkUpdateTicketsIn, BulkUpdateTicketsOut]{
 	name: ToolBulkUpdateTickets, title: "Bulk update tickets", description: descBulkUpdateTickets, scope: authn.ScopeWrite,
-	destructive: true,
+	destructive: true, versionConflicts: true, approvals: true,
 	input: func(s *jsonschema.Schema) {
 		s.Properties["operation_id"].Pattern = operationIDPattern
 		wire.ConstrainBulkUpdateFields(s)
 	},
 	output: func(s *jsonschema.Schema) {
-		s.Properties["status"].Enum = []any{"succeeded"}
+		s.Properties["status"] = succeeded()
 		item := s.Properties["tickets"].Items
 		item.Properties["changes"].AdditionalProperties = ref(defChange)
 		item.Properties["ticket"] = ref(defTicket)

@@ -20,17 +20,17 @@ const (
 )
 
 const (
-	descAddComment = `Add a comment to a ticket of your tenant (its version stays).
+	descAddComment = `Add a comment to a ticket (its version stays).
 
-Retry contract: a fresh random UUID (v4 or v7) as operation_id for this one intended comment, the SAME operation_id and arguments on every retry (timeout, lost connection, retryable error, any doubt): a retry adds nothing and answers the original comment with replayed: true, for 30 days. A new comment gets a new ID. Errors are isError results with error.code, retryable and a next step.`
+Retry contract: a fresh random UUID (v4 or v7) as operation_id per intended comment; on any doubt (timeout, lost connection, retryable error) retry with the SAME operation_id and arguments, never a new one to make it pass. A retry adds nothing: it answers the original comment with replayed: true, for 30 days.`
 
-	descListComments = `List the comments on a ticket of your tenant, oldest first; limit 1-200 (default 50). With next_cursor, call again with it as cursor.`
+	descListComments = `List a ticket's comments, oldest first; limit defaults to 50. next_cursor: pass it as cursor.`
 )
 
 // AddCommentIn is the input of add_comment.
 type AddCommentIn struct {
-	OperationID string `json:"operation_id" jsonschema:"Fresh random UUID (v4 or v7) for this one intended comment; the same on every retry of it."`
-	ID          string `json:"id" jsonschema:"Ticket ID (UUID) or key, e.g. SUP-42."`
+	OperationID string `json:"operation_id"`
+	ID          string `json:"id"`
 	wire.CommentFields
 }
 
@@ -45,7 +45,7 @@ type AddCommentOut struct {
 
 // ListCommentsIn is the input of list_comments.
 type ListCommentsIn struct {
-	ID     string `json:"id" jsonschema:"Ticket ID (UUID) or key, e.g. SUP-42."`
+	ID     string `json:"id"`
 	Limit  int    `json:"limit,omitempty"`
 	Cursor string `json:"cursor,omitempty"`
 }
@@ -67,7 +67,7 @@ var (
 			wire.ConstrainCommentFields(s)
 		},
 		output: func(s *jsonschema.Schema) {
-			s.Properties["status"].Enum = []any{"succeeded"}
+			s.Properties["status"] = succeeded()
 			wire.ConstrainComment(s.Properties["comment"])
 		},
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in AddCommentIn) (AddCommentOut, error) {

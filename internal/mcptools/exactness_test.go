@@ -151,8 +151,14 @@ func TestEveryErrorFitsEveryToolAtBothVersions(t *testing.T) {
 			schemas := resolvedSchemas(t, cs)
 
 			for _, row := range errcode.Table {
-				content := mcptools.ErrorContent(row.Code, newOperationID(t))
 				for tool, schema := range schemas {
+					// A tool echoes the operation_id its input names; one
+					// that takes none has none to echo.
+					opID := ""
+					if mcptools.NamesOperation(tool) {
+						opID = newOperationID(t)
+					}
+					content := mcptools.ErrorContent(row.Code, opID)
 					if err := validates(t, schema, content); err != nil {
 						t.Errorf("%s error does not fit %s's output schema: %v", row.Code, tool, err)
 					}
@@ -187,12 +193,17 @@ func TestEveryErrorFitsEveryToolAtBothVersions(t *testing.T) {
 			}
 			check(mcptools.ToolGetTicket, "invalid_input", call(mcptools.ToolGetTicket, map[string]any{}))
 			check(mcptools.ToolGetTicket, "invalid_input", call(mcptools.ToolGetTicket, json.RawMessage(`null`)))
+			// An operation_id passed to a tool that takes none is not echoed.
+			check(mcptools.ToolGetTicket, "invalid_input", call(mcptools.ToolGetTicket, map[string]any{"id": "SUP-1", "operation_id": newOperationID(t)}))
 			check(mcptools.ToolGetTicket, "not_found", call(mcptools.ToolGetTicket, map[string]any{"id": "SUP-999"}))
 			opID := newOperationID(t)
 			made := created(t, call(mcptools.ToolCreateTicket, ticketArgs(opID)))
 			check(mcptools.ToolCreateTicket, "idempotency_conflict", call(mcptools.ToolCreateTicket, with(ticketArgs(opID), "title", "Another")))
 			check(mcptools.ToolUpdateTicket, "version_conflict", call(mcptools.ToolUpdateTicket, map[string]any{
 				"operation_id": newOperationID(t), "id": made.TicketID, "if_version": 7, "status": "closed"}))
+			// bulk_update_tickets' version_conflict carries the ticket too.
+			check(mcptools.ToolBulkUpdateTickets, "version_conflict", call(mcptools.ToolBulkUpdateTickets, map[string]any{
+				"operation_id": newOperationID(t), "ids": []string{made.TicketID}, "if_versions": map[string]int{made.TicketID: 7}, "status": "closed"}))
 			for range 60 {
 				res := call(mcptools.ToolListProjects, map[string]any{})
 				if res.IsError {

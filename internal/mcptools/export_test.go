@@ -15,3 +15,7 @@ func ErrorContent(code errcode.Code, operationID string) any {
 	_, out := errorResult(code, code.Message(errors.New("the cause")), operationID, errors.New("the cause"), "")
 	return out
 }
+
+// NamesOperation reports whether the named tool's input has an
+// operation_id, which its errors then echo.
+var NamesOperation = namesOperation

@@ -355,11 +355,12 @@ func contentText(r *mcp.CallToolResult) string {
 	return strings.Join(parts, " ")
 }
 
-// operationIDArgument returns the call's operation_id argument if it is a
-// valid operation ID (lower-cased), else "", so nothing odd is echoed or
-// logged.
+// operationIDArgument returns the call's operation_id argument if the tool
+// takes one and it is a valid operation ID (lower-cased), else "", so
+// nothing odd is echoed or logged, and no error carries a member its tool's
+// output schema does not allow.
 func operationIDArgument(call *mcp.CallToolRequest) string {
-	if call.Params == nil || len(call.Params.Arguments) == 0 {
+	if call.Params == nil || len(call.Params.Arguments) == 0 || !namesOperation(call.Params.Name) {
 		return ""
 	}
 	var args struct {

@@ -1,6 +1,9 @@
 package mcptools
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"iter"
 	"maps"
 	"slices"
@@ -9,6 +12,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/wire"
 )
 
@@ -28,14 +32,14 @@ const (
 // Output schemas are what every client that loads ticketd's tools pays for
 // on every turn (docs/contract.md#lists-and-the-context-budget: tools/list within 24 KiB), so they are exact
 // but terse: no descriptions (the tool's description says what the fields
-// mean), and the shapes several tools share written once per schema under
-// $defs and referred to as #/$defs/<name>. A reference inside one tool's
-// schema is all a client resolves: none points outside its document.
+// mean), and a shape used twice or more in one schema written once under
+// $defs and referred to as #/$defs/<name> (inlineSingleUses puts a shape
+// used once in place). A reference inside one tool's schema is all a
+// client resolves: none points outside its document.
 
 // The shared definitions.
 const (
 	defTicket   = "ticket"
-	defSummary  = "summary"
 	defError    = "error"
 	defDelivery = "delivery"
 	defChange   = "change"
@@ -44,8 +48,7 @@ const (
 // definitions builds each shared definition but the error's, which
 // depends on the tool (errorOutputSchema).
 var definitions = map[string]func() *jsonschema.Schema{
-	defTicket:  wire.TicketSchema,
-	defSummary: wire.TicketSummarySchema,
+	defTicket: wire.TicketSchema,
 	defDelivery: func() *jsonschema.Schema {
 		s := inferred[wire.Delivery]()
 		s.Properties["status"].Enum = stringEnum(wire.DeliveryStatuses...)
@@ -67,6 +70,36 @@ var definitions = map[string]func() *jsonschema.Schema{
 	},
 }
 
+// ticketOrSummary is an item of list_tickets: a ticket's summary or, with
+// detail "full", the ticket. A summary's fields are some of the ticket's,
+// with the same schemas, so one object says both, in half the bytes of two:
+// the ticket's properties, the summary's required ones, and the ticket's
+// others all present or all absent (each requires the next, in a ring).
+func ticketOrSummary() *jsonschema.Schema {
+	full, summary := wire.TicketSchema(), wire.TicketSummarySchema()
+	terse(full)
+	terse(summary)
+	for name, p := range summary.Properties {
+		a, errA := json.Marshal(p)
+		b, errB := json.Marshal(full.Properties[name])
+		if errA != nil || errB != nil || !bytes.Equal(a, b) {
+			panic(fmt.Sprintf("summary field %s is not the ticket's: %s, %s", name, a, b)) // a programming error, caught by every test
+		}
+	}
+	var rest []string
+	for _, name := range full.Required {
+		if !slices.Contains(summary.Required, name) {
+			rest = append(rest, name)
+		}
+	}
+	full.Required = summary.Required
+	full.DependentRequired = map[string][]string{}
+	for i, name := range rest {
+		full.DependentRequired[name] = []string{rest[(i+1)%len(rest)]}
+	}
+	return full
+}
+
 // ref refers to a shared definition.
 func ref(name string) *jsonschema.Schema { return &jsonschema.Schema{Ref: "#/$defs/" + name} }
 
@@ -75,16 +108,48 @@ func ref(name string) *jsonschema.Schema { return &jsonschema.Schema{Ref: "#/$de
 // the error shape of every tool (with version_conflict's current_version
 // and ticket for a tool that can raise it). Both are listed so clients that
 // validate structured content accept tool errors too.
-func outputSchema[T any](refine func(*jsonschema.Schema), versionConflicts bool) *jsonschema.Schema {
+func outputSchema[T any](refine func(*jsonschema.Schema), shape errorShape) *jsonschema.Schema {
 	ok := inferred[T]()
 	if refine != nil {
 		refine(ok)
 	}
 	root := &jsonschema.Schema{Type: "object", AnyOf: []*jsonschema.Schema{ok, ref(defError)}}
-	root.Defs = map[string]*jsonschema.Schema{defError: errorOutputSchema(versionConflicts)}
+	root.Defs = map[string]*jsonschema.Schema{defError: errorOutputSchema(shape)}
 	addDefs(root.Defs, root)
+	inlineSingleUses(root)
+	// The root says "object" (MCP requires it of an output schema), so
+	// its branches need not say it again.
+	for _, branch := range root.AnyOf {
+		branch.Type = ""
+	}
+	for sub := range all(root) {
+		// An enum of strings says the type already.
+		if sub.Type == "string" && len(sub.Enum) > 0 {
+			sub.Type = ""
+		}
+	}
 	terse(root)
 	return root
+}
+
+// inlineSingleUses writes a definition that root refers to only once in
+// place of its reference: $defs pays only for a shape used twice or more.
+func inlineSingleUses(root *jsonschema.Schema) {
+	uses := map[string][]*jsonschema.Schema{}
+	for sub := range all(root) {
+		if name, ok := strings.CutPrefix(sub.Ref, "#/$defs/"); ok {
+			uses[name] = append(uses[name], sub)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(uses)) {
+		if refs := uses[name]; len(refs) == 1 {
+			*refs[0] = *root.Defs[name]
+			delete(root.Defs, name)
+		}
+	}
+	if len(root.Defs) == 0 {
+		root.Defs = nil
+	}
 }
 
 // addDefs puts into defs every shared definition s refers to, and those
@@ -154,10 +219,18 @@ func walkSchema(s *jsonschema.Schema, yield func(*jsonschema.Schema) bool) bool 
 	return true
 }
 
+// errorShape says which members of ErrorOut a tool's errors can carry
+// beyond error and status: operation_id if its input names one;
+// version_conflict's current_version and ticket if it takes if_version;
+// approval_required's approval_id, approval_url and expires_at if the
+// approval gate checks it (tickets.Service.gate; docs/contract.md#approval).
+type errorShape struct {
+	operationID, versionConflicts, approvals bool
+}
+
 // errorOutputSchema is the structured content of a tool's errors: every
-// code, and with versionConflicts version_conflict's current_version and
-// ticket, which only a tool that takes if_version answers.
-func errorOutputSchema(versionConflicts bool) *jsonschema.Schema {
+// code, with the members its shape allows.
+func errorOutputSchema(shape errorShape) *jsonschema.Schema {
 	s := inferred[ErrorOut]()
 	var statuses []any
 	for _, r := range errcode.Table {
@@ -170,12 +243,20 @@ func errorOutputSchema(versionConflicts bool) *jsonschema.Schema {
 	// table is the vocabulary (README, OpenAPI), and fourteen codes in
 	// every tool's schema cost 2 KiB of the tools/list budget.
 	s.Properties["error"].Properties["retry_after_ms"].Minimum = jsonschema.Ptr(0.0)
-	if versionConflicts {
+	if !shape.operationID {
+		delete(s.Properties, "operation_id")
+	}
+	if shape.versionConflicts {
 		s.Properties["ticket"] = ref(defTicket)
 		s.Properties["current_version"].Minimum = jsonschema.Ptr(1.0)
 	} else {
 		delete(s.Properties, "ticket")
 		delete(s.Properties, "current_version")
+	}
+	if !shape.approvals {
+		for _, name := range []string{"approval_id", "approval_url", "expires_at"} {
+			delete(s.Properties, name)
+		}
 	}
 	return s
 }
@@ -185,3 +266,9 @@ func errorOutputSchema(versionConflicts bool) *jsonschema.Schema {
 func inferred[T any]() *jsonschema.Schema { return wire.Infer[T]() }
 
 func stringEnum[S ~string](values ...S) []any { return wire.StringEnum(values...) }
+
+// succeeded is the status of a write's success result: always succeeded,
+// said as a const (shorter than a one-value enum with its type).
+func succeeded() *jsonschema.Schema {
+	return &jsonschema.Schema{Const: jsonschema.Ptr[any](string(operations.StatusSucceeded))}
+}

@@ -24,6 +24,9 @@ type Tool struct {
 
 	def *mcp.Tool
 	add func(s *mcp.Server, def *mcp.Tool, svc *tickets.Service)
+	// namesOperation: the input has an operation_id, so errors echo it
+	// (and only then does the output schema allow one).
+	namesOperation bool
 }
 
 // Def returns what tools/list shows of the tool.
@@ -51,6 +54,9 @@ type spec[In, Out any] struct {
 	// versionConflicts marks a tool that takes if_version and so can answer
 	// version_conflict with the current ticket.
 	versionConflicts bool
+	// approvals marks a write the approval gate checks (tickets.Service.gate),
+	// which can answer approval_required with an approval to ask for.
+	approvals bool
 	// input and output refine the schemas inferred from In and Out.
 	input, output func(*jsonschema.Schema)
 	handle        handler[In, Out]
@@ -65,9 +71,13 @@ func newTool[In, Out any](sp spec[In, Out]) Tool {
 	if sp.input != nil {
 		sp.input(in)
 	}
+	// Only a tool whose input names an operation ID echoes one in its errors.
+	_, namesOperation := any(*new(In)).(interface{ operationID() string })
 	def := &mcp.Tool{
 		Name: sp.name, Title: sp.title, Description: sp.description,
-		InputSchema: in, OutputSchema: outputSchema[Out](sp.output, sp.versionConflicts),
+		InputSchema: in, OutputSchema: outputSchema[Out](sp.output, errorShape{
+			operationID: namesOperation, versionConflicts: sp.versionConflicts, approvals: sp.approvals,
+		}),
 		// The title is the tool's own (which clients show first), not
 		// repeated in the annotations.
 		Annotations: &mcp.ToolAnnotations{
@@ -107,7 +117,18 @@ func newTool[In, Out any](sp spec[In, Out]) Tool {
 			return success(out)
 		})
 	}
-	return Tool{Name: sp.name, Scope: sp.scope, def: def, add: add}
+	return Tool{Name: sp.name, Scope: sp.scope, def: def, add: add, namesOperation: namesOperation}
+}
+
+// namesOperation reports whether the named tool's input has an
+// operation_id.
+func namesOperation(name string) bool {
+	for _, t := range Tools() {
+		if t.Name == name {
+			return t.namesOperation
+		}
+	}
+	return false
 }
 
 func registerTools(s *mcp.Server, svc *tickets.Service) {

@@ -32,45 +32,45 @@ const (
 // plain words; what to do about an error is in the error itself (its code,
 // retryable, and a next step in its text), so no description lists errors.
 const (
-	descCreateTicket = `Create one ticket in a project of your tenant.
+	descCreateTicket = `Create one ticket in a project.
 
-Retry contract: generate a fresh random UUID (v4 or v7) as operation_id for this one intended ticket; on any doubt (timeout, lost connection, retryable error) call again with the SAME operation_id and arguments: it never makes a duplicate and answers the original ticket with replayed: true, for 30 days. Never change it to force a retry; only a new ticket gets a new one. After outcome_unknown, get_operation_status tells.
+Retry contract: a fresh random UUID (v4 or v7) as operation_id per intended ticket; on any doubt (timeout, lost connection, retryable error) retry with the SAME operation_id and arguments, never a new one to make it pass. A retry never duplicates: it answers the original with replayed: true, for 30 days.
 
-Errors are isError results with error.code, retryable and a next step. Urgent pages on-call, so a person must approve it: your client may ask them; else approval_required gives an approval_url for the user, then retry unchanged.`
+Urgent needs a person's approval (it pages on-call): your client may ask; else give the user approval_required's approval_url, then retry unchanged.`
 
-	descPreviewTicket = `Dry run of create_ticket, writing nothing: the normalised ticket, its fingerprint and, with the operation_id you mean to use, what create_ticket would do: create, replay (existing_ticket_id) or conflict (the ID was used for another ticket; an answer, not an error).`
+	descPreviewTicket = `Dry run of create_ticket, writing nothing: the normalised ticket, its fingerprint and, with your operation_id, what create_ticket would do: create, replay (existing_ticket_id) or conflict (the ID made another ticket).`
 
-	descGetOperationStatus = `Did it happen? For an operation_id used (or maybe used) with create_ticket, update_ticket or add_comment, e.g. after outcome_unknown or a timeout, before retrying. status: succeeded (do not repeat), pending (check again), failed (changed nothing; see error), unknown (check again, or retry the same call), not_found (nothing ran under it for your tenant in 30 days: safe to make the call with it). next_step says what to do.`
+	descGetOperationStatus = `Did a write happen? Ask after outcome_unknown or a timeout, before retrying. status: succeeded (do not repeat), pending (check again), failed (nothing changed; see error), unknown (check again or retry the same call), not_found (nothing ran under it in 30 days: safe to call with it).`
 
-	descGetTicket = `Fetch a ticket of your tenant in full by ID (UUID) or key (SUP-42). Pass its version as update_ticket's if_version.`
+	descGetTicket = `Fetch a ticket in full by ID (UUID) or key (SUP-42).`
 
-	descListTickets = `List your tenant's tickets as summaries (no description: get_ticket or detail "full"). Filters combine: project_id, status (one or a list), query (words all in title or description), assignee (a subject, "me", or "none"), label, priority, updated_since (RFC 3339). sort: updated_desc (default with query), created_desc (else), priority_desc. limit 1-100, default 20; a page stops at 64 KiB. With next_cursor, call again with it as cursor and the same arguments.`
+	descListTickets = `Tickets as summaries (detail "full" for whole tickets). Filters combine; query matches all words in title or description; assignee is a subject, "me" or "none". Default sort: updated_desc with query, else created_desc. Default limit 20; a page stops at 64 KiB. next_cursor: pass it as cursor with the same arguments.`
 
-	descListProjects = `List your tenant's projects: id is a project_id, key the prefix of ticket keys (SUP in SUP-42). An empty list comes with next_step.`
+	descListProjects = `List the projects: id is a project_id, key the prefix of ticket keys (SUP in SUP-42).`
 )
 
 // CreateTicketIn is the input of create_ticket. It has no tenant: the tenant
 // comes from the caller's token.
 type CreateTicketIn struct {
-	OperationID string `json:"operation_id" jsonschema:"Fresh random UUID (v4 or v7) for this one intended ticket; the same on every retry of it."`
+	OperationID string `json:"operation_id"`
 	wire.TicketFields
 }
 
 // PreviewTicketIn is the input of preview_ticket: create_ticket's, with the
 // operation ID optional.
 type PreviewTicketIn struct {
-	OperationID string `json:"operation_id,omitempty" jsonschema:"The operation_id you intend to pass to create_ticket."`
+	OperationID string `json:"operation_id,omitempty"`
 	wire.TicketFields
 }
 
 // GetOperationStatusIn is the input of get_operation_status.
 type GetOperationStatusIn struct {
-	OperationID string `json:"operation_id" jsonschema:"The operation_id of the write."`
+	OperationID string `json:"operation_id"`
 }
 
 // GetTicketIn is the input of get_ticket.
 type GetTicketIn struct {
-	ID string `json:"id" jsonschema:"Ticket ID (UUID) or key, e.g. SUP-42."`
+	ID string `json:"id"`
 }
 
 // ListTicketsIn is the input of list_tickets. Every field is optional.
@@ -156,13 +156,13 @@ func Tools() []Tool {
 // scope and handler together.
 var (
 	createTicket = newTool(spec[CreateTicketIn, CreateTicketOut]{
-		name: ToolCreateTicket, title: "Create ticket", description: descCreateTicket, scope: authn.ScopeWrite,
+		name: ToolCreateTicket, title: "Create ticket", description: descCreateTicket, scope: authn.ScopeWrite, approvals: true,
 		input: func(s *jsonschema.Schema) {
 			s.Properties["operation_id"].Pattern = operationIDPattern
 			wire.ConstrainTicketFields(s)
 		},
 		output: func(s *jsonschema.Schema) {
-			s.Properties["status"].Enum = []any{"succeeded"}
+			s.Properties["status"] = succeeded()
 			s.Properties["ticket"] = ref(defTicket)
 		},
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in CreateTicketIn) (CreateTicketOut, error) {
@@ -179,7 +179,7 @@ var (
 	})
 
 	previewTicket = newTool(spec[PreviewTicketIn, PreviewTicketOut]{
-		name: ToolPreviewTicket, title: "Preview ticket (dry run)", description: descPreviewTicket, scope: authn.ScopeRead, readOnly: true,
+		name: ToolPreviewTicket, title: "Preview ticket", description: descPreviewTicket, scope: authn.ScopeRead, readOnly: true,
 		input: func(s *jsonschema.Schema) {
 			s.Properties["operation_id"].Pattern = operationIDPattern
 			wire.ConstrainTicketFields(s)
@@ -264,7 +264,7 @@ var (
 			p["cursor"].MaxLength = jsonschema.Ptr(maxCursor)
 		},
 		output: func(s *jsonschema.Schema) {
-			s.Properties["tickets"].Items = &jsonschema.Schema{AnyOf: []*jsonschema.Schema{ref(defSummary), ref(defTicket)}}
+			s.Properties["tickets"].Items = ticketOrSummary()
 		},
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in ListTicketsIn) (ListTicketsOut, error) {
 			since, err := wire.ParseUpdatedSince(in.UpdatedSince)

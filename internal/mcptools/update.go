@@ -14,17 +14,17 @@ import (
 // ToolUpdateTicket is update_ticket's contract name.
 const ToolUpdateTicket = "update_ticket"
 
-const descUpdateTicket = `Change a ticket of your tenant: at least one of title, description, priority, status, assignee, add_labels, remove_labels; the rest stay.
+const descUpdateTicket = `Change at least one field of a ticket; the rest stay.
 
-Retry contract: a fresh random UUID (v4 or v7) as operation_id for this one intended change, the SAME operation_id and arguments on every retry (timeout, lost connection, retryable error, any doubt). A retry never applies the change twice: it answers replayed: true with the original version and changes, even if the ticket moved on. Remembered for 30 days; a new change gets a new ID.
+Retry contract: a fresh random UUID (v4 or v7) as operation_id per intended change; on any doubt (timeout, lost connection, retryable error) retry with the SAME operation_id and arguments, never a new one to make it pass. A retry never applies it twice: it answers replayed: true with the original version and changes, for 30 days.
 
-if_version: the version you read, so the change applies only if nobody changed the ticket since; version_conflict carries current_version and the ticket: decide again. Success: version (this change's), changes ({"field": {"from", "to"}}; {} if nothing changed) and the ticket. Errors are isError results with error.code, retryable and a next step. Making a ticket urgent pages on-call, so a person must approve it: your client may ask them; else approval_required gives an approval_url for the user, then retry unchanged.`
+if_version: the version you read; if the ticket changed since, version_conflict carries it now: decide again. Making it urgent needs a person's approval: your client may ask; else give the user approval_required's approval_url, then retry unchanged.`
 
 // UpdateTicketIn is the input of update_ticket.
 type UpdateTicketIn struct {
-	OperationID string `json:"operation_id" jsonschema:"Fresh random UUID (v4 or v7) for this one intended change; the same on every retry of it."`
-	ID          string `json:"id" jsonschema:"Ticket ID (UUID) or key, e.g. SUP-42."`
-	IfVersion   *int64 `json:"if_version,omitempty" jsonschema:"The version you read; else version_conflict."`
+	OperationID string `json:"operation_id"`
+	ID          string `json:"id"`
+	IfVersion   *int64 `json:"if_version,omitempty"`
 	wire.TicketUpdateFields
 }
 
@@ -42,7 +42,7 @@ type UpdateTicketOut struct {
 func (in UpdateTicketIn) operationID() string { return in.OperationID }
 
 var updateTicket = newTool(spec[UpdateTicketIn, UpdateTicketOut]{
-	name: ToolUpdateTicket, title: "Update ticket", description: descUpdateTicket, scope: authn.ScopeWrite, destructive: true, versionConflicts: true,
+	name: ToolUpdateTicket, title: "Update ticket", description: descUpdateTicket, scope: authn.ScopeWrite, destructive: true, versionConflicts: true, approvals: true,
 	input: func(s *jsonschema.Schema) {
 		p := s.Properties
 		p["operation_id"].Pattern = operationIDPattern
@@ -51,7 +51,7 @@ var updateTicket = newTool(spec[UpdateTicketIn, UpdateTicketOut]{
 		wire.ConstrainTicketUpdateFields(s)
 	},
 	output: func(s *jsonschema.Schema) {
-		s.Properties["status"].Enum = []any{"succeeded"}
+		s.Properties["status"] = succeeded()
 		s.Properties["changes"].AdditionalProperties = ref(defChange)
 		s.Properties["ticket"] = ref(defTicket)
 	},

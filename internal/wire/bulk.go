@@ -11,10 +11,10 @@ import (
 // /api/v1/tickets/bulk. The change is update_ticket's, without title and
 // description, which no two tickets share.
 type BulkUpdateFields struct {
-	IDs          []string         `json:"ids" jsonschema:"Ticket IDs or keys, each once."`
-	IfVersions   map[string]int64 `json:"if_versions,omitempty" jsonschema:"Versions you read, keyed as in ids."`
+	IDs          []string         `json:"ids"`
+	IfVersions   map[string]int64 `json:"if_versions,omitempty"`
 	Priority     *string          `json:"priority,omitempty"`
-	Status       *string          `json:"status,omitempty" jsonschema:"Moves as in update_ticket, for every ticket."`
+	Status       *string          `json:"status,omitempty"`
 	Assignee     *string          `json:"assignee,omitempty" jsonschema:"A subject; \"me\" is you; \"\" unassigns."`
 	AddLabels    []string         `json:"add_labels,omitempty"`
 	RemoveLabels []string         `json:"remove_labels,omitempty"`

@@ -17,11 +17,11 @@ import (
 // /api/v1/tickets takes as its body. Adding a field here adds it to the MCP
 // schemas, the REST body and the OpenAPI document.
 type TicketFields struct {
-	ProjectID   string   `json:"project_id" jsonschema:"From list_projects, e.g. support."`
-	Title       string   `json:"title" jsonschema:"One-line summary."`
-	Description string   `json:"description,omitempty" jsonschema:"What happened, what was expected, how to reproduce."`
+	ProjectID   string   `json:"project_id"`
+	Title       string   `json:"title"`
+	Description string   `json:"description,omitempty"`
 	Priority    string   `json:"priority,omitempty"`
-	Labels      []string `json:"labels,omitempty" jsonschema:"Trimmed, lower-cased, de-duplicated and sorted."`
+	Labels      []string `json:"labels,omitempty"`
 }
 
 // NewTicket is the one mapping from the wire fields to the domain's input.

@@ -15,7 +15,7 @@ type TicketUpdateFields struct {
 	Title        *string  `json:"title,omitempty"`
 	Description  *string  `json:"description,omitempty"`
 	Priority     *string  `json:"priority,omitempty"`
-	Status       *string  `json:"status,omitempty" jsonschema:"Moves: open to in_progress, resolved or closed; in_progress to open, resolved or closed; resolved to open or closed; closed to open."`
+	Status       *string  `json:"status,omitempty"`
 	Assignee     *string  `json:"assignee,omitempty" jsonschema:"A subject; \"me\" is you; \"\" unassigns."`
 	AddLabels    []string `json:"add_labels,omitempty"`
 	RemoveLabels []string `json:"remove_labels,omitempty"`
@@ -68,7 +68,7 @@ func ConstrainTicketUpdateFields(s *jsonschema.Schema) {
 // CommentFields is the one input contract of add_comment besides
 // operation_id and id, and the body of POST /api/v1/tickets/{id}/comments.
 type CommentFields struct {
-	Body string `json:"body" jsonschema:"What you found, did or decided."`
+	Body string `json:"body"`
 }
 
 // CommentFieldsSchema is CommentFields' JSON Schema with its limits.
