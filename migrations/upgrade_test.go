@@ -2,6 +2,7 @@ package migrations
 
 import (
 	"context"
+	"database/sql"
 	"path/filepath"
 	"testing"
 	"time"
@@ -19,22 +20,7 @@ import (
 func TestLifecycleMigrationIndexesExistingTickets(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d, err := db.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "old.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	sqlDB, err := d.Gorm.DB()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := provider(sqlDB, "sqlite")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	d, sqlDB := sqliteAt(t, 1)
 	now := time.Now().UTC()
 	for _, stmt := range []struct {
 		sql  string
@@ -57,7 +43,7 @@ func TestLifecycleMigrationIndexesExistingTickets(t *testing.T) {
 		Version  int64
 		Assignee *string
 	}
-	err = d.Gorm.Raw(`SELECT key, version, assignee FROM tickets
+	err := d.Gorm.Raw(`SELECT key, version, assignee FROM tickets
 		WHERE rowid IN (SELECT rowid FROM tickets_fts WHERE tickets_fts MATCH '"smoke"')`).Scan(&row).Error
 	if err != nil || row.Key != "SUP-1" || row.Version != 1 || row.Assignee != nil {
 		t.Errorf("after the upgrade, searching the old ticket gives %+v, %v; want SUP-1 at version 1, unassigned", row, err)
@@ -81,22 +67,7 @@ func TestLifecycleMigrationIndexesExistingTickets(t *testing.T) {
 func TestOperationUniqueMigrationKeepsEarlierReapplications(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	d, err := db.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "old.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	sqlDB, err := d.Gorm.DB()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := provider(sqlDB, "sqlite")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 3); err != nil {
-		t.Fatal(err)
-	}
+	d, sqlDB := sqliteAt(t, 3)
 	now := time.Now().UTC()
 	ticketID, opID := uuid.NewString(), uuid.NewString()
 	comment := `INSERT INTO comments (id, tenant_id, ticket_id, seq, author, body, operation_id, created_at) VALUES (?, 'acme', ?, ?, 'r', 'hi', ?, ?)`
@@ -136,4 +107,28 @@ func TestOperationUniqueMigrationKeepsEarlierReapplications(t *testing.T) {
 	if err := d.Gorm.Exec(event, uuid.NewString(), ticketID, 6, opID, now).Error; err == nil {
 		t.Error("a third update event under the same operation ID was accepted")
 	}
+}
+
+// sqliteAt opens a new SQLite database migrated only up to version, the
+// state an existing deployment upgrades from.
+func sqliteAt(t *testing.T, version int64) (*db.DB, *sql.DB) {
+	t.Helper()
+	ctx := context.Background()
+	d, err := db.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "old.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	sqlDB, err := d.Gorm.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := provider(sqlDB, "sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, version); err != nil {
+		t.Fatal(err)
+	}
+	return d, sqlDB
 }
