@@ -123,9 +123,13 @@ func retryAfter(r *http.Response) time.Duration {
 }
 
 func toIssue(i *gh.Issue) tracker.Issue {
+	labels := make([]string, 0, len(i.Labels))
+	for _, l := range i.Labels {
+		labels = append(labels, l.GetName())
+	}
 	return tracker.Issue{
 		Number: int64(i.GetNumber()), URL: i.GetHTMLURL(), Title: i.GetTitle(), Body: i.GetBody(),
-		State: i.GetState(), CreatedAt: i.GetCreatedAt().UTC(),
+		State: i.GetState(), Labels: labels, CreatedAt: i.GetCreatedAt().UTC(), UpdatedAt: i.GetUpdatedAt().UTC(),
 	}
 }
 
@@ -233,6 +237,12 @@ func (t *repoTracker) ListComments(ctx context.Context, number int64, since time
 		}
 		opts.Page = next
 	}
+}
+
+func (t *repoTracker) DeleteComment(ctx context.Context, commentID int64) error {
+	return do(ctx, "delete comment", func(ctx context.Context) (*gh.Response, error) {
+		return t.c.Issues.DeleteComment(ctx, t.owner, t.repo, commentID)
+	})
 }
 
 func toComment(c *gh.IssueComment) tracker.Comment {
