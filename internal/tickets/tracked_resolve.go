@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tracker"
@@ -37,15 +35,16 @@ func (s *Service) resolveFound(ctx context.Context, key operations.Key, row down
 		if err != nil {
 			return err
 		}
-		comments, err := t.ListComments(ctx, req.Issue, time.Time{})
-		if err != nil {
-			return fmt.Errorf("%w: list comments of #%d: %v", ErrUnavailable, req.Issue, err)
+		c, err := t.GetComment(ctx, id)
+		switch {
+		case errors.Is(err, tracker.ErrRejected):
+			return invalidField("external_id", "%s has no comment %d (%v)", b.Repository, id, err)
+		case err != nil:
+			return fmt.Errorf("%w: read comment %d: %v", ErrUnavailable, id, err)
+		case c.Issue != req.Issue:
+			return invalidField("external_id", "comment %d is on #%d; the comment was to be on #%d", id, c.Issue, req.Issue)
 		}
-		i := slices.IndexFunc(comments, func(c tracker.Comment) bool { return c.ID == id })
-		if i < 0 {
-			return invalidField("external_id", "issue #%d of %s has no comment %d", req.Issue, b.Repository, id)
-		}
-		return s.succeedComment(ctx, key, row, b.Repository, req, comments[i], row.duplicates(), sc)
+		return s.succeedComment(ctx, key, row, b.Repository, req, c, row.duplicates(), sc)
 	}
 	number, err := issueNumber(b.Repository, r.ExternalID)
 	if err != nil {

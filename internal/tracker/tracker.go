@@ -51,6 +51,7 @@ type NewIssue struct {
 // Comment is a comment on an issue.
 type Comment struct {
 	ID        int64
+	Issue     int64 // the number of the issue it is on
 	URL       string
 	Body      string
 	CreatedAt time.Time
@@ -76,6 +77,8 @@ type Tracker interface {
 	// ListComments lists the issue's comments updated at or after since,
 	// every page, oldest first.
 	ListComments(ctx context.Context, number int64, since time.Time) ([]Comment, error)
+	// GetComment reads one comment by its ID (consistent, unlike the list).
+	GetComment(ctx context.Context, commentID int64) (Comment, error)
 	DeleteComment(ctx context.Context, commentID int64) error
 }
 

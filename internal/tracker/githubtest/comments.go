@@ -12,6 +12,7 @@ import (
 type commentJSON struct {
 	ID        int64     `json:"id"`
 	HTMLURL   string    `json:"html_url"`
+	IssueURL  string    `json:"issue_url"`
 	Body      string    `json:"body"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -20,7 +21,8 @@ type commentJSON struct {
 func (s *Server) commentOut(repo string, i *Issue, c Comment) commentJSON {
 	return commentJSON{
 		ID: c.ID, HTMLURL: fmt.Sprintf("%s/%s/issues/%d#issuecomment-%d", s.baseURL, repo, i.Number, c.ID),
-		Body: c.Body, CreatedAt: c.CreatedAt, UpdatedAt: c.CreatedAt,
+		IssueURL: fmt.Sprintf("%s/repos/%s/issues/%d", s.baseURL, repo, i.Number),
+		Body:     c.Body, CreatedAt: c.CreatedAt, UpdatedAt: c.CreatedAt,
 	}
 }
 
@@ -73,6 +75,20 @@ func (s *Server) listComments(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// getComment is never lagged, like GitHub's get of one comment.
+func (s *Server) getComment(w http.ResponseWriter, r *http.Request) {
+	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, i := range s.repos[repoOf(r)] {
+		if k := slices.IndexFunc(i.Comments, func(c Comment) bool { return c.ID == id }); k >= 0 {
+			writeJSON(w, http.StatusOK, s.commentOut(repoOf(r), i, i.Comments[k]))
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, "Not Found", "")
 }
 
 func (s *Server) deleteComment(w http.ResponseWriter, r *http.Request) {

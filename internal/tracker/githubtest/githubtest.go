@@ -1,7 +1,7 @@
 // Package githubtest is a GitHub-shaped issue tracker for tests and local
 // walkthroughs: the REST v3 routes ticketd uses (create, get, edit and list
-// issues with labels/state/since and Link pagination; create, list and
-// delete comments), kept in memory, with the faults that make real trackers
+// issues with labels/state/since and Link pagination; create, list, get
+// and delete comments), kept in memory, with the faults that make real trackers
 // file duplicates, for issue creates, comment creates and edits alike: an
 // answer lost after the write was done, a write that completes after the
 // client gave up, a 502 after writing, a write done twice, a list that lags
@@ -192,7 +192,20 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /repos/{owner}/{repo}/issues/{number}", s.getIssue)
 	mux.HandleFunc("PATCH /repos/{owner}/{repo}/issues/{number}", s.editIssue)
 	mux.HandleFunc("POST /repos/{owner}/{repo}/issues/{number}/comments", s.createComment)
-	mux.HandleFunc("GET /repos/{owner}/{repo}/issues/{number}/comments", s.listComments)
+	// …/issues/{number}/comments and …/issues/comments/{id} overlap as
+	// patterns: one route tells them apart.
+	mux.HandleFunc("GET /repos/{owner}/{repo}/issues/{a}/{b}", func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.PathValue("a") == "comments":
+			r.SetPathValue("id", r.PathValue("b"))
+			s.getComment(w, r)
+		case r.PathValue("b") == "comments":
+			r.SetPathValue("number", r.PathValue("a"))
+			s.listComments(w, r)
+		default:
+			writeError(w, http.StatusNotFound, "Not Found", "")
+		}
+	})
 	mux.HandleFunc("DELETE /repos/{owner}/{repo}/issues/comments/{id}", s.deleteComment)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.Token != "" && r.Header.Get("Authorization") != "Bearer "+s.Token {

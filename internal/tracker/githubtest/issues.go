@@ -195,3 +195,17 @@ func containsAll(have, want []string) bool {
 	}
 	return true
 }
+
+// Touch changes issue number of repo as a person on the tracker would
+// (its updated_at moves on); false when there is no such issue.
+func (s *Server) Touch(repo string, number int64, change func(*Issue)) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	issues := s.repos[repo]
+	if number < 1 || number > int64(len(issues)) {
+		return false
+	}
+	change(issues[number-1])
+	issues[number-1].UpdatedAt = now()
+	return true
+}
