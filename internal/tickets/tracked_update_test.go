@@ -89,6 +89,12 @@ func TestTrackedUpdate(t *testing.T) {
 			if _, err := e.svc.UpdateTicket(ctx, e.tenant, "alice", newID(), tk.Key, tickets.TicketUpdate{IfVersion: &res.Version, Title: &desc}); !errors.Is(err, tickets.ErrVersionConflict) {
 				t.Errorf("stale if_version: %v; want a version conflict, nothing sent", err)
 			}
+			if _, err := e.svc.BulkUpdateTickets(ctx, e.tenant, "alice", newID(), tickets.BulkUpdate{Refs: []string{tk.Key}, Update: tickets.TicketUpdate{Title: &desc}}); !errors.Is(err, tickets.ErrInvalid) {
+				t.Errorf("bulk update of a tracker-backed ticket: %v; want it refused, not applied to the local row alone", err)
+			}
+			if n := e.gh.EditRequests(); n != 2 {
+				t.Errorf("edit requests = %d after a conflict and a refused bulk, want still 2", n)
+			}
 		})
 
 		for _, fault := range []githubtest.Fault{githubtest.DropAfterCreate, githubtest.BadGatewayAfterCreate, githubtest.SlowCreate} {
