@@ -47,6 +47,13 @@ func (s *Service) createTracked(ctx context.Context, tenant, reporter string, id
 	key := operations.Key{Tenant: tenant, Action: ActionCreateTicket, OperationID: id}
 	res := CreateResult{OperationID: id}
 	rec, replayed, err := s.trackedCall(ctx, key, Fingerprint(n), func() (operations.Outcome, error) {
+		var consume operations.WriteFunc
+		if gate := s.gate(key, Fingerprint(n), reporter, createProposal(id.String(), n)); gate != nil {
+			var err error
+			if consume, err = gate(ctx); err != nil {
+				return operations.Outcome{}, err
+			}
+		}
 		ticketID := uuid.Must(uuid.NewV7())
 		raw, err := json.Marshal(trackedRequest{ProjectID: n.ProjectID, Title: n.Title, Description: n.Description,
 			Priority: n.Priority, Labels: n.Labels, Reporter: reporter})
@@ -54,7 +61,12 @@ func (s *Service) createTracked(ctx context.Context, tenant, reporter string, id
 			return operations.Outcome{}, fmt.Errorf("encode request: %w", err)
 		}
 		row := downstreamRow{System: tracker.KindGitHub, ProjectID: n.ProjectID, TicketID: ticketID.String(), Request: string(raw)}
-		return s.claimTracked(ctx, key, Fingerprint(n), ticketID.String(), reporter, row, nil)
+		return s.claimTracked(ctx, key, Fingerprint(n), ticketID.String(), reporter, row, func(tx *gorm.DB, _ *downstreamRow) error {
+			if consume == nil {
+				return nil
+			}
+			return consume(tx)
+		})
 	})
 	if err != nil {
 		return res, fmt.Errorf("create ticket: %w", err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/operations"
@@ -179,5 +180,36 @@ func TestTrackedUpdate(t *testing.T) {
 				t.Fatalf("retry after resolve = %+v, %v; want the resolved outcome", res, err)
 			}
 		})
+	})
+}
+
+// TestTrackedWritesAskForApproval: a tracker-backed create or edit passes
+// the same approval gate as a local one, before anything is claimed or sent.
+func TestTrackedWritesAskForApproval(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		e := newTracked(t, d, false)
+		tk := e.tracked(t)
+		gate := approval.New(d.Gorm, approval.Options{Policy: approval.Policy{Enabled: true, BulkThreshold: 10},
+			PageURL: func(id string) string { return "http://console/approvals/" + id }})
+		svc := tickets.NewService(d.Gorm, tickets.Options{Approvals: gate,
+			Tracked: tickets.TrackedOptions{Open: e.open, Settle: settle, Lease: 5 * time.Second}})
+		in := ghTicket("Checkout is down")
+		in.Priority = tickets.PriorityUrgent
+		id := newID()
+		if _, err := svc.CreateTicket(ctx, e.tenant, "alice", id, in); !errors.Is(err, approval.ErrRequired) {
+			t.Fatalf("urgent tracked create: %v; want approval required", err)
+		}
+		urgent, title := tickets.PriorityUrgent, "Checkout is down"
+		if _, err := svc.UpdateTicket(ctx, e.tenant, "alice", newID(), tk.Key, tickets.TicketUpdate{Priority: &urgent, Title: &title}); !errors.Is(err, approval.ErrRequired) {
+			t.Fatalf("urgent tracked edit: %v; want approval required", err)
+		}
+		if n, m := e.gh.CreateRequests(), e.gh.EditRequests(); n != 1 || m != 0 {
+			t.Errorf("create requests %d, edit requests %d; want only the first ticket's create", n, m)
+		}
+		if _, err := svc.GetOperation(ctx, e.tenant, id); !errors.Is(err, operations.ErrNotFound) {
+			t.Errorf("a create waiting for approval left a record: %v", err)
+		}
 	})
 }
