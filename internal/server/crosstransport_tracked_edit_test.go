@@ -251,6 +251,15 @@ func TestTrackerBackedEditsAndCommentsAcrossTransports(t *testing.T) {
 			if n := e.gh.EditRequests(); n != 1 {
 				t.Errorf("edit requests = %d, want 1: nothing re-sent over the person's change", n)
 			}
+			samples, err := scrapeMetrics(e.URL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, result := range []string{"held", "resolved"} {
+				if got := samples[`ticketd_reconciliations_total{result="`+result+`"}`]; got < 1 {
+					t.Errorf("ticketd_reconciliations_total{result=%q} = %v, want ≥ 1", result, got)
+				}
+			}
 		})
 	})
 }

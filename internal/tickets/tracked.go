@@ -94,6 +94,9 @@ const (
 	ReconcileDuplicate = "duplicate"
 	// ReconcileVerified: a duplicate check found exactly one issue.
 	ReconcileVerified = "verified"
+	// ReconcileHeld: an edit the issue does not show, on an issue changed
+	// since it was sent: left to an operator rather than re-sent.
+	ReconcileHeld = "held"
 	// ReconcileError: the tracker could not be asked.
 	ReconcileError = "error"
 	// ReconcileResolved: an operator recorded a finding.
@@ -102,7 +105,7 @@ const (
 
 // ReconcileResults lists the results, for metrics that show all from the start.
 func ReconcileResults() []string {
-	return []string{ReconcileFound, ReconcileWaiting, ReconcileResent, ReconcileDuplicate, ReconcileVerified, ReconcileError, ReconcileResolved}
+	return []string{ReconcileFound, ReconcileWaiting, ReconcileResent, ReconcileDuplicate, ReconcileVerified, ReconcileHeld, ReconcileError, ReconcileResolved}
 }
 
 // Downstream statuses (docs/contract.md#tracker-backed-projects).

@@ -208,6 +208,7 @@ func (s *Service) workEdit(ctx context.Context, key operations.Key, row downstre
 			return s.wait(ctx, key, row, settled, "the issue does not show the edit")
 		}
 		if !issue.UpdatedAt.Before(row.LastSentAt.Truncate(time.Second)) {
+			s.count(ReconcileHeld)
 			return s.hold(ctx, key, row, fmt.Sprintf("issue #%d changed at %s, after the edit was sent, and does not show it: "+
 				"ticketd will not re-send over what may be someone else's later change; resolve the operation",
 				req.Issue, issue.UpdatedAt.UTC().Format(time.RFC3339)))
