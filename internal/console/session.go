@@ -11,6 +11,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/tickets"
 )
 
 // The session cookie holds a console session's secret (Sessions), never the
@@ -78,6 +79,11 @@ type request struct {
 	principal authn.Principal
 	csrf      string
 	secret    string // the session's, for sign-out
+}
+
+// caller is who the service acts for.
+func (req *request) caller() tickets.Caller {
+	return tickets.Caller{Tenant: req.principal.Tenant, Subject: req.principal.Subject}
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, req *request)
