@@ -70,7 +70,7 @@ func TestUrgentFormWaitsForApproval(t *testing.T) {
 
 func countTickets(t *testing.T, svc *tickets.Service) int {
 	t.Helper()
-	page, err := svc.ListTickets(context.Background(), tenant, tickets.ListTicketsParams{})
+	page, err := svc.ListTickets(context.Background(), tickets.Caller{Tenant: tenant}, tickets.ListTicketsParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
