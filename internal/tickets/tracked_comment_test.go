@@ -12,6 +12,7 @@ import (
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 	"github.com/ticketd/ticketd/internal/tracker"
 	"github.com/ticketd/ticketd/internal/tracker/githubtest"
 )
@@ -19,7 +20,7 @@ import (
 // tracked creates a tracker-backed ticket with no fault: issue #1.
 func (e *trackedEnv) tracked(t *testing.T) tickets.Ticket {
 	t.Helper()
-	res, err := e.svc.CreateTicket(context.Background(), e.tenant, "alice", newID(), ghTicket("Widget jams"))
+	res, err := e.svc.CreateTicket(context.Background(), tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(newID()), ghTicket("Widget jams"))
 	if err != nil || res.Ticket.ExternalID != repo+"#1" {
 		t.Fatalf("create = %+v, %v", res.Ticket, err)
 	}
@@ -56,7 +57,7 @@ func (e *trackedEnv) commentUntil(t *testing.T, id, ref, body string, within tim
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		res, err := e.svc.AddComment(context.Background(), e.tenant, "alice", id, ref, body)
+		res, err := e.svc.AddComment(context.Background(), tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ref, body)
 		if err == nil {
 			return res
 		}
@@ -87,18 +88,18 @@ func TestTrackedComment(t *testing.T) {
 			e := newTracked(t, d, false)
 			tk := e.tracked(t)
 			id := newID()
-			res, err := e.svc.AddComment(ctx, e.tenant, "alice", id, tk.Key, "Seen on line 3.")
+			res, err := e.svc.AddComment(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), tk.Key, "Seen on line 3.")
 			if err != nil || res.Replayed || res.Comment.Body != "Seen on line 3." {
 				t.Fatalf("comment = %+v, %v", res, err)
 			}
-			again, err := e.svc.AddComment(ctx, e.tenant, "alice", id, tk.Key, "Seen on line 3.")
+			again, err := e.svc.AddComment(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), tk.Key, "Seen on line 3.")
 			if err != nil || !again.Replayed || again.Comment.ID != res.Comment.ID {
 				t.Fatalf("retry = %+v, %v; want the same comment replayed", again, err)
 			}
 			if n, m, l := e.gh.CommentRequests(), len(e.markedComments(id)), len(e.localComments(t, tk.Key)); n != 1 || m != 1 || l != 1 {
 				t.Fatalf("comment requests %d, marked comments %d, local comments %d; want 1, 1, 1", n, m, l)
 			}
-			st, err := e.svc.GetOperation(ctx, e.tenant, id)
+			st, err := e.svc.GetOperation(ctx, e.tenant, ticketstest.OpID(id))
 			if err != nil || st.CommentID == nil || *st.CommentID != res.Comment.ID || st.Downstream.Status != tickets.DownstreamSucceeded ||
 				!strings.HasPrefix(st.Downstream.ExternalID, repo+"#1/comments/") || !strings.Contains(st.Downstream.ExternalURL, "#issuecomment-") {
 				t.Fatalf("status = %+v %+v, %v", st, st.Downstream, err)
@@ -112,10 +113,10 @@ func TestTrackedComment(t *testing.T) {
 				tk := e.tracked(t)
 				e.gh.FailComments(fault)
 				id := newID()
-				if _, err := e.svc.AddComment(ctx, e.tenant, "alice", id, tk.Key, "Lost answer"); !errors.Is(err, operations.ErrOutcomeUnknown) {
+				if _, err := e.svc.AddComment(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), tk.Key, "Lost answer"); !errors.Is(err, operations.ErrOutcomeUnknown) {
 					t.Fatalf("first call: %v; want outcome unknown", err)
 				}
-				if _, err := e.svc.AddComment(ctx, e.tenant, "alice", id, tk.Key, "Lost answer"); err != nil {
+				if _, err := e.svc.AddComment(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), tk.Key, "Lost answer"); err != nil {
 					unsettled(t, err) // at once: inside the settle window, nothing is sent again
 				}
 				res := e.commentUntil(t, id, tk.Key, "Lost answer", 5*time.Second)
@@ -135,7 +136,7 @@ func TestTrackedComment(t *testing.T) {
 				tk := e.tracked(t)
 				e.gh.FailComments(fault)
 				id := newID()
-				if _, err := e.svc.AddComment(ctx, e.tenant, "alice", id, tk.Key, "Limited"); !errors.Is(err, operations.ErrInProgress) {
+				if _, err := e.svc.AddComment(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), tk.Key, "Limited"); !errors.Is(err, operations.ErrInProgress) {
 					t.Fatalf("first call: %v; want pending", err)
 				}
 				e.commentUntil(t, id, tk.Key, "Limited", 5*time.Second)
@@ -152,7 +153,7 @@ func TestTrackedComment(t *testing.T) {
 			e.gh.FailComments(githubtest.DropAfterCreate)
 			e.gh.LagLists(time.Hour)
 			id := newID()
-			if _, err := e.svc.AddComment(ctx, e.tenant, "alice", id, tk.Key, "Lagging"); !errors.Is(err, operations.ErrOutcomeUnknown) {
+			if _, err := e.svc.AddComment(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), tk.Key, "Lagging"); !errors.Is(err, operations.ErrOutcomeUnknown) {
 				t.Fatalf("first call: %v; want outcome unknown", err)
 			}
 			e.commentUntil(t, id, tk.Key, "Lagging", 5*time.Second)
@@ -160,7 +161,7 @@ func TestTrackedComment(t *testing.T) {
 				t.Fatalf("after the re-send: %d marked comments; want the two the lagging list let through", m)
 			}
 			e.gh.LagLists(0)
-			st, err := e.svc.ReconcileOperation(ctx, e.tenant, "olivia", id, "")
+			st, err := e.svc.ReconcileOperation(ctx, tickets.Caller{Tenant: e.tenant, Subject: "olivia"}, ticketstest.OpID(id), "")
 			if err != nil {
 				t.Fatalf("reconcile: %v", err)
 			}
@@ -181,7 +182,7 @@ func TestTrackedComment(t *testing.T) {
 			tk := e.tracked(t)
 			e.gh.FailComments(githubtest.DuplicateCreate)
 			id := newID()
-			if _, err := e.svc.AddComment(ctx, e.tenant, "alice", id, tk.Key, "Twice"); err != nil {
+			if _, err := e.svc.AddComment(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), tk.Key, "Twice"); err != nil {
 				t.Fatalf("comment: %v", err)
 			}
 			st := e.waitFor(t, id, func(st tickets.OperationStatus) bool {
@@ -200,23 +201,23 @@ func TestTrackedComment(t *testing.T) {
 			e.gh.LagLists(time.Hour)
 			done, gone := newID(), newID()
 			for _, id := range []string{done, gone} {
-				if _, err := e.svc.AddComment(ctx, e.tenant, "alice", id, tk.Key, "Resolve "+id); !errors.Is(err, operations.ErrOutcomeUnknown) {
+				if _, err := e.svc.AddComment(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), tk.Key, "Resolve "+id); !errors.Is(err, operations.ErrOutcomeUnknown) {
 					t.Fatalf("comment: %v; want outcome unknown", err)
 				}
 			}
 			ext := repo + "#1/comments/" + itoa(e.markedComments(done)[0].ID)
-			st, err := e.svc.ResolveOperation(ctx, e.tenant, "olivia", done, "", tickets.Resolution{Outcome: "succeeded", ExternalID: ext, Reason: "I see it on the issue"})
+			st, err := e.svc.ResolveOperation(ctx, tickets.Caller{Tenant: e.tenant, Subject: "olivia"}, ticketstest.OpID(done), "", tickets.Resolution{Outcome: "succeeded", ExternalID: ext, Reason: "I see it on the issue"})
 			if err != nil || st.Record.Status != operations.StatusSucceeded || st.Downstream.ExternalID != ext || st.CommentID == nil {
 				t.Fatalf("resolve: %+v, %v", st, err)
 			}
-			res, err := e.svc.AddComment(ctx, e.tenant, "alice", done, tk.Key, "Resolve "+done)
+			res, err := e.svc.AddComment(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(done), tk.Key, "Resolve "+done)
 			if err != nil || !res.Replayed || res.Comment.ID != *st.CommentID {
 				t.Fatalf("retry after resolve = %+v, %v", res, err)
 			}
-			if _, err := e.svc.ResolveOperation(ctx, e.tenant, "olivia", gone, "", tickets.Resolution{Outcome: "not_created", Reason: "checked by hand"}); err != nil {
+			if _, err := e.svc.ResolveOperation(ctx, tickets.Caller{Tenant: e.tenant, Subject: "olivia"}, ticketstest.OpID(gone), "", tickets.Resolution{Outcome: "not_created", Reason: "checked by hand"}); err != nil {
 				t.Fatalf("resolve not_created: %v", err)
 			}
-			if _, err := e.svc.AddComment(ctx, e.tenant, "alice", gone, tk.Key, "Resolve "+gone); !errors.Is(err, operations.ErrFailed) {
+			if _, err := e.svc.AddComment(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(gone), tk.Key, "Resolve "+gone); !errors.Is(err, operations.ErrFailed) {
 				t.Fatalf("retry after not_created: %v; want the recorded finding", err)
 			}
 			if n := e.gh.CommentRequests(); n != 2 {
@@ -233,7 +234,7 @@ func (e *trackedEnv) waitFor(t *testing.T, id string, ok func(tickets.OperationS
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		st, err := e.svc.GetOperation(context.Background(), e.tenant, id)
+		st, err := e.svc.GetOperation(context.Background(), e.tenant, ticketstest.OpID(id))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 	"github.com/ticketd/ticketd/internal/tracker/githubtest"
 )
 
@@ -35,7 +36,7 @@ func TestTrackedCreateManyCallers(t *testing.T) {
 				for i := range callers {
 					wg.Go(func() {
 						<-start
-						results[i], errs[i] = e.svc.CreateTicket(context.Background(), e.tenant, "alice", id, ghTicket("Once"))
+						results[i], errs[i] = e.svc.CreateTicket(context.Background(), tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ghTicket("Once"))
 					})
 				}
 				close(start)
@@ -53,7 +54,7 @@ func TestTrackedCreateManyCallers(t *testing.T) {
 				if n, m := e.gh.CreateRequests(), len(e.markedIssues(id)); n != 1 || m != 1 {
 					t.Errorf("create requests %d, issues %d; want 1 and 1", n, m)
 				}
-				page, err := e.svc.ListTickets(context.Background(), e.tenant, tickets.ListTicketsParams{ProjectID: "gh"})
+				page, err := e.svc.ListTickets(context.Background(), tickets.Caller{Tenant: e.tenant, Subject: "alice"}, tickets.ListTicketsParams{ProjectID: "gh"})
 				if err != nil || len(page.Tickets) != 1 || page.Tickets[0].ID != res.Ticket.ID {
 					t.Fatalf("tickets = %+v, %v; want the one", page.Tickets, err)
 				}
@@ -71,7 +72,7 @@ func TestTrackedCreateDuplicateFoundWithoutAnOperator(t *testing.T) {
 		e := newTracked(t, d, true)
 		e.gh.FailCreates(githubtest.DuplicateCreate)
 		id := newID()
-		res, err := e.svc.CreateTicket(context.Background(), e.tenant, "alice", id, ghTicket("Twice"))
+		res, err := e.svc.CreateTicket(context.Background(), tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ghTicket("Twice"))
 		if err != nil || res.Ticket.ExternalID != repo+"#1" {
 			t.Fatalf("create = %+v, %v", res.Ticket, err)
 		}
@@ -81,7 +82,7 @@ func TestTrackedCreateDuplicateFoundWithoutAnOperator(t *testing.T) {
 			t.Fatalf("issues %+v, downstream %+v; want #2 closed as the duplicate of #1", issues, st.Downstream)
 		}
 		e.waitFor(t, id, func(st tickets.OperationStatus) bool { return st.Downstream.NextCheckAt == nil })
-		again, err := e.svc.CreateTicket(context.Background(), e.tenant, "alice", id, ghTicket("Twice"))
+		again, err := e.svc.CreateTicket(context.Background(), tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ghTicket("Twice"))
 		if err != nil || !again.Replayed || again.Ticket.ID != res.Ticket.ID || again.Ticket.ExternalID != repo+"#1" {
 			t.Fatalf("retry = %+v, %v; want the one ticket, mirroring #1", again, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 	"github.com/ticketd/ticketd/internal/tracker"
 	"github.com/ticketd/ticketd/internal/tracker/githubtest"
 )
@@ -34,7 +35,7 @@ func (e *trackedEnv) updateUntil(t *testing.T, id, ref string, u tickets.TicketU
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		res, err := e.svc.UpdateTicket(context.Background(), e.tenant, "alice", id, ref, u)
+		res, err := e.svc.UpdateTicket(context.Background(), tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ref, u)
 		if err == nil {
 			return res
 		}
@@ -56,25 +57,25 @@ func TestTrackedUpdate(t *testing.T) {
 			e := newTracked(t, d, false)
 			tk := e.tracked(t)
 			id := newID()
-			res, err := e.svc.UpdateTicket(ctx, e.tenant, "alice", id, tk.Key, closeAndRename())
+			res, err := e.svc.UpdateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), tk.Key, closeAndRename())
 			if err != nil || res.Version != 2 || res.Ticket.Status != tickets.StatusClosed || len(res.Changes) != 3 {
 				t.Fatalf("update = %+v, %v", res, err)
 			}
 			if !e.showsUpdate() || !strings.Contains(e.gh.Issues(repo)[0].Body, tracker.Marker(e.tenant, "")[:20]) {
 				t.Fatalf("issue = %+v; want the edit, and the body (with its marker) untouched", e.gh.Issues(repo)[0])
 			}
-			again, err := e.svc.UpdateTicket(ctx, e.tenant, "alice", id, tk.Key, closeAndRename())
+			again, err := e.svc.UpdateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), tk.Key, closeAndRename())
 			if err != nil || !again.Replayed || again.Version != 2 {
 				t.Fatalf("retry = %+v, %v; want the update replayed", again, err)
 			}
 			// Priority has no GitHub counterpart: a local write, no request.
 			urgent := tickets.PriorityHigh
-			pr, err := e.svc.UpdateTicket(ctx, e.tenant, "alice", newID(), tk.Key, tickets.TicketUpdate{Priority: &urgent})
+			pr, err := e.svc.UpdateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(newID()), tk.Key, tickets.TicketUpdate{Priority: &urgent})
 			if err != nil || pr.Version != 3 {
 				t.Fatalf("priority update = %+v, %v", pr, err)
 			}
 			desc := "Now with a photo."
-			if _, err := e.svc.UpdateTicket(ctx, e.tenant, "alice", newID(), tk.Key, tickets.TicketUpdate{Description: &desc}); err != nil {
+			if _, err := e.svc.UpdateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(newID()), tk.Key, tickets.TicketUpdate{Description: &desc}); err != nil {
 				t.Fatalf("description update: %v", err)
 			}
 			if body := e.gh.Issues(repo)[0].Body; !strings.HasPrefix(body, desc+"\n\n<!-- ticketd:operation=") {
@@ -83,14 +84,14 @@ func TestTrackedUpdate(t *testing.T) {
 			if n := e.gh.EditRequests(); n != 2 {
 				t.Errorf("edit requests = %d, want 2 (none for the replay or the priority)", n)
 			}
-			st, err := e.svc.GetOperation(ctx, e.tenant, id)
+			st, err := e.svc.GetOperation(ctx, e.tenant, ticketstest.OpID(id))
 			if err != nil || st.Version != 2 || st.Downstream.Status != tickets.DownstreamSucceeded || st.Downstream.ExternalID != repo+"#1" || st.Downstream.Attempts != 1 {
 				t.Fatalf("status = %+v %+v, %v", st, st.Downstream, err)
 			}
-			if _, err := e.svc.UpdateTicket(ctx, e.tenant, "alice", newID(), tk.Key, tickets.TicketUpdate{IfVersion: &res.Version, Title: &desc}); !errors.Is(err, tickets.ErrVersionConflict) {
+			if _, err := e.svc.UpdateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(newID()), tk.Key, tickets.TicketUpdate{IfVersion: &res.Version, Title: &desc}); !errors.Is(err, tickets.ErrVersionConflict) {
 				t.Errorf("stale if_version: %v; want a version conflict, nothing sent", err)
 			}
-			if _, err := e.svc.BulkUpdateTickets(ctx, e.tenant, "alice", newID(), tickets.BulkUpdate{Refs: []string{tk.Key}, Update: tickets.TicketUpdate{Title: &desc}}); !errors.Is(err, tickets.ErrInvalid) {
+			if _, err := e.svc.BulkUpdateTickets(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(newID()), tickets.BulkUpdate{Refs: []string{tk.Key}, Update: tickets.TicketUpdate{Title: &desc}}); !errors.Is(err, tickets.ErrInvalid) {
 				t.Errorf("bulk update of a tracker-backed ticket: %v; want it refused, not applied to the local row alone", err)
 			}
 			if n := e.gh.EditRequests(); n != 2 {
@@ -105,17 +106,17 @@ func TestTrackedUpdate(t *testing.T) {
 				tk := e.tracked(t)
 				e.gh.FailEdits(fault)
 				id := newID()
-				if _, err := e.svc.UpdateTicket(ctx, e.tenant, "alice", id, tk.Key, closeAndRename()); !errors.Is(err, operations.ErrOutcomeUnknown) {
+				if _, err := e.svc.UpdateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), tk.Key, closeAndRename()); !errors.Is(err, operations.ErrOutcomeUnknown) {
 					t.Fatalf("first call: %v; want outcome unknown", err)
 				}
 				// Another edit of the ticket waits its turn: a late re-send of
 				// the first must never overtake it.
 				title := "Overtaking"
 				second := newID()
-				if _, err := e.svc.UpdateTicket(ctx, e.tenant, "alice", second, tk.Key, tickets.TicketUpdate{Title: &title}); !errors.Is(err, operations.ErrInProgress) {
+				if _, err := e.svc.UpdateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(second), tk.Key, tickets.TicketUpdate{Title: &title}); !errors.Is(err, operations.ErrInProgress) {
 					t.Fatalf("second edit while the first is unsettled: %v; want in progress", err)
 				}
-				if _, err := e.svc.GetOperation(ctx, e.tenant, second); !errors.Is(err, operations.ErrNotFound) {
+				if _, err := e.svc.GetOperation(ctx, e.tenant, ticketstest.OpID(second)); !errors.Is(err, operations.ErrNotFound) {
 					t.Errorf("the refused second edit left a record: %v", err)
 				}
 				res := e.updateUntil(t, id, tk.Key, closeAndRename(), 5*time.Second)
@@ -125,7 +126,7 @@ func TestTrackedUpdate(t *testing.T) {
 				if n := e.gh.EditRequests(); n != 1 {
 					t.Errorf("edit requests = %d, want 1", n)
 				}
-				if _, err := e.svc.UpdateTicket(ctx, e.tenant, "alice", second, tk.Key, tickets.TicketUpdate{Title: &title}); err != nil {
+				if _, err := e.svc.UpdateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(second), tk.Key, tickets.TicketUpdate{Title: &title}); err != nil {
 					t.Errorf("second edit once the first settled: %v", err)
 				}
 			})
@@ -138,7 +139,7 @@ func TestTrackedUpdate(t *testing.T) {
 				tk := e.tracked(t)
 				e.gh.FailEdits(fault)
 				id := newID()
-				if _, err := e.svc.UpdateTicket(ctx, e.tenant, "alice", id, tk.Key, closeAndRename()); !errors.Is(err, operations.ErrInProgress) {
+				if _, err := e.svc.UpdateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), tk.Key, closeAndRename()); !errors.Is(err, operations.ErrInProgress) {
 					t.Fatalf("first call: %v; want pending", err)
 				}
 				if e.showsUpdate() {
@@ -157,25 +158,25 @@ func TestTrackedUpdate(t *testing.T) {
 			tk := e.tracked(t)
 			e.gh.FailEdits(githubtest.DropAfterCreate)
 			id := newID()
-			if _, err := e.svc.UpdateTicket(ctx, e.tenant, "alice", id, tk.Key, closeAndRename()); !errors.Is(err, operations.ErrOutcomeUnknown) {
+			if _, err := e.svc.UpdateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), tk.Key, closeAndRename()); !errors.Is(err, operations.ErrOutcomeUnknown) {
 				t.Fatalf("first call: %v; want outcome unknown", err)
 			}
 			// Someone on GitHub reopens the issue after ticketd's edit landed:
 			// the issue no longer shows it, and a re-send would undo them.
 			e.gh.Touch(repo, 1, func(i *githubtest.Issue) { i.State = "open" })
 			time.Sleep(settle + 100*time.Millisecond)
-			_, err := e.svc.UpdateTicket(ctx, e.tenant, "alice", id, tk.Key, closeAndRename())
+			_, err := e.svc.UpdateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), tk.Key, closeAndRename())
 			if !errors.Is(err, operations.ErrOutcomeUnknown) || !strings.Contains(err.Error(), "operator") {
 				t.Fatalf("retry after the settle window: %v; want unknown, waiting for an operator", err)
 			}
 			if n := e.gh.EditRequests(); n != 1 || e.gh.Issues(repo)[0].State != "open" {
 				t.Fatalf("edit requests %d, state %s; want no re-send over the person's change", n, e.gh.Issues(repo)[0].State)
 			}
-			st, err := e.svc.ResolveOperation(ctx, e.tenant, "olivia", id, "", tickets.Resolution{Outcome: "succeeded", ExternalID: "#1", Reason: "it landed; Bob reopened it on purpose"})
+			st, err := e.svc.ResolveOperation(ctx, tickets.Caller{Tenant: e.tenant, Subject: "olivia"}, ticketstest.OpID(id), "", tickets.Resolution{Outcome: "succeeded", ExternalID: "#1", Reason: "it landed; Bob reopened it on purpose"})
 			if err != nil || st.Record.Status != operations.StatusSucceeded || st.Version != 2 {
 				t.Fatalf("resolve: %+v, %v", st, err)
 			}
-			res, err := e.svc.UpdateTicket(ctx, e.tenant, "alice", id, tk.Key, closeAndRename())
+			res, err := e.svc.UpdateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), tk.Key, closeAndRename())
 			if err != nil || !res.Replayed || res.Version != 2 {
 				t.Fatalf("retry after resolve = %+v, %v; want the resolved outcome", res, err)
 			}
@@ -198,17 +199,17 @@ func TestTrackedWritesAskForApproval(t *testing.T) {
 		in := ghTicket("Checkout is down")
 		in.Priority = tickets.PriorityUrgent
 		id := newID()
-		if _, err := svc.CreateTicket(ctx, e.tenant, "alice", id, in); !errors.Is(err, approval.ErrRequired) {
+		if _, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), in); !errors.Is(err, approval.ErrRequired) {
 			t.Fatalf("urgent tracked create: %v; want approval required", err)
 		}
 		urgent, title := tickets.PriorityUrgent, "Checkout is down"
-		if _, err := svc.UpdateTicket(ctx, e.tenant, "alice", newID(), tk.Key, tickets.TicketUpdate{Priority: &urgent, Title: &title}); !errors.Is(err, approval.ErrRequired) {
+		if _, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(newID()), tk.Key, tickets.TicketUpdate{Priority: &urgent, Title: &title}); !errors.Is(err, approval.ErrRequired) {
 			t.Fatalf("urgent tracked edit: %v; want approval required", err)
 		}
 		if n, m := e.gh.CreateRequests(), e.gh.EditRequests(); n != 1 || m != 0 {
 			t.Errorf("create requests %d, edit requests %d; want only the first ticket's create", n, m)
 		}
-		if _, err := svc.GetOperation(ctx, e.tenant, id); !errors.Is(err, operations.ErrNotFound) {
+		if _, err := svc.GetOperation(ctx, e.tenant, ticketstest.OpID(id)); !errors.Is(err, operations.ErrNotFound) {
 			t.Errorf("a create waiting for approval left a record: %v", err)
 		}
 	})
