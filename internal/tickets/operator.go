@@ -87,7 +87,7 @@ func (s *Service) ReconcileOperation(ctx context.Context, c Caller, id operation
 }
 
 // ResolveOperation records an operator's finding about an operation that is
-// unknown or pending: it happened (with the tracker issue it made) or it did
+// unknown or pending: it happened (with the tracker issue or comment it made, or the issue it edited) or it did
 // not. The finding is audited in the operation's history (actor, time,
 // reason), and every later retry of the operation ID answers it.
 //

@@ -91,6 +91,11 @@ func TestTrackedUpdate(t *testing.T) {
 			if _, err := e.svc.UpdateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(newID()), tk.Key, tickets.TicketUpdate{IfVersion: &res.Version, Title: &desc}); !errors.Is(err, tickets.ErrVersionConflict) {
 				t.Errorf("stale if_version: %v; want a version conflict, nothing sent", err)
 			}
+			// An operator's reconcile of a settled edit only looks: an edit
+			// makes nothing that could be doubled, and nothing is re-sent.
+			if _, err := e.svc.ReconcileOperation(ctx, tickets.Caller{Tenant: e.tenant, Subject: "olivia"}, ticketstest.OpID(id), ""); err != nil {
+				t.Errorf("reconcile of a settled edit: %v", err)
+			}
 			if _, err := e.svc.BulkUpdateTickets(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(newID()), tickets.BulkUpdate{Refs: []string{tk.Key}, Update: tickets.TicketUpdate{Title: &desc}}); !errors.Is(err, tickets.ErrInvalid) {
 				t.Errorf("bulk update of a tracker-backed ticket: %v; want it refused, not applied to the local row alone", err)
 			}
