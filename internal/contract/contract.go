@@ -1,6 +1,11 @@
-// Package wire holds the JSON shapes that both transports return, so a
-// ticket or an operation status reads the same over MCP and over REST.
-package wire
+// Package contract is the public contract both transports speak
+// (docs/contract.md): the shapes MCP and REST return (ticket, comment,
+// event, operation status) and accept (TicketFields, TicketUpdateFields,
+// CommentFields, BulkUpdateFields), their JSON Schemas, and the closed
+// vocabularies they declare, so a ticket reads the same over MCP, over REST
+// and in a webhook's payload. What a transport says in its own words (next
+// steps, tool descriptions) stays in that transport.
+package contract
 
 import (
 	"time"

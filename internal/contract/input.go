@@ -1,4 +1,4 @@
-package wire
+package contract
 
 import (
 	"encoding/json"
@@ -24,7 +24,7 @@ type TicketFields struct {
 	Labels      []string `json:"labels,omitempty"`
 }
 
-// NewTicket is the one mapping from the wire fields to the domain's input.
+// NewTicket is the one mapping from the contract's fields to the domain's input.
 func (f TicketFields) NewTicket() tickets.NewTicket {
 	return tickets.NewTicket{
 		ProjectID: f.ProjectID, Title: f.Title, Description: f.Description,
