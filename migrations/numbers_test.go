@@ -69,7 +69,6 @@ func TestTicketNumbersMigrationContinuesExistingProjects(t *testing.T) {
 	if n := sequences(); n != 2 {
 		t.Errorf("%d ticket number sequences, want one per project (2)", n)
 	}
-	// Later versions without a Down section roll back as no-ops.
 	if err := migrations.DownTo(ctx, sqlDB, "postgres", 3); err != nil {
 		t.Fatalf("down to 3: %v", err)
 	}

@@ -21,29 +21,23 @@ import (
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
-// maxBody bounds request bodies. It is large enough for every valid ticket
-// even with each character JSON-escaped as a surrogate pair (12 bytes for one
-// of the 20000 description characters), so the limit never refuses valid
-// input and length errors come from the service, field by field.
-const maxBody = 256 << 10
-
 // decodeJSON reads r's body into dst, a pointer to a struct, strictly: the
 // media type must be application/json, the body one JSON object of at most
-// maxBody bytes, valid UTF-8, with no trailing data, no duplicate or unknown
-// members (names match exactly, not case-insensitively as encoding/json
-// would), and never a tenant_id, because the tenant comes only from the
+// tickets.MaxInputBytes bytes, valid UTF-8, with no trailing data, no
+// duplicate or unknown members (names match exactly, not case-insensitively
+// as encoding/json would), and never a tenant_id, because the tenant comes only from the
 // token. Strictness makes a client's mistake a 4xx instead of a silently
 // different ticket.
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
 		return err
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, tickets.MaxInputBytes))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
 		return &statusError{http.StatusRequestEntityTooLarge,
-			invalid("body", fmt.Sprintf("must be at most %d bytes", maxBody))}
+			invalid("body", fmt.Sprintf("must be at most %d bytes", tickets.MaxInputBytes))}
 	case err != nil:
 		return fmt.Errorf("%w: read body: %v", tickets.ErrInvalid, err)
 	case len(bytes.TrimSpace(body)) == 0:
