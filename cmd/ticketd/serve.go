@@ -315,7 +315,7 @@ func openStore(ctx context.Context, cfg *config, opts tickets.Options, approvals
 		_ = store.Close()
 		return nil, nil, nil, nil, err
 	}
-	opts.Outbox = webhooks.TicketOutbox(hooks)
+	opts.Outbox, opts.Deliveries = webhooks.TicketOutbox(hooks), hooks
 	queue, err := reconciler.New(store, reconciler.Options{Logger: logger})
 	if err != nil {
 		_ = store.Close()
@@ -351,11 +351,7 @@ func collectStore(metrics *observe.Metrics, store *db.DB) error {
 			return err
 		}
 	}
-	return metrics.CollectOutboxPending(func(ctx context.Context) (int64, error) {
-		var n int64
-		err := store.Gorm.WithContext(ctx).Raw("SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'").Scan(&n).Error
-		return n, err
-	})
+	return metrics.CollectOutboxPending(func(ctx context.Context) (int64, error) { return webhooks.PendingDeliveries(ctx, store.Gorm) })
 }
 
 // serveMetrics serves /metrics alone on addr (TICKETD_METRICS_ADDR) until

@@ -220,12 +220,12 @@ var (
 			if errors.Is(err, operations.ErrNotFound) {
 				// Proof that nothing ran under this ID for this tenant: an
 				// answer, not an error.
-				return contract.OperationNotFound(c.echo()), nil
+				return operationNotFound(c.echo()), nil
 			}
 			if err != nil {
 				return contract.OperationStatus{}, err
 			}
-			return contract.FromOperation(st), nil
+			return contract.FromOperation(st, operationNextStep), nil
 		},
 	})
 
@@ -314,6 +314,34 @@ var (
 func (in CreateTicketIn) operationID() string       { return in.OperationID }
 func (in PreviewTicketIn) operationID() string      { return in.OperationID }
 func (in GetOperationStatusIn) operationID() string { return in.OperationID }
+
+// operationNotFound is the status of an operation ID that nothing ran
+// under, for any action: the lookup is by ID alone, so it names none.
+func operationNotFound(operationID string) contract.OperationStatus {
+	return contract.OperationStatus{
+		OperationID: operationID, Status: contract.StatusNotFound,
+		NextStep: "Nothing ran under this operation_id for your tenant: no ticket was created, updated or commented on with it. It is safe to make the call you intended (create_ticket, update_ticket or add_comment) with this operation_id now.",
+	}
+}
+
+// operationNextStep is get_operation_status's next_step: what to do about
+// an operation of action in status s, naming the tool to retry.
+func operationNextStep(action string, s operations.Status) string {
+	verb := action
+	if verb == "" {
+		verb = "the call"
+	}
+	switch s {
+	case operations.StatusSucceeded:
+		return contract.Done(action) + "; do not make it again. Retrying " + verb + " with the same operation_id and input returns this outcome and changes nothing."
+	case operations.StatusPending:
+		return "The operation is still running; check again in a moment with the same operation_id."
+	case operations.StatusFailed:
+		return "The operation was rejected for the reason in error; it changed nothing."
+	default:
+		return "The outcome is not known yet; check again shortly, or retry " + verb + " with the same operation_id and input (never a new one)."
+	}
+}
 
 func nonNil(s []string) []string {
 	if s == nil {

@@ -144,7 +144,7 @@ func (a *api) getOperation(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, id.String())
 		return
 	}
-	writeJSON(w, http.StatusOK, contract.FromOperation(st))
+	writeJSON(w, http.StatusOK, contract.FromOperation(st, operationNextStep))
 }
 
 // listOperations is GET /api/v1/operations, newest first; status=unknown or
@@ -164,7 +164,7 @@ func (a *api) listOperations(w http.ResponseWriter, r *http.Request) {
 	}
 	out := operationList{Operations: make([]contract.OperationStatus, len(page.Operations)), NextCursor: page.NextCursor}
 	for i, rec := range page.Operations {
-		out.Operations[i] = contract.FromOperation(tickets.OperationStatus{Record: rec})
+		out.Operations[i] = contract.FromOperation(tickets.OperationStatus{Record: rec}, operationNextStep)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -204,4 +204,19 @@ func (a *api) createProject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, contract.FromProject(p))
+}
+
+// operationNextStep is an operation status's next_step for an operator:
+// what to do about an operation in status s, in terms of requests.
+func operationNextStep(action string, s operations.Status) string {
+	switch s {
+	case operations.StatusSucceeded:
+		return contract.Done(action) + "; do not send it again. The same request with the same Idempotency-Key returns this outcome and changes nothing."
+	case operations.StatusPending:
+		return "The operation is still running; GET it again in a moment."
+	case operations.StatusFailed:
+		return "The operation was rejected for the reason in error; it changed nothing."
+	default:
+		return "The outcome is not known yet; GET it again shortly, or send the same request with the same Idempotency-Key (never a new one)."
+	}
 }
