@@ -77,6 +77,11 @@ type request struct {
 	secret    string // the session's, for sign-out
 }
 
+// caller is who the service acts for.
+func (req *request) caller() tickets.Caller {
+	return tickets.Caller{Tenant: req.principal.Tenant, Subject: req.principal.Subject}
+}
+
 type handlerFunc func(w http.ResponseWriter, r *http.Request, req *request)
 
 // session looks the session up on every request (a signed-out or expired

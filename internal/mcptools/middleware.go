@@ -18,6 +18,7 @@ import (
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/mcpedge"
 	"github.com/ticketd/ticketd/internal/observe"
+	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/reqinfo"
 )
 
@@ -369,5 +370,9 @@ func operationIDArgument(call *mcp.CallToolRequest) string {
 	if json.Unmarshal(call.Params.Arguments, &args) != nil {
 		return ""
 	}
-	return canonicalOperationID(args.OperationID)
+	id, err := operations.ParseID(args.OperationID)
+	if err != nil {
+		return ""
+	}
+	return id.String()
 }

@@ -224,32 +224,32 @@ func pageLimit(q url.Values) (int, error) {
 // idempotencyKey returns the operation ID a POST carries in its
 // Idempotency-Key header, either bare or as an RFC 8941 structured-field
 // string ("…"). It must be a UUID of version 4 or 7, as operation IDs are.
-func idempotencyKey(h http.Header) (string, error) {
+func idempotencyKey(h http.Header) (operations.ID, error) {
 	const field = "Idempotency-Key"
 	values := h.Values(field)
 	switch {
 	case len(values) == 0 || strings.TrimSpace(values[0]) == "":
-		return "", invalid(field, "is required: send a fresh UUID (v4 or v7) per intended ticket and reuse it on every retry")
+		return operations.ID{}, invalid(field, "is required: send a fresh UUID (v4 or v7) per intended ticket and reuse it on every retry")
 	case len(values) > 1:
-		return "", invalid(field, "must be given once")
+		return operations.ID{}, invalid(field, "must be given once")
 	}
 	key := strings.TrimSpace(values[0])
 	if strings.HasPrefix(key, `"`) {
 		s, err := sfString(key)
 		if err != nil {
-			return "", invalid(field, err.Error())
+			return operations.ID{}, invalid(field, err.Error())
 		}
 		key = s
 	}
 	id, err := operations.ParseID(key)
 	var bad *operations.IDError
 	if errors.As(err, &bad) {
-		return "", invalid(field, bad.Reason)
+		return operations.ID{}, invalid(field, bad.Reason)
 	}
 	if err != nil {
-		return "", fmt.Errorf("parse %s: %w", field, err)
+		return operations.ID{}, fmt.Errorf("parse %s: %w", field, err)
 	}
-	return id.String(), nil // the stored, lower-case form every answer echoes
+	return id, nil
 }
 
 // sfString parses an RFC 8941 §3.3.3 sf-string that makes up the whole

@@ -26,6 +26,7 @@ import (
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/server/servertest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 // The fair-share tests (docs/contract.md#fair-share) attack as one tenant and check that
@@ -213,7 +214,7 @@ func TestHostileListsSlowOnlyTheirTenant(t *testing.T) {
 	env.SeedProject(t, "b")
 	desc := strings.Repeat("d", 20000)
 	for range 15 {
-		if _, err := env.Service.CreateTicket(context.Background(), "a", "seed", uuid.NewString(),
+		if _, err := env.Service.CreateTicket(context.Background(), tickets.Caller{Tenant: "a", Subject: "seed"}, ticketstest.OpID(uuid.NewString()),
 			tickets.NewTicket{ProjectID: "support", Title: "large", Description: desc}); err != nil {
 			t.Fatal(err)
 		}
