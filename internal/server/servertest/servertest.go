@@ -44,8 +44,8 @@ type Env struct {
 	// Options.PublicURL named another; Endpoint is URL+"/mcp". Audience is
 	// PublicURL+"/mcp", every token's audience.
 	URL, Endpoint, Audience string
-	DB            *db.DB
-	Service       *tickets.Service
+	DB                      *db.DB
+	Service                 *tickets.Service
 	// Secret signs tokens the verifier accepts (the package's Secret).
 	Secret []byte
 	// Metrics are the server's, served at URL+"/metrics"; Service reports
