@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/mcptools"
@@ -16,13 +17,12 @@ import (
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tracker"
 	"github.com/ticketd/ticketd/internal/tracker/githubtest"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 // trackedTicket creates a ticket over REST, mirroring issue #1.
-func (e *trackerEnv) trackedTicket(t *testing.T) wire.Ticket {
+func (e *trackerEnv) trackedTicket(t *testing.T) contract.Ticket {
 	t.Helper()
-	var tk wire.Ticket
+	var tk contract.Ticket
 	e.rest(t, "POST", "/api/v1/tickets", e.agent, uuid.NewString(), map[string]any{"project_id": "widgets", "title": "Widget jams"}, http.StatusCreated, &tk)
 	if !strings.HasSuffix(tk.ExternalURL, "/acme/widgets/issues/1") {
 		t.Fatalf("ticket = %+v; want it to mirror issue #1", tk)
@@ -107,7 +107,7 @@ func TestTrackerBackedEditsAndCommentsAcrossTransports(t *testing.T) {
 				if errOut := servertest.Decode[mcptools.ErrorOut](t, res); !res.IsError || errOut.Error.Code != "outcome_unknown" || errOut.Status != "unknown" {
 					t.Fatalf("MCP comment = %+v; want outcome_unknown with status unknown", errOut)
 				}
-				var c wire.Comment
+				var c contract.Comment
 				resp := e.restUntilDone(t, "POST", "/api/v1/tickets/"+tk.Key+"/comments", key, map[string]any{"body": "Seen on line 3."}, &c)
 				if resp.Header.Get("Idempotent-Replayed") != "true" || c.Body != "Seen on line 3." {
 					t.Errorf("REST retry: replayed %q, comment %+v", resp.Header.Get("Idempotent-Replayed"), c)
@@ -115,7 +115,7 @@ func TestTrackerBackedEditsAndCommentsAcrossTransports(t *testing.T) {
 				if n, m := e.gh.CommentRequests(), len(e.markedComments(key)); n != 1 || m != 1 {
 					t.Errorf("comment requests %d, marked comments %d; want 1 and 1", n, m)
 				}
-				st := servertest.Decode[wire.OperationStatus](t, servertest.Call(t, cs, mcptools.ToolGetOperationStatus, map[string]any{"operation_id": key}))
+				st := servertest.Decode[contract.OperationStatus](t, servertest.Call(t, cs, mcptools.ToolGetOperationStatus, map[string]any{"operation_id": key}))
 				if st.Status != "succeeded" || st.CommentID != c.ID || st.Downstream == nil || st.Downstream.System != "github" || st.Downstream.Attempts != 1 ||
 					!strings.HasPrefix(st.Downstream.ExternalID, trackerRepo+"#1/comments/") || st.Downstream.LastError == "" {
 					t.Errorf("get_operation_status = %+v %+v", st, st.Downstream)
@@ -191,14 +191,14 @@ func TestTrackerBackedEditsAndCommentsAcrossTransports(t *testing.T) {
 				t.Fatalf("%d marked comments after the re-send; want the two the lagging list let through", m)
 			}
 			e.gh.LagLists(0)
-			var st wire.OperationStatus
+			var st contract.OperationStatus
 			e.rest(t, "POST", "/api/v1/operations/"+key+"/reconcile", e.admin, "", nil, http.StatusOK, &st)
 			left := e.markedComments(key)
 			if len(left) != 1 || !strings.Contains(mustJSON(t, st.History), "found and deleted") {
 				t.Fatalf("left %+v, downstream %+v, history %s; want the younger deleted and reported", left, st.Downstream, mustJSON(t, st.History))
 			}
 			var page struct {
-				Comments []wire.Comment `json:"comments"`
+				Comments []contract.Comment `json:"comments"`
 			}
 			e.rest(t, "GET", path, e.agent, "", nil, http.StatusOK, &page)
 			if len(page.Comments) != 1 {
@@ -230,13 +230,13 @@ func TestTrackerBackedEditsAndCommentsAcrossTransports(t *testing.T) {
 			if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(raw, "outcome_unknown") {
 				t.Fatalf("retry of the held edit = %d %s; want outcome_unknown", resp.StatusCode, raw)
 			}
-			var st wire.OperationStatus
+			var st contract.OperationStatus
 			e.rest(t, "GET", "/api/v1/operations/"+edit, e.agent, "", nil, http.StatusOK, &st)
 			if ds := st.Downstream; st.Status != "unknown" || ds.Status != "unknown" || ds.NextCheckAt != nil || !strings.Contains(ds.LastError, "resolve the operation") {
 				t.Fatalf("held edit's status = %+v %+v; want unknown, no next check, and why in last_error", st, ds)
 			}
 			e.rest(t, "POST", "/api/v1/operations/"+edit+"/resolve", e.admin, "", map[string]any{"outcome": "succeeded", "external_id": "#1", "reason": "it landed; Bob reopened it"}, http.StatusOK, &st)
-			if st.Status != "succeeded" || st.Version != 2 || !slices.ContainsFunc(st.History, func(h wire.History) bool { return h.Kind == "needs_operator" }) {
+			if st.Status != "succeeded" || st.Version != 2 || !slices.ContainsFunc(st.History, func(h contract.History) bool { return h.Kind == "needs_operator" }) {
 				t.Fatalf("resolved = %+v; want succeeded at version 2, with the hold in the history", st)
 			}
 			res = servertest.Call(t, cs, mcptools.ToolUpdateTicket, map[string]any{"operation_id": edit, "id": tk.Key, "status": "closed"})

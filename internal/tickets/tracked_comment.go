@@ -162,9 +162,7 @@ func (s *Service) succeedComment(ctx context.Context, key operations.Key, row do
 		if err != nil {
 			return err
 		}
-		return s.enqueue(tx, OutboxCommentCreated, ids[2], key.OperationID, key.Tenant, added.CreatedAt, outboxData{
-			Ticket:  toOutboxTicket(now),
-			Comment: &outboxComment{ID: added.ID, Author: added.Author, Body: added.Body, CreatedAt: added.CreatedAt},
-		})
+		return s.enqueue(tx, WriteEvent{ID: ids[2], Tenant: key.Tenant, Kind: EventCommented, OperationID: key.OperationID,
+			At: added.CreatedAt, Ticket: now, Comment: &added})
 	})
 }

@@ -207,6 +207,7 @@ func (s *Service) succeedCreate(ctx context.Context, key operations.Key, row dow
 		if err := setExternal(tx, key.Tenant, ticketID, sc.extID, sc.extURL); err != nil {
 			return err
 		}
-		return s.enqueue(tx, OutboxTicketCreated, eventID, key.OperationID, key.Tenant, created.CreatedAt, outboxData{Ticket: toOutboxTicket(created)})
+		return s.enqueue(tx, WriteEvent{ID: eventID, Tenant: key.Tenant, Kind: EventCreated, OperationID: key.OperationID,
+			At: created.CreatedAt, Ticket: created})
 	})
 }

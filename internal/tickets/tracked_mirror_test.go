@@ -25,23 +25,23 @@ func TestTrackedWritesMirrorLocallyWhenProven(t *testing.T) {
 		ctx := context.Background()
 		e := newTracked(t, d, false)
 		var mu sync.Mutex
-		var outbox []tickets.OutboxEvent
+		var outbox []tickets.WriteEvent
 		svc := tickets.NewService(d.Gorm, tickets.Options{
 			Tracked: tickets.TrackedOptions{Open: e.open, Settle: settle, Lease: 5 * time.Second},
-			Outbox: outboxFunc(func(ev tickets.OutboxEvent) error {
+			Outbox: outboxFunc(func(ev tickets.WriteEvent) error {
 				mu.Lock()
 				defer mu.Unlock()
 				outbox = append(outbox, ev)
 				return nil
 			})})
-		events := func() []string {
+		events := func() []tickets.EventKind {
 			mu.Lock()
 			defer mu.Unlock()
-			var types []string
+			var kinds []tickets.EventKind
 			for _, ev := range outbox {
-				types = append(types, ev.Type)
+				kinds = append(kinds, ev.Kind)
 			}
-			return types
+			return kinds
 		}
 		alice := tickets.Caller{Tenant: e.tenant, Subject: "alice"}
 		e.gh.FailCreates(githubtest.DropAfterCreate)
@@ -75,7 +75,7 @@ func TestTrackedWritesMirrorLocallyWhenProven(t *testing.T) {
 			tk = res.Ticket
 			return err
 		})
-		if got := events(); len(got) != 1 || got[0] != tickets.OutboxTicketCreated {
+		if got := events(); len(got) != 1 || got[0] != tickets.EventCreated {
 			t.Fatalf("outbox after the create = %v; want one ticket.created, written when proven", got)
 		}
 		st := tickets.StatusClosed
@@ -93,7 +93,7 @@ func TestTrackedWritesMirrorLocallyWhenProven(t *testing.T) {
 			}
 			return err
 		})
-		want := []string{tickets.OutboxTicketCreated, tickets.OutboxTicketUpdated, tickets.OutboxCommentCreated}
+		want := []tickets.EventKind{tickets.EventCreated, tickets.EventUpdated, tickets.EventCommented}
 		if got := events(); len(got) != 3 || got[1] != want[1] || got[2] != want[2] {
 			t.Fatalf("outbox = %v; want %v, one each", got, want)
 		}

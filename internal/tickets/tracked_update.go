@@ -244,7 +244,7 @@ func (s *Service) succeedEdit(ctx context.Context, key operations.Key, row downs
 		if len(changes) == 0 {
 			return nil
 		}
-		return s.enqueue(tx, OutboxTicketUpdated, ids[1], key.OperationID, key.Tenant, next.UpdatedAt,
-			outboxData{Ticket: toOutboxTicket(next), Changes: outboxChanges(changes)})
+		return s.enqueue(tx, WriteEvent{ID: ids[1], Tenant: key.Tenant, Kind: EventUpdated, OperationID: key.OperationID,
+			At: next.UpdatedAt, Ticket: next, Changes: changes})
 	})
 }
