@@ -98,7 +98,7 @@ func TestTrackerBackedEditsAndCommentsAcrossTransports(t *testing.T) {
 			t.Run("UnansweredMCPCommentIsUnknownThenRESTRetryFindsIt", func(t *testing.T) {
 				t.Parallel()
 				e := startTracker(t, d)
-				e.gh.SlowDelay = 1500 * time.Millisecond // past the client's 1s, within the 2s settle window
+				e.gh.SlowDelay = 1500 * time.Millisecond // past the client's 1s, well within the 3s settle window
 				tk := e.trackedTicket(t)
 				e.gh.FailComments(fault)
 				key := uuid.NewString()
@@ -225,7 +225,7 @@ func TestTrackerBackedEditsAndCommentsAcrossTransports(t *testing.T) {
 			}
 			// A person reopens the issue after the lost edit landed.
 			e.gh.Touch(trackerRepo, 1, func(i *githubtest.Issue) { i.State = "open" })
-			time.Sleep(2100 * time.Millisecond) // the settle window
+			time.Sleep(3100 * time.Millisecond) // the settle window
 			resp, raw := e.rest(t, "PATCH", "/api/v1/tickets/"+tk.Key, e.agent, edit, map[string]any{"status": "closed"}, 0, nil)
 			if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(raw, "outcome_unknown") {
 				t.Fatalf("retry of the held edit = %d %s; want outcome_unknown", resp.StatusCode, raw)

@@ -119,7 +119,7 @@ func TestTrackedComment(t *testing.T) {
 				if _, err := e.svc.AddComment(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), tk.Key, "Lost answer"); err != nil {
 					unsettled(t, err) // at once: inside the settle window, nothing is sent again
 				}
-				res := e.commentUntil(t, id, tk.Key, "Lost answer", 5*time.Second)
+				res := e.commentUntil(t, id, tk.Key, "Lost answer", 10*time.Second)
 				if !res.Replayed {
 					t.Errorf("retry = %+v; want the comment an earlier call made", res)
 				}
@@ -139,7 +139,7 @@ func TestTrackedComment(t *testing.T) {
 				if _, err := e.svc.AddComment(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), tk.Key, "Limited"); !errors.Is(err, operations.ErrInProgress) {
 					t.Fatalf("first call: %v; want pending", err)
 				}
-				e.commentUntil(t, id, tk.Key, "Limited", 5*time.Second)
+				e.commentUntil(t, id, tk.Key, "Limited", 10*time.Second)
 				if n, m := e.gh.CommentRequests(), len(e.markedComments(id)); n != 2 || m != 1 {
 					t.Errorf("comment requests %d, marked comments %d; want 2 (one refused) and 1", n, m)
 				}
@@ -156,7 +156,7 @@ func TestTrackedComment(t *testing.T) {
 			if _, err := e.svc.AddComment(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), tk.Key, "Lagging"); !errors.Is(err, operations.ErrOutcomeUnknown) {
 				t.Fatalf("first call: %v; want outcome unknown", err)
 			}
-			e.commentUntil(t, id, tk.Key, "Lagging", 5*time.Second)
+			e.commentUntil(t, id, tk.Key, "Lagging", 10*time.Second)
 			if m := len(e.markedComments(id)); m != 2 {
 				t.Fatalf("after the re-send: %d marked comments; want the two the lagging list let through", m)
 			}

@@ -53,7 +53,7 @@ func TestTrackedWritesMirrorLocallyWhenProven(t *testing.T) {
 			if err := call(); !errors.Is(err, operations.ErrOutcomeUnknown) {
 				t.Fatalf("first call: %v; want outcome unknown", err)
 			}
-			deadline := time.Now().Add(5 * time.Second)
+			deadline := time.Now().Add(10 * time.Second)
 			for {
 				err := call()
 				if err == nil {

@@ -50,7 +50,7 @@ func TestTrackedCreateManyCallers(t *testing.T) {
 						t.Errorf("caller %d: ticket %+v; want the one issue", i, results[i].Ticket)
 					}
 				}
-				res := e.eventually(t, id, ghTicket("Once"), 5*time.Second)
+				res := e.eventually(t, id, ghTicket("Once"), 10*time.Second)
 				if n, m := e.gh.CreateRequests(), len(e.markedIssues(id)); n != 1 || m != 1 {
 					t.Errorf("create requests %d, issues %d; want 1 and 1", n, m)
 				}

@@ -124,7 +124,7 @@ func TestTrackedUpdate(t *testing.T) {
 				if _, err := e.svc.GetOperation(ctx, e.tenant, ticketstest.OpID(second)); !errors.Is(err, operations.ErrNotFound) {
 					t.Errorf("the refused second edit left a record: %v", err)
 				}
-				res := e.updateUntil(t, id, tk.Key, closeAndRename(), 5*time.Second)
+				res := e.updateUntil(t, id, tk.Key, closeAndRename(), 10*time.Second)
 				if !res.Replayed || res.Version != 2 || !e.showsUpdate() {
 					t.Errorf("retry = %+v; want the edit an earlier call made, version 2", res)
 				}
@@ -150,7 +150,7 @@ func TestTrackedUpdate(t *testing.T) {
 				if e.showsUpdate() {
 					t.Fatal("a rate-limited edit changed the issue")
 				}
-				res := e.updateUntil(t, id, tk.Key, closeAndRename(), 5*time.Second)
+				res := e.updateUntil(t, id, tk.Key, closeAndRename(), 10*time.Second)
 				if res.Version != 2 || !e.showsUpdate() || e.gh.EditRequests() != 2 {
 					t.Errorf("update %+v, edit requests %d; want version 2 after 2 requests (one refused)", res, e.gh.EditRequests())
 				}
