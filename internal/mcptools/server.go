@@ -88,11 +88,12 @@ func NewServer(svc *tickets.Service, logger *slog.Logger, opts Options) *mcp.Ser
 	}
 	// The first middleware is the outermost: the log line sees the result
 	// after a panic was turned into an error, after the answer to an unknown
-	// tool had its name bounded, and after the SDK's argument
+	// tool had its name bounded, enum arguments folded to lower case as
+	// REST reads them, and after the SDK's argument
 	// rejections were given the contract's error shape. FilterTools is
 	// innermost: it only edits a tools/list result.
 	s.AddReceivingMiddleware(logCalls(logger, opts.Metrics), recoverPanics(logger), boundUnknownTools(),
-		boundPages(opts.MaxConcurrentPages, opts.MaxPagesPerTenant), shapeArgumentErrors(),
+		foldEnums(Tools()), boundPages(opts.MaxConcurrentPages, opts.MaxPagesPerTenant), shapeArgumentErrors(),
 		edge.FilterTools(ScopeFor(opts), callerScopes))
 	return s
 }
