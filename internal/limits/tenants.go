@@ -1,21 +1,8 @@
-// Package limits gives every tenant its share of the server: token buckets
-// for reads and writes, a cap on concurrent requests (below the database
-// pool, see ConcurrencyFor), and the budgets every tenant shares, each taken
-// from the tenant's share first: request body bytes held at once (Bodies)
-// and slots for expensive work such as list pages (Slots). It knows tenants
-// as strings and nothing
-// of HTTP or MCP; the transports turn a refusal into rate_limited (MCP,
-// with retry_after_ms) or 429 with Retry-After (REST).
-//
-// Health and readiness probes must never pass through a limiter: the wiring
-// mounts them outside it, so an overloaded tenant never makes a replica look
-// dead.
 package limits
 
 import (
 	"container/list"
-	"context"
-	"errors"
+
 	"fmt"
 	"math"
 	"sync"
@@ -231,103 +218,6 @@ func (t *Tenants) bucket(perSecond float64) *rate.Limiter {
 	return rate.NewLimiter(rate.Limit(perSecond), burst)
 }
 
-// Bodies bounds the request body bytes held at once: each tenant's share
-// first, then the budget all tenants share. A tenant that stalls many
-// uploads fills its own share and is refused; the rest of the budget stays
-// for the others, so only several tenants together can spend it (and then
-// Spent says so, for readiness). Bytes are taken as they are read, not as a
-// request declares them, so a stalled upload holds only what it has sent.
-// It is safe for concurrent use.
-type Bodies struct {
-	mu      sync.Mutex
-	limit   int64
-	share   int64
-	margin  int64
-	used    int64
-	tenants map[string]int64 // bytes held per tenant; an entry goes at 0
-}
-
-// NewBodies returns a Bodies admitting up to limit bytes at once, of which
-// one tenant may hold up to share. Spent reports true once less than margin
-// bytes are free: margin is the largest body, which might then be refused.
-func NewBodies(limit, share, margin int64) (*Bodies, error) {
-	switch {
-	case limit <= 0:
-		return nil, errors.New("limits: the body byte budget must be positive")
-	case share <= 0 || share > limit:
-		return nil, fmt.Errorf("limits: a tenant's body share must be positive and at most the budget %d (got %d)", limit, share)
-	case margin < 0 || margin > limit:
-		return nil, fmt.Errorf("limits: the readiness margin must be between 0 and the budget %d (got %d)", limit, margin)
-	}
-	return &Bodies{limit: limit, share: share, margin: margin, tenants: make(map[string]int64)}, nil
-}
-
-// Refusal says which budget refused bytes.
-type Refusal int
-
-const (
-	// Admitted: nothing refused.
-	Admitted Refusal = iota
-	// TenantShare: the tenant holds its whole share; it alone must wait.
-	TenantShare
-	// Global: the budget all tenants share is spent.
-	Global
-)
-
-// Hold is one request's bytes in a Bodies. It is not safe for concurrent
-// use: one request reads its body from one goroutine.
-type Hold struct {
-	b      *Bodies
-	tenant string
-	held   int64
-}
-
-// Hold starts counting a request of tenant; call Release exactly once when
-// the body is no longer held.
-func (b *Bodies) Hold(tenant string) *Hold { return &Hold{b: b, tenant: tenant} }
-
-// Take adds n bytes to the hold, from the tenant's share and then from the
-// global budget. When either cannot cover them it takes nothing and says
-// which refused.
-func (h *Hold) Take(n int64) Refusal {
-	b := h.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	switch {
-	case n < 0 || b.tenants[h.tenant]+n > b.share:
-		return TenantShare
-	case b.used+n > b.limit:
-		return Global
-	}
-	b.tenants[h.tenant] += n
-	b.used += n
-	h.held += n
-	return Admitted
-}
-
-// Release gives back everything the hold took. A second call gives back
-// nothing.
-func (h *Hold) Release() {
-	b := h.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.used -= h.held
-	if left := b.tenants[h.tenant] - h.held; left > 0 {
-		b.tenants[h.tenant] = left
-	} else {
-		delete(b.tenants, h.tenant)
-	}
-	h.held = 0
-}
-
-// Spent reports whether less than the margin is free: a full-size body
-// might be refused now, so a load balancer should send traffic elsewhere.
-func (b *Bodies) Spent() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.limit-b.used < b.margin
-}
-
 // ConcurrencyFor is the per-tenant concurrency cap for a database pool of
 // pool connections: three quarters of it, at least 1, so that one tenant's
 // requests, each holding at most one connection at a time, leave a quarter
@@ -351,72 +241,4 @@ func CheckConcurrency(concurrency, pool int) error {
 		return fmt.Errorf("limits: a per-tenant concurrency cap of %d lets one tenant hold all %d database connections; set it below %d (default %d)", concurrency, pool, pool, ConcurrencyFor(pool))
 	}
 	return nil
-}
-
-// Slots bounds how many of an expensive kind of work (building a list page)
-// run at once: at most share for one tenant, and at most total for all.
-// Waiters queue, first on their tenant's share and then on the total, so a
-// tenant running many at once waits behind itself and holds no more than
-// its share of the total. It is safe for concurrent use.
-type Slots struct {
-	total chan struct{}
-	share int
-
-	mu      sync.Mutex
-	tenants map[string]*tenantSlots // an entry goes when no one holds or waits on it
-}
-
-type tenantSlots struct {
-	slots chan struct{}
-	refs  int
-}
-
-// NewSlots returns Slots with total slots, share per tenant.
-func NewSlots(total, share int) (*Slots, error) {
-	if total <= 0 || share <= 0 || share > total {
-		return nil, fmt.Errorf("limits: want 0 < share ≤ total slots (got share %d, total %d)", share, total)
-	}
-	return &Slots{total: make(chan struct{}, total), share: share, tenants: make(map[string]*tenantSlots)}, nil
-}
-
-// Acquire waits for one of tenant's slots and then one of the total, or
-// until ctx ends (its error is returned and nothing is held). Call release
-// exactly once when the work is done.
-func (s *Slots) Acquire(ctx context.Context, tenant string) (release func(), err error) {
-	s.mu.Lock()
-	ts := s.tenants[tenant]
-	if ts == nil {
-		ts = &tenantSlots{slots: make(chan struct{}, s.share)}
-		s.tenants[tenant] = ts
-	}
-	ts.refs++
-	s.mu.Unlock()
-	drop := func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if ts.refs--; ts.refs == 0 {
-			delete(s.tenants, tenant)
-		}
-	}
-	select {
-	case ts.slots <- struct{}{}:
-	case <-ctx.Done():
-		drop()
-		return nil, ctx.Err()
-	}
-	select {
-	case s.total <- struct{}{}:
-	case <-ctx.Done():
-		<-ts.slots
-		drop()
-		return nil, ctx.Err()
-	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			<-s.total
-			<-ts.slots
-			drop()
-		})
-	}, nil
 }
