@@ -51,7 +51,7 @@ func MCPLimits(opts MCPLimitsOptions) func(http.Handler) http.Handler {
 			call, _ := CallFrom(r.Context())
 			if ok && call.Method == "tools/call" {
 				if ok, wait := opts.Limits.Allow(tenant, opts.KindFor(call.Tool)); !ok {
-					refuseMCP(w, r, call, wait, "this tenant's rate limit for this kind of call is reached")
+					refuseMCP(w, r, call, opts.Limits.Hold(r.Context(), wait), "this tenant's rate limit for this kind of call is reached")
 					return
 				}
 			}
@@ -91,7 +91,7 @@ func Concurrency(opts ConcurrencyOptions) func(http.Handler) http.Handler {
 			}
 			release, wait, ok := opts.Limits.Acquire(tenant)
 			if !ok {
-				w.Header().Set("Retry-After", retryAfterSeconds(wait))
+				w.Header().Set("Retry-After", retryAfterSeconds(opts.Limits.Hold(r.Context(), wait)))
 				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "too many requests from this tenant at once; retry after the Retry-After delay")
 				return
 			}
@@ -150,13 +150,13 @@ func Limit(opts LimitOptions) func(http.Handler) http.Handler {
 			}
 			release, wait, ok := opts.Limits.Acquire(tenant)
 			if !ok {
-				w.Header().Set("Retry-After", retryAfterSeconds(wait))
+				w.Header().Set("Retry-After", retryAfterSeconds(opts.Limits.Hold(r.Context(), wait)))
 				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "too many requests from this tenant at once; retry after the Retry-After delay")
 				return
 			}
 			defer release()
 			if ok, wait := opts.Limits.Allow(tenant, kind(r)); !ok {
-				w.Header().Set("Retry-After", retryAfterSeconds(wait))
+				w.Header().Set("Retry-After", retryAfterSeconds(opts.Limits.Hold(r.Context(), wait)))
 				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "this tenant's rate limit is reached; retry after the Retry-After delay")
 				return
 			}

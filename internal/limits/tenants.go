@@ -2,7 +2,7 @@ package limits
 
 import (
 	"container/list"
-
+	"context"
 	"fmt"
 	"math"
 	"sync"
@@ -58,6 +58,13 @@ type Config struct {
 	// bucket takes to refill (Burst / rate): then forgetting a tenant loses
 	// nothing, since its bucket would be full again anyway.
 	IdleTimeout time.Duration
+	// RefusalHold is the longest a refusal is held before it is answered
+	// (Tarpit; TICKETD_REFUSAL_HOLD); 0 means DefaultTarpitHold, negative
+	// answers every refusal at once.
+	RefusalHold time.Duration
+	// HeldRefusals bounds the refusals held at once; 0 means
+	// DefaultTarpitHeld.
+	HeldRefusals int
 	// Now is the clock; time.Now if nil. Tests move it.
 	Now func() time.Time
 }
@@ -67,7 +74,8 @@ type Config struct {
 // and a tenant with requests in flight is never evicted, so its concurrency
 // count stays right. It is safe for concurrent use.
 type Tenants struct {
-	cfg Config
+	cfg    Config
+	tarpit *Tarpit
 
 	mu      sync.Mutex
 	entries map[string]*list.Element // of *tenant
@@ -95,6 +103,8 @@ func New(cfg Config) (*Tenants, error) {
 		return nil, fmt.Errorf("limits: max tenants must be ≥ 0 (got %d)", cfg.MaxTenants)
 	case cfg.IdleTimeout < 0:
 		return nil, fmt.Errorf("limits: idle timeout must be ≥ 0 (got %s)", cfg.IdleTimeout)
+	case cfg.HeldRefusals < 0:
+		return nil, fmt.Errorf("limits: held refusals must be ≥ 0 (got %d)", cfg.HeldRefusals)
 	}
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = DefaultConcurrency
@@ -108,7 +118,23 @@ func New(cfg Config) (*Tenants, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Tenants{cfg: cfg, entries: make(map[string]*list.Element), lru: list.New()}, nil
+	if cfg.RefusalHold == 0 {
+		cfg.RefusalHold = DefaultTarpitHold
+	}
+	if cfg.HeldRefusals == 0 {
+		cfg.HeldRefusals = DefaultTarpitHeld
+	}
+	tarpit, err := NewTarpit(max(0, cfg.RefusalHold), cfg.HeldRefusals)
+	if err != nil {
+		return nil, err
+	}
+	return &Tenants{cfg: cfg, tarpit: tarpit, entries: make(map[string]*list.Element), lru: list.New()}, nil
+}
+
+// Hold holds a refusal that names wait before it is answered (Tarpit.Hold)
+// and returns what is left of wait to tell the client.
+func (t *Tenants) Hold(ctx context.Context, wait time.Duration) time.Duration {
+	return t.tarpit.Hold(ctx, wait)
 }
 
 // Allow takes one request of kind from tenant's bucket. When the bucket is
