@@ -85,6 +85,7 @@ type config struct {
 	RateLimitReads    string
 	RateLimitBurst    string
 	TenantConcurrency string
+	WorkSlots         string
 	ReadOnly          bool
 
 	// Approval (docs/contract.md#approval), parsed and checked by approvalOptions().
@@ -146,6 +147,7 @@ var stringSettings = []stringSetting{
 	{groupEdge, "TICKETD_RATE_LIMIT_READS", "rate-limit-reads", "200", "reads per second per tenant (0 = no limit)", func(c *config) *string { return &c.RateLimitReads }},
 	{groupEdge, "TICKETD_RATE_LIMIT_BURST", "rate-limit-burst", "0", "requests a tenant may send at once above its rate (0 = twice the rate)", func(c *config) *string { return &c.RateLimitBurst }},
 	{groupEdge, "TICKETD_TENANT_CONCURRENCY", "tenant-concurrency", "", "requests in flight per tenant, below the database pool (default three quarters of it: 15 on PostgreSQL, 3 on SQLite)", func(c *config) *string { return &c.TenantConcurrency }},
+	{groupEdge, "TICKETD_WORK_SLOTS", "work-slots", "", "writes and list pages run at once across all tenants, shared out in turn (default two per core, below the database pool)", func(c *config) *string { return &c.WorkSlots }},
 	{groupApprove, "TICKETD_APPROVAL", "approval", "on", "on: urgent tickets and large bulk updates need a person's yes before they are written; off: nobody is asked", func(c *config) *string { return &c.Approval }},
 	{groupApprove, "TICKETD_APPROVAL_BULK_THRESHOLD", "approval-bulk-threshold", "10", "bulk updates of at least this many tickets need approval", func(c *config) *string { return &c.ApprovalBulkThreshold }},
 	{groupApprove, "TICKETD_APPROVAL_SECRET", "approval-secret", "", "key signing approval request states, at least 32 bytes; give replicas the same one (default: with --dev kept in DATA_DIR, else random per process)", func(c *config) *string { return &c.ApprovalSecret }},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 	"strings"
@@ -50,6 +51,9 @@ func (c *config) edge() (server.Edge, error) {
 	}
 	if err := limits.CheckConcurrency(e.Limits.Concurrency, e.PoolSize); err != nil {
 		return server.Edge{}, fmt.Errorf("TICKETD_TENANT_CONCURRENCY=%q with a %s pool of %d connections: %w", c.TenantConcurrency, dialect, e.PoolSize, err)
+	}
+	if e.WorkSlots, err = count("TICKETD_WORK_SLOTS", cmp.Or(strings.TrimSpace(c.WorkSlots), "0")); err != nil {
+		return server.Edge{}, err
 	}
 	if _, err := limits.New(e.Limits); err != nil {
 		return server.Edge{}, fmt.Errorf("tenant limits: %w", err)

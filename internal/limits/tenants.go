@@ -138,16 +138,13 @@ func (t *Tenants) Hold(ctx context.Context, wait time.Duration) time.Duration {
 }
 
 // Allow takes one request of kind from tenant's bucket. When the bucket is
-// empty it takes nothing and says how long until a request would pass.
+// empty it takes nothing and says how long until a request would pass:
+// until the next token, plus a token's interval for each other request of
+// the tenant in flight, which want the coming tokens too. Naming only the
+// next token would send every one of a tenant's concurrent callers back
+// at once to find that one token, and all but one refused again.
 func (t *Tenants) Allow(tenantID string, kind Kind) (ok bool, retryAfter time.Duration) {
-	t.mu.Lock()
-	now := t.cfg.Now()
-	tn := t.touch(tenantID, now)
-	lim := tn.reads
-	if kind == Write {
-		lim = tn.writes
-	}
-	t.mu.Unlock()
+	lim, now, ahead := t.bucketOf(tenantID, kind)
 	if lim == nil {
 		return true, 0
 	}
@@ -156,9 +153,44 @@ func (t *Tenants) Allow(tenantID string, kind Kind) (ok bool, retryAfter time.Du
 	r := lim.ReserveN(now, 1)
 	if delay := r.DelayFrom(now); delay > 0 {
 		r.CancelAt(now)
-		return false, delay
+		return false, delay + ahead*interval(lim)
 	}
 	return true, 0
+}
+
+// Spent reports, taking nothing, whether tenant's bucket of kind is empty
+// now, and if so the wait Allow would name: a cheap look that lets a
+// caller refuse before it pays to learn a request's kind for sure (Allow
+// still decides every request that gets past it).
+func (t *Tenants) Spent(tenantID string, kind Kind) (spent bool, retryAfter time.Duration) {
+	lim, now, ahead := t.bucketOf(tenantID, kind)
+	if lim == nil {
+		return false, 0
+	}
+	tokens := lim.TokensAt(now)
+	if tokens >= 1 {
+		return false, 0
+	}
+	return true, time.Duration((1-tokens)*float64(interval(lim))) + ahead*interval(lim)
+}
+
+// bucketOf returns tenant's bucket of kind (nil: off), the time now, and
+// how many other requests of the tenant are in flight.
+func (t *Tenants) bucketOf(tenantID string, kind Kind) (lim *rate.Limiter, now time.Time, ahead time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now = t.cfg.Now()
+	tn := t.touch(tenantID, now)
+	lim = tn.reads
+	if kind == Write {
+		lim = tn.writes
+	}
+	return lim, now, time.Duration(max(0, tn.inflight-1))
+}
+
+// interval is the time a bucket takes to earn one token.
+func interval(lim *rate.Limiter) time.Duration {
+	return time.Duration(float64(time.Second) / float64(lim.Limit()))
 }
 
 // Acquire takes one of tenant's concurrency slots; call release exactly

@@ -22,13 +22,14 @@ const WorkRetryAfter = time.Second
 // WorkSlotsFor is the default bound on work in flight for a database pool
 // of pool connections (0: unknown): two per core, since writes and list
 // pages are mostly CPU once their transaction has its connection, and
-// below the pool, so work that holds a connection always finds one.
+// below the pool (1 for a pool of 1 or 2), so work that holds a connection
+// leaves one for everything else.
 func WorkSlotsFor(pool int) int {
 	slots := 2 * runtime.GOMAXPROCS(0)
-	if pool > 1 {
-		slots = min(slots, pool-1)
+	if pool > 0 {
+		slots = min(slots, max(1, pool-1))
 	}
-	return max(1, slots)
+	return slots
 }
 
 // Work bounds the server's work in flight (writes and list pages) and,

@@ -122,6 +122,11 @@ type Edge struct {
 	// ReadOnly serves read tools only and refuses REST writes
 	// (TICKETD_READ_ONLY).
 	ReadOnly bool
+	// WorkSlots bounds the writes and list pages run at once across all
+	// tenants, shared out in turn among the tenants waiting
+	// (TICKETD_WORK_SLOTS); limits.WorkSlotsFor(PoolSize) if zero. Each
+	// tenant may have twice as many calls waiting; the rest are refused.
+	WorkSlots int
 	// BodyBudget bounds the request body bytes held at once across all
 	// requests; DefaultBodyBudget if zero. One tenant may hold a quarter
 	// of it (BodyShareOf).
@@ -240,7 +245,12 @@ func New(cfg Config) (http.Handler, error) {
 
 	// One server for all requests: stateless serving keeps nothing in it
 	// between calls, and the handler asks for it twice per request.
-	toolOpts := mcptools.Options{ReadOnly: cfg.Edge.ReadOnly, Metrics: metrics}
+	slots := cmp.Or(cfg.Edge.WorkSlots, limits.WorkSlotsFor(cfg.Edge.PoolSize))
+	work, err := limits.NewWork(slots, 2*slots)
+	if err != nil {
+		return nil, fmt.Errorf("server: work slots: %w", err)
+	}
+	toolOpts := mcptools.Options{ReadOnly: cfg.Edge.ReadOnly, Metrics: metrics, Work: work, HoldRefusal: tenants.Hold}
 	mcpServer := mcptools.NewServer(cfg.Service, logger, toolOpts)
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer }, &mcp.StreamableHTTPOptions{
 		// Stateless: any replica answers any request, and protocol
@@ -302,6 +312,8 @@ func New(cfg Config) (http.Handler, error) {
 		noteCaller,
 		edge.Concurrency(edge.ConcurrencyOptions{Limits: tenants, Tenant: mcpRequestTenant, Reject: edge.MCPReject}),
 		edge.Bodies(edge.BodiesOptions{Budget: budget, Tenant: mcpRequestTenant, MaxBytes: MaxBodyBytes, Reject: edge.MCPReject}),
+		edge.EarlyLimits(edge.EarlyLimitsOptions{Limits: tenants, Tenant: mcpTenant, KindFor: toolKind(toolOpts),
+			ScopeFor: mcptools.ScopeFor(toolOpts), Scopes: mcptools.TokenScopes}),
 		// After MCPBody, so its refusal answers the request's id.
 		edge.MCPBody(edge.MCPBodyOptions{MaxBytes: MaxBodyBytes}),
 		requireTicketdScope(metadataURL, scopes),
