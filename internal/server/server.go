@@ -221,7 +221,7 @@ func New(cfg Config) (http.Handler, error) {
 		return nil, fmt.Errorf("server: body budget: %w", err)
 	}
 	origin, err := edge.Origin(edge.OriginOptions{
-		PublicURL: public, AllowedOrigins: cfg.Edge.AllowedOrigins, AllowedHosts: cfg.Edge.AllowedHosts,
+		PublicURL: public, AllowedOrigins: cfg.Edge.AllowedOrigins, AllowedHosts: cfg.Edge.AllowedHosts, Reject: noteMCPRefusal,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -330,7 +330,7 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Edge.ReadOnly {
 		apiEdge = append(apiEdge, refuseWrites)
 	}
-	mux.Handle(APIPrefix, chain(restAPI, apiEdge...))
+	mux.Handle(APIPrefix, countGuarded(metrics, restAPI, apiEdge...))
 	// Outside every limit and Host check: clients try the path-suffixed
 	// form first (resource = the MCP URL), then the root form; both
 	// describe the one protected resource. Probes are called by address.
