@@ -125,7 +125,8 @@ type Edge struct {
 	// WorkSlots bounds the writes and list pages run at once across all
 	// tenants, shared out in turn among the tenants waiting
 	// (TICKETD_WORK_SLOTS); limits.WorkSlotsFor(PoolSize) if zero. Each
-	// tenant may have twice as many calls waiting; the rest are refused.
+	// tenant may have as many calls waiting as its concurrency cap allows
+	// (at least twice the slots); the rest are refused.
 	WorkSlots int
 	// BodyBudget bounds the request body bytes held at once across all
 	// requests; DefaultBodyBudget if zero. One tenant may hold a quarter
@@ -245,8 +246,11 @@ func New(cfg Config) (http.Handler, error) {
 
 	// One server for all requests: stateless serving keeps nothing in it
 	// between calls, and the handler asks for it twice per request.
+	// Each tenant's calls may all wait their turn, up to its concurrency
+	// cap: the cap refuses the excess before the body is read, which costs
+	// less than a refusal here, after it.
 	slots := cmp.Or(cfg.Edge.WorkSlots, limits.WorkSlotsFor(cfg.Edge.PoolSize))
-	work, err := limits.NewWork(slots, 2*slots)
+	work, err := limits.NewWork(slots, max(2*slots, tenantLimits.Concurrency))
 	if err != nil {
 		return nil, fmt.Errorf("server: work slots: %w", err)
 	}
