@@ -65,8 +65,9 @@ func BenchmarkRefusal(b *testing.B) {
 		b.Fatal(err)
 	}
 	h, err := server.New(server.Config{Service: env.Service, Verifier: v, PublicURL: env.URL, Issuer: servertest.Issuer,
-		ConsoleSessions: console.NewSessions(d.Gorm), // Refusals answered at once: the CPU they cost is
-		// what is measured, not the tarpit's hold.
+		ConsoleSessions: console.NewSessions(d.Gorm),
+		// Refusals answered at once: the CPU they cost is what is
+		// measured, not the tarpit's hold.
 		Edge: server.Edge{Limits: limits.Config{Concurrency: 1, WritesPerSecond: 0.001, Burst: 1, RefusalHold: -1}}})
 	if err != nil {
 		b.Fatal(err)

@@ -7,8 +7,8 @@ import (
 
 	"github.com/felixge/httpsnoop"
 
-	"github.com/ticketd/ticketd/internal/edge"
 	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/mcpedge"
 	"github.com/ticketd/ticketd/internal/observe"
 )
 
@@ -38,11 +38,10 @@ func countGuarded(metrics *observe.Metrics, api http.Handler, guards ...func(htt
 
 type reachedKey struct{}
 
-// noteMCPRefusal is the Reject of the guards in front of /mcp that answer
-// before any body is read (Origin's 403): edge.WriteError's answer, noted
-// like every edge refusal (edge.NoteRefusal), so countRefusals counts it
-// and the access log carries its code.
+// noteMCPRefusal is the Reject of Origin on /mcp: WriteError's answer,
+// noted like every refusal of the /mcp edge (mcpedge.NoteRefusal), so the
+// chain's refusal counter counts it and the access log carries its code.
 func noteMCPRefusal(w http.ResponseWriter, r *http.Request, status int, code errcode.Code, message string) {
-	edge.NoteRefusal(r, edge.Call{}, code, message)
-	edge.WriteError(w, r, status, code, message)
+	mcpedge.NoteRefusal(r, mcpedge.Call{}, code, message)
+	WriteError(w, r, status, code, message)
 }

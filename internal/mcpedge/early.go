@@ -1,4 +1,4 @@
-package edge
+package mcpedge
 
 import (
 	"context"
@@ -26,10 +26,10 @@ type EarlyLimitsOptions struct {
 }
 
 // EarlyLimits refuses a tools/call while its tenant's bucket for the tool
-// is empty before the message is checked in full (MCPBody, CheckMessage),
+// is empty before the message is checked in full (Body, CheckMessage),
 // which costs most of a refusal's CPU: a flood that ignores retry_after
 // then costs the server little more than a refusal at the concurrency cap.
-// It goes after Bodies, which read the body, and before MCPBody.
+// It goes after Bodies, which read the body (HeldBody), and before Body.
 //
 // It looks only while one of the tenant's buckets is empty (a lock and a
 // map look-up otherwise), reads the envelope in one pass that allocates
@@ -55,7 +55,7 @@ func EarlyLimits(opts EarlyLimitsOptions) func(http.Handler) http.Handler {
 // refuse decides EarlyLimits: whether r is sure to be refused by MCPLimits,
 // and the wait to name.
 func (opts EarlyLimitsOptions) refuse(r *http.Request) (Call, time.Duration, bool) {
-	held, isHeld := r.Body.(*heldBody)
+	held, isHeld := r.Body.(HeldBody)
 	tenant, ok := opts.Tenant(r.Context())
 	if !isHeld || !ok {
 		return Call{}, 0, false
@@ -65,7 +65,7 @@ func (opts EarlyLimitsOptions) refuse(r *http.Request) (Call, time.Duration, boo
 	if !writes && !reads {
 		return Call{}, 0, false
 	}
-	call, sure := peekCall(held.body)
+	call, sure := peekCall(held.Held())
 	if !sure || call.Method != "tools/call" || call.ID == nil || !opts.mayCall(r.Context(), call.Tool) {
 		return Call{}, 0, false
 	}
