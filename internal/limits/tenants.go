@@ -59,8 +59,8 @@ type Config struct {
 	// nothing, since its bucket would be full again anyway.
 	IdleTimeout time.Duration
 	// RefusalHold is the longest a refusal is held before it is answered
-	// (Tarpit; TICKETD_REFUSAL_HOLD); 0 means DefaultTarpitHold, negative
-	// answers every refusal at once.
+	// (Tarpit); 0 means DefaultTarpitHold, negative answers every refusal
+	// at once.
 	RefusalHold time.Duration
 	// HeldRefusals bounds the refusals held at once; 0 means
 	// DefaultTarpitHeld.
