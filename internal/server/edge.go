@@ -88,7 +88,7 @@ func newGuards(e Edge, public string) (*guards, error) {
 	// cap: the cap refuses the excess before the body is read, which costs
 	// less than a refusal after it.
 	slots := cmp.Or(e.WorkSlots, limits.WorkSlotsFor(e.PoolSize))
-	if g.work, err = limits.NewWork(slots, max(2*slots, tenantLimits.Concurrency)); err != nil {
+	if g.work, err = limits.NewWork(slots, max(2*slots, g.tenants.Concurrency())); err != nil {
 		return nil, fmt.Errorf("server: work slots: %w", err)
 	}
 	bodyBudget := cmp.Or(e.BodyBudget, DefaultBodyBudget)
