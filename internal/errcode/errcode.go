@@ -2,9 +2,13 @@
 // the stable, machine-readable codes of the public contract, one Row per
 // code saying everything the transports (MCP, REST), the console, the
 // metrics, the log, the schemas and the docs need about it, and Of, the one
-// classifier from an error to its code. Adding a code is adding a row and
-// its case in Of (with its example in errcodetest, whose walks then check
-// every surface).
+// classifier from an error to its code. Every surface reads the table when
+// it answers, so adding a code is adding its row, naming the errors that
+// mean it (Row.Errors), plus a case in Of only when those errors must be
+// told apart from another code's in order; then go test ./internal/errcode
+// -update rewrites the tables in README.md and docs/contract.md. The walks
+// of internal/errcode/errcodetest, which add a made-up row to every test
+// binary, prove that no surface needs an edit.
 package errcode
 
 import (
@@ -95,6 +99,11 @@ type Row struct {
 	// Outcome is how ticketd_operations_total counts a write that ended
 	// with this code.
 	Outcome Outcome
+	// Errors are the errors that mean this code (errors.Is), for Of, which
+	// checks them after its own cases: a code needs a case in Of instead
+	// only when its errors can come wrapped with another code's and must
+	// win (a lost COMMIT over a failure).
+	Errors []error
 }
 
 // Outcome is the outcome label of ticketd_operations_total for a write that
@@ -284,21 +293,20 @@ var Table = []Row{
 	},
 }
 
-var byCode = func() map[Code]*Row {
-	m := make(map[Code]*Row, len(Table))
-	for i := range Table {
-		m[Table[i].Code] = &Table[i]
-	}
-	return m
-}()
-
 // Lookup returns c's row; an unknown code gets Internal's, because a code
-// with no row is a bug, never a reason to guess.
+// with no row is a bug, never a reason to guess. It reads Table as it is,
+// a few rows, so a row is found the moment it is in the table.
 func Lookup(c Code) *Row {
-	if r, ok := byCode[c]; ok {
-		return r
+	internal := &Table[0]
+	for i := range Table {
+		switch Table[i].Code {
+		case c:
+			return &Table[i]
+		case Internal:
+			internal = &Table[i]
+		}
 	}
-	return byCode[Internal]
+	return internal
 }
 
 // Codes lists every code in table order, for schema enums.
@@ -356,6 +364,13 @@ func Of(err error) Code {
 	case errors.Is(err, operations.ErrUnavailable), errors.Is(err, tickets.ErrUnavailable),
 		errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return Unavailable
+	}
+	for _, r := range Table {
+		for _, e := range r.Errors {
+			if errors.Is(err, e) {
+				return r.Code
+			}
+		}
 	}
 	return Internal
 }
