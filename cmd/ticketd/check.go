@@ -135,6 +135,16 @@ func (c *config) cursorWarning() string {
 	return "TICKETD_CURSOR_SECRET is not set: list cursors are signed with a random key of this process, so they stop working after a restart and on other replicas or processes; set it to the same 32+ byte secret everywhere"
 }
 
+// approvalWarning says what a missing approval secret costs a server that
+// asks for approval outside --dev, or "": an agent's retry carrying the
+// signed answer may reach another replica or a restarted process.
+func (c *config) approvalWarning() string {
+	if c.Dev || c.Approval != "on" || c.ApprovalSecret != "" {
+		return ""
+	}
+	return "TICKETD_APPROVAL_SECRET is not set: approval request states are signed with a random key of this process, so a retry with a person's answer that reaches another replica or a restarted process is refused and the person is asked again; set it to the same 32+ byte secret on every replica"
+}
+
 // checkDB validates the database URL without connecting.
 func (c *config) checkDB() error {
 	dialect, _, err := db.ParseURL(c.DatabaseURL)

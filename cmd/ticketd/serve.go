@@ -58,7 +58,7 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 	if err != nil {
 		return err
 	}
-	for _, w := range append(cfg.warnings(), cfg.cursorWarning()) {
+	for _, w := range append(cfg.warnings(), cfg.cursorWarning(), cfg.approvalWarning()) {
 		if w != "" {
 			logger.Warn(w)
 		}
