@@ -12,7 +12,7 @@
 // comments.go the writes; history.go their events and the outbox hand-off;
 // outbox.go the outbox and delivery ports; input.go and store.go the input
 // rules and the rows; list.go and page.go the lists; projects.go;
-// operations.go what became of an operation; approval.go the gate; tracked.go
+// operations.go what became of an operation; approval.go the gate; tracked*.go
 // and operator.go tracker-backed projects.
 package tickets
 
