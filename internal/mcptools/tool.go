@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -181,3 +182,37 @@ type shownError struct {
 
 func (e shownError) Error() string { return e.msg }
 func (e shownError) Unwrap() error { return e.err }
+
+// authorize returns the caller's principal if it may use a tool needing
+// scope. It runs on every call, replays included, so a token that lost a
+// scope or expired stops working at once.
+//
+// Errors wrap authn.ErrUnauthenticated (no principal, or it expired) or
+// authn.ErrForbidden (the scope is missing).
+func authorize(ctx context.Context, req *mcp.CallToolRequest, scope string) (authn.Principal, error) {
+	p, ok := principalOf(ctx, req.Extra)
+	if !ok {
+		return authn.Principal{}, fmt.Errorf("%w: no verified token came with this call", authn.ErrUnauthenticated)
+	}
+	if p.Expired(time.Now()) {
+		return authn.Principal{}, fmt.Errorf("%w: the token expired at %s", authn.ErrUnauthenticated,
+			p.Expires.UTC().Format(time.RFC3339))
+	}
+	if !p.HasScope(scope) {
+		return authn.Principal{}, fmt.Errorf("%w: this token lacks the %s scope that %s needs",
+			authn.ErrForbidden, scope, req.Params.Name)
+	}
+	return p, nil
+}
+
+// principalOf finds the caller: the verified bearer token the HTTP transport
+// attached to the request, or else the principal the stdio server put in the
+// context. Arguments are never consulted.
+func principalOf(ctx context.Context, extra *mcp.RequestExtra) (authn.Principal, bool) {
+	if extra != nil {
+		if p, ok := PrincipalFrom(extra.TokenInfo); ok {
+			return p, true
+		}
+	}
+	return authn.PrincipalFromContext(ctx)
+}

@@ -98,9 +98,10 @@ type IDError struct {
 
 func (e *IDError) Error() string { return "operation ID " + e.Reason }
 
-// ID is an operation ID that ParseID accepted. Adapters parse the caller's
-// text once, naming their own field in the error, and every write takes the
-// ID in this form, so nothing parses it again. The zero ID is none.
+// ID is an operation ID that ParseID accepted (only ParseID makes one).
+// Adapters parse the caller's text once, naming their own field in the
+// error, and every write takes the ID in this form, so nothing parses it
+// again. The zero ID is none.
 type ID struct{ u uuid.UUID }
 
 // UUID returns the ID as the ledger keys it.
@@ -111,10 +112,6 @@ func (id ID) String() string { return id.u.String() }
 
 // IsZero reports whether id is the zero ID, which no caller can send.
 func (id ID) IsZero() bool { return id.u == uuid.Nil }
-
-// NewID returns a fresh operation ID (a UUID of version 7), for a form that
-// proposes one.
-func NewID() ID { return ID{uuid.Must(uuid.NewV7())} }
 
 // ParseID parses an operation ID: a canonical 8-4-4-4-12 UUID of version 4
 // or 7 (either case). Braces, "urn:uuid:", other versions and the nil UUID
