@@ -135,7 +135,9 @@ func (s *Service) CreateTicket(ctx context.Context, tenant, reporter, operationI
 	var created Ticket
 	fp := Fingerprint(n)
 	gate := s.gate(key, fp, reporter, createProposal(id.String(), n))
-	out, err := s.ledger.RunGated(ctx, key, fp, ticketID.String(), gate, func(tx *gorm.DB) error {
+	var replayed ticketRow
+	replay := operations.Replay{Join: ticketResult, Into: replayed.columns()}
+	out, err := s.ledger.RunReplaying(ctx, key, fp, ticketID.String(), gate, replay, func(tx *gorm.DB) error {
 		if created, err = insertTicket(tx, tenant, reporter, ticketID, eventID, id, n); err != nil {
 			return err
 		}
@@ -146,6 +148,10 @@ func (s *Service) CreateTicket(ctx context.Context, tenant, reporter, operationI
 	}
 	if !out.Replayed {
 		return CreateResult{OperationID: id, Ticket: created}, nil
+	}
+	if out.ResultRead {
+		t, err := replayed.toTicket()
+		return CreateResult{OperationID: id, Ticket: t, Replayed: true}, err
 	}
 	t, err := s.ticketByID(ctx, tenant, out.Record.ResultID)
 	if err != nil {
