@@ -75,4 +75,4 @@ fuzz: ## Fuzz the parsers of untrusted input and the JWT verifier (FUZZTIME each
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $${FUZZTIME:-30s} ./internal/tickets/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $${FUZZTIME:-30s} ./internal/operations/
 	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $${FUZZTIME:-30s} ./internal/authn/
-	$(GO) test -run '^$$' -fuzz '^FuzzCheckMessage$$' -fuzztime $${FUZZTIME:-30s} ./internal/edge/
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckMessage$$' -fuzztime $${FUZZTIME:-30s} ./internal/mcpedge/

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 	"github.com/ticketd/ticketd/migrations"
 )
 
@@ -46,14 +47,14 @@ func TestTicketNumbersMigrationContinuesExistingProjects(t *testing.T) {
 		t.Fatalf("up: %v", err)
 	}
 	svc := tickets.NewService(d.Gorm, tickets.Options{})
-	old, err := svc.CreateTicket(ctx, "acme", "alice", uuid.NewString(), tickets.NewTicket{ProjectID: "support", Title: "after the upgrade"})
+	old, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: "acme", Subject: "alice"}, ticketstest.OpID(uuid.NewString()), tickets.NewTicket{ProjectID: "support", Title: "after the upgrade"})
 	if err != nil || old.Ticket.Key != "SUP-5" {
 		t.Fatalf("create in the existing project = %+v, %v; want SUP-5", old.Ticket, err)
 	}
 	if _, err := svc.CreateProject(ctx, "acme", tickets.Project{ID: "ops", Key: "OPS", Name: "Operations"}); err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := svc.CreateTicket(ctx, "acme", "alice", uuid.NewString(), tickets.NewTicket{ProjectID: "ops", Title: "first"})
+	fresh, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: "acme", Subject: "alice"}, ticketstest.OpID(uuid.NewString()), tickets.NewTicket{ProjectID: "ops", Title: "first"})
 	if err != nil || fresh.Ticket.Key != "OPS-1" {
 		t.Fatalf("create in a new project = %+v, %v; want OPS-1", fresh.Ticket, err)
 	}
@@ -68,7 +69,6 @@ func TestTicketNumbersMigrationContinuesExistingProjects(t *testing.T) {
 	if n := sequences(); n != 2 {
 		t.Errorf("%d ticket number sequences, want one per project (2)", n)
 	}
-	// Later versions without a Down section roll back as no-ops.
 	if err := migrations.DownTo(ctx, sqlDB, "postgres", 3); err != nil {
 		t.Fatalf("down to 3: %v", err)
 	}

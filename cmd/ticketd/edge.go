@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/ticketd/ticketd/internal/db"
-	"github.com/ticketd/ticketd/internal/edge"
 	"github.com/ticketd/ticketd/internal/limits"
 	"github.com/ticketd/ticketd/internal/server"
 )
@@ -54,7 +53,7 @@ func (c *config) edge() (server.Edge, error) {
 	if _, err := limits.New(e.Limits); err != nil {
 		return server.Edge{}, fmt.Errorf("tenant limits: %w", err)
 	}
-	if _, err := edge.Origin(edge.OriginOptions{PublicURL: c.PublicURL, AllowedOrigins: e.AllowedOrigins, AllowedHosts: e.AllowedHosts}); err != nil {
+	if _, err := server.Origin(server.OriginOptions{PublicURL: c.PublicURL, AllowedOrigins: e.AllowedOrigins, AllowedHosts: e.AllowedHosts}); err != nil {
 		return server.Edge{}, fmt.Errorf("TICKETD_ALLOWED_ORIGINS / TICKETD_ALLOWED_HOSTS: %w", err)
 	}
 	return e, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 // BenchmarkPages measures a signed-in page view end to end over loopback:
@@ -19,7 +20,7 @@ func BenchmarkPages(b *testing.B) {
 	ctx := context.Background()
 	var key string
 	for i := range 50 {
-		res, err := e.svc.CreateTicket(ctx, tenant, "bob", newID(b), tickets.NewTicket{
+		res, err := e.svc.CreateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "bob"}, ticketstest.OpID(newID(b)), tickets.NewTicket{
 			ProjectID: "support", Title: fmt.Sprintf("Ticket number %d", i), Labels: []string{"bench"}})
 		if err != nil {
 			b.Fatal(err)
@@ -27,7 +28,7 @@ func BenchmarkPages(b *testing.B) {
 		key = res.Ticket.Key
 	}
 	for i := range 10 {
-		if _, err := e.svc.AddComment(ctx, tenant, "bob", newID(b), key, fmt.Sprintf("comment %d", i)); err != nil {
+		if _, err := e.svc.AddComment(ctx, tickets.Caller{Tenant: tenant, Subject: "bob"}, ticketstest.OpID(newID(b)), key, fmt.Sprintf("comment %d", i)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 var updateScreenshots = flag.Bool("update-screenshots", false, "write the browser test's screenshots to docs/console/")
@@ -166,13 +167,13 @@ func seed(t *testing.T, svc *tickets.Service) {
 		{"Nightly backup took six hours", "It normally takes forty minutes.", tickets.PriorityNormal, []string{"ops"},
 			&tickets.TicketUpdate{Status: status(tickets.StatusResolved)}},
 	} {
-		res, err := svc.CreateTicket(ctx, tenant, "bob", newID(t), tickets.NewTicket{
+		res, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "bob"}, ticketstest.OpID(newID(t)), tickets.NewTicket{
 			ProjectID: "support", Title: s.title, Description: s.description, Priority: s.priority, Labels: s.labels})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if s.update != nil {
-			if _, err := svc.UpdateTicket(ctx, tenant, "bob", newID(t), res.Ticket.Key, *s.update); err != nil {
+			if _, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "bob"}, ticketstest.OpID(newID(t)), res.Ticket.Key, *s.update); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -245,7 +246,7 @@ func TestBrowser(t *testing.T) {
 	// Someone else retitles the ticket while the edit form is open: saving
 	// the stale form is a version conflict that shows the current values.
 	retitled := "Printer on fire on the third floor (HP LaserJet)"
-	if _, err := e.svc.UpdateTicket(ctx, tenant, "bob", newID(t), "SUP-1", tickets.TicketUpdate{Title: &retitled}); err != nil {
+	if _, err := e.svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "bob"}, ticketstest.OpID(newID(t)), "SUP-1", tickets.TicketUpdate{Title: &retitled}); err != nil {
 		t.Fatal(err)
 	}
 	b.do(chromedp.SetValue(chromedp.CSS("#edit-priority"), "urgent"))
@@ -284,7 +285,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("after the second submit: notice %q, want it to say already done", n)
 	}
 	b.screenshot("replayed")
-	page, err := e.svc.ListTickets(ctx, tenant, tickets.ListTicketsParams{Query: "quarterly report"})
+	page, err := e.svc.ListTickets(ctx, tickets.Caller{Tenant: tenant}, tickets.ListTicketsParams{Query: "quarterly report"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 func TestSecurityHeaders(t *testing.T) {
@@ -283,7 +284,7 @@ func TestForgedPostsChangeNothing(t *testing.T) {
 			t.Errorf("%s: status %d, want 403", name, resp.StatusCode)
 		}
 	}
-	page, err := e.svc.ListTickets(context.Background(), tenant, tickets.ListTicketsParams{})
+	page, err := e.svc.ListTickets(context.Background(), tickets.Caller{Tenant: tenant}, tickets.ListTicketsParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -344,7 +345,7 @@ func TestDoubleSubmittedCreateIsOneTicket(t *testing.T) {
 	if p := e.get(t, c, locations[1]); !strings.Contains(p.body, "Already done") {
 		t.Errorf("the replay is not shown as already done:\n%s", p.body)
 	}
-	page, err := e.svc.ListTickets(context.Background(), tenant, tickets.ListTicketsParams{})
+	page, err := e.svc.ListTickets(context.Background(), tickets.Caller{Tenant: tenant}, tickets.ListTicketsParams{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +434,7 @@ func TestUpdateForms(t *testing.T) {
 		f := e.get(t, c, path).form(t, "edit-form")
 		// Someone else retitles the ticket after the form was rendered.
 		title := "Broken login on mobile"
-		if _, err := e.svc.UpdateTicket(context.Background(), tenant, "bob", newID(t), tk.Key, tickets.TicketUpdate{Title: &title}); err != nil {
+		if _, err := e.svc.UpdateTicket(context.Background(), tickets.Caller{Tenant: tenant, Subject: "bob"}, ticketstest.OpID(newID(t)), tk.Key, tickets.TicketUpdate{Title: &title}); err != nil {
 			t.Fatal(err)
 		}
 		f.Set("title", "Login broken")
@@ -508,13 +509,13 @@ func TestTicketsPageFiltersAndPages(t *testing.T) {
 		if i%10 == 0 {
 			title = "Printer jam"
 		}
-		res, err := e.svc.CreateTicket(ctx, tenant, "bob", newID(t), tickets.NewTicket{ProjectID: "support", Title: title, Labels: []string{"batch"}})
+		res, err := e.svc.CreateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "bob"}, ticketstest.OpID(newID(t)), tickets.NewTicket{ProjectID: "support", Title: title, Labels: []string{"batch"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if i == 0 {
 			me := "alice"
-			if _, err := e.svc.UpdateTicket(ctx, tenant, "bob", newID(t), res.Ticket.Key, tickets.TicketUpdate{Assignee: &me}); err != nil {
+			if _, err := e.svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "bob"}, ticketstest.OpID(newID(t)), res.Ticket.Key, tickets.TicketUpdate{Assignee: &me}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -551,7 +552,7 @@ func TestOperationPages(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, console.Config{})
 	opID := newID(t)
-	if _, err := e.svc.CreateTicket(context.Background(), tenant, "bob", opID, tickets.NewTicket{ProjectID: "support", Title: "Check me"}); err != nil {
+	if _, err := e.svc.CreateTicket(context.Background(), tickets.Caller{Tenant: tenant, Subject: "bob"}, ticketstest.OpID(opID), tickets.NewTicket{ProjectID: "support", Title: "Check me"}); err != nil {
 		t.Fatal(err)
 	}
 	c := e.signedIn(t, token(t, "alice", time.Now(), authn.ScopeRead))
@@ -588,7 +589,7 @@ func TestOversizedFormIsRefused(t *testing.T) {
 	if p.status != http.StatusRequestEntityTooLarge || !strings.Contains(p.body, "invalid_input") {
 		t.Fatalf("status %d, want 413 invalid_input", p.status)
 	}
-	page, err := e.svc.ListTickets(context.Background(), tenant, tickets.ListTicketsParams{})
+	page, err := e.svc.ListTickets(context.Background(), tickets.Caller{Tenant: tenant}, tickets.ListTicketsParams{})
 	if err != nil || len(page.Tickets) != 0 {
 		t.Fatalf("tickets %d, err %v; want none", len(page.Tickets), err)
 	}

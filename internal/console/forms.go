@@ -28,6 +28,17 @@ func formKey(submitted string, code errcode.Code) string {
 	return submitted
 }
 
+// operationID parses an operation ID the console received (a form's key, a
+// page's path), as an invalid operation_id when it does not parse: only a
+// tampered form or a mistyped address carries one.
+func operationID(s string) (operations.ID, error) {
+	id, err := operations.ParseID(s)
+	if err != nil {
+		return operations.ID{}, &tickets.ValidationError{Fields: []tickets.FieldError{{Field: "operation_id", Message: err.Error()}}}
+	}
+	return id, nil
+}
+
 // splitLabels reads a comma- or newline-separated label list. Normalising
 // (trim, case, duplicates) is the service's job.
 func splitLabels(s string) []string {
@@ -51,10 +62,14 @@ func (c *console) createTicket(w http.ResponseWriter, r *http.Request, req *requ
 		Title: r.PostForm.Get("title"), Description: r.PostForm.Get("description"),
 		Priority: r.PostForm.Get("priority"), Labels: r.PostForm.Get("labels"),
 	}
-	res, err := c.svc.CreateTicket(r.Context(), req.principal.Tenant, req.principal.Subject, f.OperationID, tickets.NewTicket{
-		ProjectID: f.ProjectID, Title: f.Title, Description: f.Description,
-		Priority: tickets.Priority(f.Priority), Labels: splitLabels(f.Labels),
-	})
+	var res tickets.CreateResult
+	id, err := operationID(f.OperationID)
+	if err == nil {
+		res, err = c.svc.CreateTicket(r.Context(), req.caller(), id, tickets.NewTicket{
+			ProjectID: f.ProjectID, Title: f.Title, Description: f.Description,
+			Priority: tickets.Priority(f.Priority), Labels: splitLabels(f.Labels),
+		})
+	}
 	if err != nil {
 		p, status := c.problemOf(r, err)
 		f.OperationID = formKey(f.OperationID, p.Code)
@@ -110,7 +125,11 @@ func (c *console) updateTicket(w http.ResponseWriter, r *http.Request, req *requ
 		c.fail(w, r, req, http.StatusBadRequest, problemFor(errcode.InvalidInput, "form must be edit, status or assign, got "+strconv.Quote(which)))
 		return
 	}
-	res, err := c.svc.UpdateTicket(r.Context(), req.principal.Tenant, req.principal.Subject, opID, r.PathValue("ref"), in)
+	var res tickets.UpdateResult
+	id, err := operationID(opID)
+	if err == nil {
+		res, err = c.svc.UpdateTicket(r.Context(), req.caller(), id, r.PathValue("ref"), in)
+	}
 	if err != nil {
 		c.updateFailed(w, r, req, which, err)
 		return
@@ -156,7 +175,11 @@ func (c *console) updateFailed(w http.ResponseWriter, r *http.Request, req *requ
 
 func (c *console) addComment(w http.ResponseWriter, r *http.Request, req *request) {
 	opID, body := r.PostForm.Get("operation_id"), r.PostForm.Get("body")
-	res, err := c.svc.AddComment(r.Context(), req.principal.Tenant, req.principal.Subject, opID, r.PathValue("ref"), body)
+	var res tickets.CommentResult
+	id, err := operationID(opID)
+	if err == nil {
+		res, err = c.svc.AddComment(r.Context(), req.caller(), id, r.PathValue("ref"), body)
+	}
 	if err != nil {
 		p, status := c.problemOf(r, err)
 		d, lerr := c.loadTicket(r, req, r.PathValue("ref"))

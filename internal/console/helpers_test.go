@@ -166,7 +166,7 @@ func (p page) form(t testing.TB, id string) url.Values {
 
 func mustCreate(t testing.TB, svc *tickets.Service, subject, title string) tickets.Ticket {
 	t.Helper()
-	res, err := svc.CreateTicket(context.Background(), tenant, subject, newID(t), tickets.NewTicket{ProjectID: "support", Title: title})
+	res, err := svc.CreateTicket(context.Background(), tickets.Caller{Tenant: tenant, Subject: subject}, ticketstest.OpID(newID(t)), tickets.NewTicket{ProjectID: "support", Title: title})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,22 +16,27 @@ func operationURL(id, done string) string {
 }
 
 func (c *console) reconcileOperation(w http.ResponseWriter, r *http.Request, req *request) {
-	id := r.PathValue("id")
-	if _, err := c.svc.ReconcileOperation(r.Context(), req.principal.Tenant, req.principal.Subject, id, r.PostForm.Get("action")); err != nil {
-		c.failErr(w, r, req, err)
-		return
+	id, err := operationID(r.PathValue("id"))
+	if err == nil {
+		_, err = c.svc.ReconcileOperation(r.Context(), req.caller(), id, r.PostForm.Get("action"))
 	}
-	http.Redirect(w, r, operationURL(id, "reconciled"), http.StatusSeeOther)
-}
-
-func (c *console) resolveOperation(w http.ResponseWriter, r *http.Request, req *request) {
-	id := r.PathValue("id")
-	f := r.PostForm
-	_, err := c.svc.ResolveOperation(r.Context(), req.principal.Tenant, req.principal.Subject, id, f.Get("action"),
-		tickets.Resolution{Outcome: f.Get("outcome"), ExternalID: f.Get("external_id"), Reason: f.Get("reason")})
 	if err != nil {
 		c.failErr(w, r, req, err)
 		return
 	}
-	http.Redirect(w, r, operationURL(id, "resolved"), http.StatusSeeOther)
+	http.Redirect(w, r, operationURL(r.PathValue("id"), "reconciled"), http.StatusSeeOther)
+}
+
+func (c *console) resolveOperation(w http.ResponseWriter, r *http.Request, req *request) {
+	f := r.PostForm
+	id, err := operationID(r.PathValue("id"))
+	if err == nil {
+		_, err = c.svc.ResolveOperation(r.Context(), req.caller(), id, f.Get("action"),
+			tickets.Resolution{Outcome: f.Get("outcome"), ExternalID: f.Get("external_id"), Reason: f.Get("reason")})
+	}
+	if err != nil {
+		c.failErr(w, r, req, err)
+		return
+	}
+	http.Redirect(w, r, operationURL(r.PathValue("id"), "resolved"), http.StatusSeeOther)
 }

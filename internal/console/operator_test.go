@@ -15,6 +15,7 @@ import (
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 	"github.com/ticketd/ticketd/internal/tracker"
 	"github.com/ticketd/ticketd/internal/tracker/github"
 	"github.com/ticketd/ticketd/internal/tracker/githubtest"
@@ -44,7 +45,7 @@ func TestBrowserOperatorResolvesUnknownOperation(t *testing.T) {
 	gh.LagLists(time.Hour)
 	id := uuid.NewString()
 	in := tickets.NewTicket{ProjectID: "widgets", Title: "Widget jams on start-up"}
-	if _, err := e.svc.CreateTicket(ctx, tenant, "agent-7", id, in); !errors.Is(err, operations.ErrOutcomeUnknown) {
+	if _, err := e.svc.CreateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "agent-7"}, ticketstest.OpID(id), in); !errors.Is(err, operations.ErrOutcomeUnknown) {
 		t.Fatalf("create: %v; want outcome unknown", err)
 	}
 
@@ -76,7 +77,7 @@ func TestBrowserOperatorResolvesUnknownOperation(t *testing.T) {
 	}
 	b.screenshot("operation-resolved")
 
-	res, err := e.svc.CreateTicket(ctx, tenant, "agent-7", id, in)
+	res, err := e.svc.CreateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "agent-7"}, ticketstest.OpID(id), in)
 	if err != nil || !res.Replayed || res.Ticket.ExternalID != "acme/widgets#1" {
 		t.Fatalf("agent's retry = %+v, %v; want the resolved ticket replayed", res, err)
 	}

@@ -98,9 +98,9 @@ type ticketsData struct {
 	FirstURL   string // set when not on the first page
 }
 
-// listParams is the filters as the service takes them, for the caller
-// subject: a view fills in what it means, and "me" is the caller.
-func (f ticketFilters) listParams(subject string) tickets.ListTicketsParams {
+// listParams is the filters as the service takes them: a view fills in
+// what it means, and "me" (the caller) is passed on for the service.
+func (f ticketFilters) listParams() tickets.ListTicketsParams {
 	p := tickets.ListTicketsParams{
 		ProjectID: f.Project, Query: f.Query, Assignee: f.Assignee, Label: f.Label,
 		Priority: tickets.Priority(f.Priority), Sort: tickets.Sort(f.Sort),
@@ -118,10 +118,12 @@ func (f ticketFilters) listParams(subject string) tickets.ListTicketsParams {
 			p.Sort = tickets.SortPriorityDesc
 		}
 	case viewMine:
-		p.Assignee = subject
+		p.Assignee = tickets.AssigneeMe
 	}
+	// A person may type "Me" or " me"; the service resolves the one
+	// spelling to the caller.
 	if strings.EqualFold(strings.TrimSpace(p.Assignee), tickets.AssigneeMe) {
-		p.Assignee = subject
+		p.Assignee = tickets.AssigneeMe
 	}
 	return p
 }
@@ -146,9 +148,9 @@ func (c *console) ticketsPage(w http.ResponseWriter, r *http.Request, req *reque
 	}
 	data.Projects = projects
 	cursor := q.Get("cursor")
-	params := f.listParams(req.principal.Subject)
+	params := f.listParams()
 	params.Limit, params.Cursor = pageSize, cursor
-	page, err := c.svc.ListTickets(r.Context(), req.principal.Tenant, params)
+	page, err := c.svc.ListTickets(r.Context(), req.caller(), params)
 	l := layout{Title: "Tickets", Nav: "/console/tickets"}
 	if err != nil {
 		p, status := c.problemOf(r, err)
@@ -380,7 +382,11 @@ func advice(s operations.Status) string {
 }
 
 func (c *console) operationPage(w http.ResponseWriter, r *http.Request, req *request) {
-	op, err := c.svc.GetOperation(r.Context(), req.principal.Tenant, r.PathValue("id"))
+	var op tickets.OperationStatus
+	id, err := operationID(r.PathValue("id"))
+	if err == nil {
+		op, err = c.svc.GetOperation(r.Context(), req.principal.Tenant, id)
+	}
 	if err != nil {
 		c.failErr(w, r, req, err)
 		return

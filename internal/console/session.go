@@ -11,6 +11,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/tickets"
 )
 
 // The session cookie holds a console session's secret (Sessions), never the
@@ -57,10 +58,6 @@ func (c *console) sessionToken(r *http.Request) (string, error) {
 	return "", errTwoSessions
 }
 
-// maxFormBytes bounds every form body; the largest field (a description or
-// comment of 20000 characters) fits with room to spare.
-const maxFormBytes = 256 << 10
-
 // csrfLabel is the message the CSRF token authenticates.
 const csrfLabel = "ticketd console csrf v1"
 
@@ -78,6 +75,11 @@ type request struct {
 	principal authn.Principal
 	csrf      string
 	secret    string // the session's, for sign-out
+}
+
+// caller is who the service acts for.
+func (req *request) caller() tickets.Caller {
+	return tickets.Caller{Tenant: req.principal.Tenant, Subject: req.principal.Subject}
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, req *request)
@@ -115,7 +117,7 @@ func (c *console) session(h handlerFunc) http.Handler {
 		}
 		req := &request{principal: p, csrf: csrfToken(session), secret: session}
 		if r.Method == http.MethodPost {
-			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+			r.Body = http.MaxBytesReader(w, r.Body, tickets.MaxInputBytes)
 			if err := r.ParseForm(); err != nil {
 				status := http.StatusBadRequest
 				if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
@@ -181,7 +183,7 @@ func (c *console) signInPage(w http.ResponseWriter, r *http.Request) {
 // signIn checks the token once before keeping it, so a typo or a token
 // without tickets:read is refused here rather than on the next page.
 func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	r.Body = http.MaxBytesReader(w, r.Body, tickets.MaxInputBytes)
 	if err := r.ParseForm(); err != nil {
 		c.render(w, r, nil, http.StatusBadRequest, "signin",
 			layout{Title: "Sign in", Problem: problemFor(errcode.InvalidInput, "The form could not be read.")}, signInData{})

@@ -73,7 +73,7 @@ func GrantedScopes(p authn.Principal) []string {
 }
 
 // TokenScopes returns the scopes granted to the token auth.RequireBearerToken
-// verified for ctx (edge.StepUpOptions.Scopes), or nil.
+// verified for ctx (mcpedge.StepUpOptions.Scopes), or nil.
 func TokenScopes(ctx context.Context) []string {
 	p, ok := PrincipalFrom(auth.TokenInfoFromContext(ctx))
 	if !ok {

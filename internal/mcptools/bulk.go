@@ -50,12 +50,12 @@ var bulkUpdateTickets = newTool(spec[BulkUpdateTicketsIn, BulkUpdateTicketsOut]{
 		item.Properties["ticket"] = ref(defTicket)
 	},
 	handle: func(ctx context.Context, svc *tickets.Service, c call, in BulkUpdateTicketsIn) (BulkUpdateTicketsOut, error) {
-		res, err := svc.BulkUpdateTickets(ctx, c.principal.Tenant, c.principal.Subject, in.OperationID, in.Bulk())
+		res, err := svc.BulkUpdateTickets(ctx, c.caller(), c.operationID, in.Bulk())
 		if err != nil {
 			return BulkUpdateTicketsOut{}, err
 		}
 		return BulkUpdateTicketsOut{
-			OperationID: c.operationID, Status: string(operations.StatusSucceeded), Replayed: res.Replayed,
+			OperationID: res.OperationID.String(), Status: string(operations.StatusSucceeded), Replayed: res.Replayed,
 			Tickets: wire.FromBulkItems(res.Items),
 		}, nil
 	},

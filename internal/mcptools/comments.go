@@ -71,12 +71,12 @@ var (
 			wire.ConstrainComment(s.Properties["comment"])
 		},
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in AddCommentIn) (AddCommentOut, error) {
-			res, err := svc.AddComment(ctx, c.principal.Tenant, c.principal.Subject, in.OperationID, in.ID, in.Body)
+			res, err := svc.AddComment(ctx, c.caller(), c.operationID, in.ID, in.Body)
 			if err != nil {
 				return AddCommentOut{}, err
 			}
 			return AddCommentOut{
-				OperationID: c.operationID, Status: string(operations.StatusSucceeded), Replayed: res.Replayed,
+				OperationID: res.OperationID.String(), Status: string(operations.StatusSucceeded), Replayed: res.Replayed,
 				TicketID: res.Comment.TicketID.String(), Comment: wire.FromComment(res.Comment),
 			}, nil
 		},

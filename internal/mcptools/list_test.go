@@ -13,6 +13,7 @@ import (
 	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/server/servertest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 	"github.com/ticketd/ticketd/internal/wire"
 )
 
@@ -24,7 +25,7 @@ const defaultPageBudget = 8 << 10
 func seedBacklog(t *testing.T, env *servertest.Env, n, descLen int) {
 	t.Helper()
 	for i := range n {
-		_, err := env.Service.CreateTicket(context.Background(), tenant, "reporter", newOperationID(t), tickets.NewTicket{
+		_, err := env.Service.CreateTicket(context.Background(), tickets.Caller{Tenant: tenant, Subject: "reporter"}, ticketstest.OpID(newOperationID(t)), tickets.NewTicket{
 			ProjectID: "support", Title: fmt.Sprintf("Printer %d jams on tray %d", i, i%3),
 			Description: strings.Repeat("word ", descLen/5), Labels: []string{"hardware", "printer"},
 		})
@@ -124,7 +125,7 @@ func TestListFiltersOverMCP(t *testing.T) {
 	ctx := context.Background()
 	var keys []string
 	for _, title := range []string{"low one", "urgent one", "normal one"} {
-		res, err := env.Service.CreateTicket(ctx, tenant, "reporter", newOperationID(t), tickets.NewTicket{
+		res, err := env.Service.CreateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "reporter"}, ticketstest.OpID(newOperationID(t)), tickets.NewTicket{
 			ProjectID: "support", Title: title, Priority: tickets.Priority(strings.Fields(title)[0])})
 		if err != nil {
 			t.Fatal(err)
@@ -140,7 +141,7 @@ func TestListFiltersOverMCP(t *testing.T) {
 		{keys[0], tickets.TicketUpdate{Assignee: ptr("agent")}},
 		{keys[1], tickets.TicketUpdate{Status: ptr(tickets.StatusClosed)}},
 	} {
-		if _, err := env.Service.UpdateTicket(ctx, tenant, "agent", newOperationID(t), u.key, u.upd); err != nil {
+		if _, err := env.Service.UpdateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "agent"}, ticketstest.OpID(newOperationID(t)), u.key, u.upd); err != nil {
 			t.Fatal(err)
 		}
 	}

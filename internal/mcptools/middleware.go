@@ -15,9 +15,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/ticketd/ticketd/internal/edge"
 	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/mcpedge"
 	"github.com/ticketd/ticketd/internal/observe"
+	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/reqinfo"
 )
 
@@ -261,7 +262,7 @@ func newProtocol(req mcp.Request) bool {
 		return false
 	}
 	p := ss.InitializeParams()
-	return p == nil || p.ProtocolVersion >= edge.Protocol2026
+	return p == nil || p.ProtocolVersion >= mcpedge.Protocol2026
 }
 
 // argumentsAreObject reports whether a call's arguments are a JSON object.
@@ -369,5 +370,9 @@ func operationIDArgument(call *mcp.CallToolRequest) string {
 	if json.Unmarshal(call.Params.Arguments, &args) != nil {
 		return ""
 	}
-	return canonicalOperationID(args.OperationID)
+	id, err := operations.ParseID(args.OperationID)
+	if err != nil {
+		return ""
+	}
+	return id.String()
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ticketd/ticketd/internal/authn"
-	"github.com/ticketd/ticketd/internal/edge"
+	"github.com/ticketd/ticketd/internal/mcpedge"
 	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/stdioguard"
 	"github.com/ticketd/ticketd/internal/tickets"
@@ -67,7 +67,7 @@ func NewServer(svc *tickets.Service, logger *slog.Logger, opts Options) *mcp.Ser
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	s := mcp.NewServer(edge.ServerInfo(), &mcp.ServerOptions{
+	s := mcp.NewServer(mcpedge.ServerInfo(), &mcp.ServerOptions{
 		Instructions: instructions,
 		// The SDK logs every stateless request's session at Info; only its
 		// warnings and errors are worth an operator's attention.
@@ -76,7 +76,7 @@ func NewServer(svc *tickets.Service, logger *slog.Logger, opts Options) *mcp.Ser
 		// resources, and the SDK would otherwise advertise logging.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
 		// FilterTools makes tools/list depend on the caller.
-		SetCacheable: edge.PrivateToolList,
+		SetCacheable: mcpedge.PrivateToolList,
 	})
 	registerTools(s, svc)
 	if opts.ReadOnly {
@@ -93,14 +93,14 @@ func NewServer(svc *tickets.Service, logger *slog.Logger, opts Options) *mcp.Ser
 	// innermost: it only edits a tools/list result.
 	s.AddReceivingMiddleware(logCalls(logger, opts.Metrics), recoverPanics(logger), boundUnknownTools(),
 		boundPages(opts.MaxConcurrentPages, opts.MaxPagesPerTenant), shapeArgumentErrors(),
-		edge.FilterTools(ScopeFor(opts), callerScopes))
+		mcpedge.FilterTools(ScopeFor(opts), callerScopes))
 	return s
 }
 
 // ScopeFor returns the edge's view of the tools a server built with opts
 // serves: the scope each needs, and known=false for a tool it does not
 // serve (so a step-up check lets the SDK answer "unknown tool").
-func ScopeFor(opts Options) edge.ScopeFor {
+func ScopeFor(opts Options) mcpedge.ScopeFor {
 	scopes := make(map[string]string)
 	for _, t := range Tools() {
 		if !opts.ReadOnly || t.Scope == authn.ScopeRead {
@@ -130,7 +130,7 @@ func callerScopes(ctx context.Context, req mcp.Request) []string {
 // (stderr).
 //
 // The input goes through stdioguard: a malformed line, a batch or anything
-// edge.CheckMessage refuses is answered with a JSON-RPC error and the
+// mcpedge.CheckMessage refuses is answered with a JSON-RPC error and the
 // session goes on; when in ends, requests already read are answered (up to
 // stdioguard.DefaultDrainTimeout) before ServeStdio returns.
 func ServeStdio(ctx context.Context, svc *tickets.Service, p authn.Principal, logger *slog.Logger, in io.ReadCloser, out io.WriteCloser) error {

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -33,10 +34,24 @@ type Tool struct {
 func (t Tool) Def() *mcp.Tool { return t.def }
 
 // call is what a handler knows about the call beyond its arguments: who
-// makes it, and the operation ID it names (stored form), parsed once.
+// makes it, and the operation ID it names, parsed once (zero when none).
 type call struct {
 	principal   authn.Principal
-	operationID string
+	operationID operations.ID
+}
+
+// caller is who the service acts for.
+func (c call) caller() tickets.Caller {
+	return tickets.Caller{Tenant: c.principal.Tenant, Subject: c.principal.Subject}
+}
+
+// echo is the operation ID as answers name it: its stored (lower-case)
+// form, or "" when the call names none that parses.
+func (c call) echo() string {
+	if c.operationID.IsZero() {
+		return ""
+	}
+	return c.operationID.String()
 }
 
 // handler runs one authorised call; a returned error becomes the tool error
@@ -101,10 +116,14 @@ func newTool[In, Out any](sp spec[In, Out]) Tool {
 		reg := *def
 		reg.InputSchema = json.RawMessage(inJSON)
 		run := func(ctx context.Context, req *mcp.CallToolRequest, args In) (*mcp.CallToolResult, outcome[Out], error) {
-			c := call{operationID: operationIDOf(args)}
+			id, idErr := operationIDOf(args)
+			c := call{operationID: id}
 			p, err := authorize(ctx, req, sp.scope)
 			if err != nil {
-				return failure[Out](err, c.operationID)
+				return failure[Out](err, c.echo())
+			}
+			if idErr != nil {
+				return failure[Out](idErr, "")
 			}
 			c.principal = p
 			out, err := sp.handle(withApprovalChannel(ctx, req), svc, c, args)
@@ -112,7 +131,7 @@ func newTool[In, Out any](sp spec[In, Out]) Tool {
 				return res, outcome[Out]{}, rpcErr
 			}
 			if err != nil {
-				return failure[Out](err, c.operationID)
+				return failure[Out](err, c.echo())
 			}
 			return success(out)
 		}
@@ -181,13 +200,20 @@ func registerTools(s *mcp.Server, svc *tickets.Service) {
 	}
 }
 
-// operationIDOf returns the stored form of the operation ID an input names,
-// or "" when it names none or an invalid one.
-func operationIDOf(in any) string {
-	if o, ok := in.(interface{ operationID() string }); ok {
-		return canonicalOperationID(o.operationID())
+// operationIDOf parses the operation ID an input names: the one parse of
+// the call. An input that names none, or leaves an optional one empty
+// (preview_ticket), gives the zero ID; one that does not parse is an invalid
+// operation_id (the schema's pattern stops most before they get here).
+func operationIDOf(in any) (operations.ID, error) {
+	o, ok := in.(interface{ operationID() string })
+	if !ok || o.operationID() == "" {
+		return operations.ID{}, nil
 	}
-	return ""
+	id, err := operations.ParseID(o.operationID())
+	if err != nil {
+		return operations.ID{}, &tickets.ValidationError{Fields: []tickets.FieldError{{Field: "operation_id", Message: err.Error()}}}
+	}
+	return id, nil
 }
 
 // shownError replaces the caller-visible text of err (a not_found, say,

@@ -166,13 +166,13 @@ var (
 			s.Properties["ticket"] = ref(defTicket)
 		},
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in CreateTicketIn) (CreateTicketOut, error) {
-			res, err := svc.CreateTicket(ctx, c.principal.Tenant, c.principal.Subject, in.OperationID, in.NewTicket())
+			res, err := svc.CreateTicket(ctx, c.caller(), c.operationID, in.NewTicket())
 			if err != nil {
 				return CreateTicketOut{}, err
 			}
 			// Every answer names the operation in its stored (lower-case) form.
 			return CreateTicketOut{
-				OperationID: c.operationID, Status: string(operations.StatusSucceeded), Replayed: res.Replayed,
+				OperationID: res.OperationID.String(), Status: string(operations.StatusSucceeded), Replayed: res.Replayed,
 				TicketID: res.Ticket.ID.String(), Ticket: wire.FromTicket(res.Ticket),
 			}, nil
 		},
@@ -189,7 +189,7 @@ var (
 			s.Properties["ticket"].Properties["priority"].Enum = stringEnum(tickets.Priorities...)
 		},
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in PreviewTicketIn) (PreviewTicketOut, error) {
-			pv, err := svc.PreviewTicket(ctx, c.principal.Tenant, in.OperationID, in.NewTicket())
+			pv, err := svc.PreviewTicket(ctx, c.principal.Tenant, c.operationID, in.NewTicket())
 			if err != nil {
 				return PreviewTicketOut{}, err
 			}
@@ -216,11 +216,11 @@ var (
 			s.Properties["deliveries"].Items = ref(defDelivery)
 		},
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in GetOperationStatusIn) (wire.OperationStatus, error) {
-			st, err := svc.GetOperation(ctx, c.principal.Tenant, in.OperationID)
+			st, err := svc.GetOperation(ctx, c.principal.Tenant, c.operationID)
 			if errors.Is(err, operations.ErrNotFound) {
 				// Proof that nothing ran under this ID for this tenant: an
 				// answer, not an error.
-				return wire.OperationNotFound(c.operationID), nil
+				return wire.OperationNotFound(c.echo()), nil
 			}
 			if err != nil {
 				return wire.OperationStatus{}, err
@@ -275,9 +275,8 @@ var (
 			if in.Detail == wire.DetailFull {
 				item = func(t tickets.Ticket) any { return wire.FromTicket(t) }
 			}
-			page, err := svc.ListTickets(ctx, c.principal.Tenant, tickets.ListTicketsParams{
-				ProjectID: in.ProjectID, Statuses: in.Status.Domain(), Query: in.Query,
-				Assignee: wire.AssigneeFilter(in.Assignee, c.principal.Subject), Label: in.Label,
+			page, err := svc.ListTickets(ctx, c.caller(), tickets.ListTicketsParams{
+				ProjectID: in.ProjectID, Statuses: in.Status.Domain(), Query: in.Query, Assignee: in.Assignee, Label: in.Label,
 				Priority: tickets.Priority(in.Priority), UpdatedSince: since, Sort: tickets.Sort(in.Sort),
 				Limit: in.Limit, Cursor: in.Cursor,
 				MaxBytes: pageItemsBudget, Measure: func(t tickets.Ticket) (int, error) { return measureItem(item(t)) },
@@ -315,16 +314,6 @@ var (
 func (in CreateTicketIn) operationID() string       { return in.OperationID }
 func (in PreviewTicketIn) operationID() string      { return in.OperationID }
 func (in GetOperationStatusIn) operationID() string { return in.OperationID }
-
-// canonicalOperationID returns the stored (lower-case) form of a valid
-// operation ID, to echo it in answers, or "" for an invalid one.
-func canonicalOperationID(s string) string {
-	id, err := operations.ParseID(s)
-	if err != nil {
-		return ""
-	}
-	return id.String()
-}
 
 func nonNil(s []string) []string {
 	if s == nil {

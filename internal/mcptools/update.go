@@ -56,12 +56,12 @@ var updateTicket = newTool(spec[UpdateTicketIn, UpdateTicketOut]{
 		s.Properties["ticket"] = ref(defTicket)
 	},
 	handle: func(ctx context.Context, svc *tickets.Service, c call, in UpdateTicketIn) (UpdateTicketOut, error) {
-		res, err := svc.UpdateTicket(ctx, c.principal.Tenant, c.principal.Subject, in.OperationID, in.ID, in.Update(in.IfVersion))
+		res, err := svc.UpdateTicket(ctx, c.caller(), c.operationID, in.ID, in.Update(in.IfVersion))
 		if err != nil {
 			return UpdateTicketOut{}, err
 		}
 		return UpdateTicketOut{
-			OperationID: c.operationID, Status: string(operations.StatusSucceeded), Replayed: res.Replayed,
+			OperationID: res.OperationID.String(), Status: string(operations.StatusSucceeded), Replayed: res.Replayed,
 			TicketID: res.Ticket.ID.String(), Version: res.Version, Changes: wire.FromChanges(res.Changes),
 			Ticket: wire.FromTicket(res.Ticket),
 		}, nil

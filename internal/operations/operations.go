@@ -20,10 +20,10 @@ type Status string
 // The statuses a record can have.
 const (
 	// StatusPending means the key is claimed and the outcome is not known
-	// yet. The ledger never stores it: its record is written complete
-	// (succeeded) and is invisible until COMMIT. It reports it for a key a
-	// concurrent call holds (ErrInProgress); an operator reconciling by hand,
-	// or a future asynchronous action, may store it.
+	// yet. Run never stores it: its record is written complete (succeeded)
+	// and is invisible until COMMIT, so it only reports it for a key a
+	// concurrent call holds (ErrInProgress). Claim stores it before a side
+	// effect outside the database (a tracker request), and Settle moves it on.
 	StatusPending Status = "pending"
 	// StatusSucceeded means the write committed; ResultID names what it made.
 	StatusSucceeded Status = "succeeded"
@@ -101,25 +101,43 @@ type IDError struct {
 
 func (e *IDError) Error() string { return "operation ID " + e.Reason }
 
+// ID is an operation ID that ParseID accepted. Adapters parse the caller's
+// text once, naming their own field in the error, and every write takes the
+// ID in this form, so nothing parses it again. The zero ID is none.
+type ID struct{ u uuid.UUID }
+
+// UUID returns the ID as the ledger keys it.
+func (id ID) UUID() uuid.UUID { return id.u }
+
+// String returns the ID's stored form: lower-case 8-4-4-4-12.
+func (id ID) String() string { return id.u.String() }
+
+// IsZero reports whether id is the zero ID, which no caller can send.
+func (id ID) IsZero() bool { return id.u == uuid.Nil }
+
+// NewID returns a fresh operation ID (a UUID of version 7), for a form that
+// proposes one.
+func NewID() ID { return ID{uuid.Must(uuid.NewV7())} }
+
 // ParseID parses an operation ID: a canonical 8-4-4-4-12 UUID of version 4
 // or 7 (either case). Braces, "urn:uuid:", other versions and the nil UUID
 // are rejected because a predictable or ambiguous key would let two
 // intentions collide.
 //
 // Errors: *IDError.
-func ParseID(s string) (uuid.UUID, error) {
+func ParseID(s string) (ID, error) {
 	if len(s) != 36 {
-		return uuid.Nil, &IDError{fmt.Sprintf("must be a UUID in 8-4-4-4-12 form (36 characters), got %d characters", len(s))}
+		return ID{}, &IDError{fmt.Sprintf("must be a UUID in 8-4-4-4-12 form (36 characters), got %d characters", len(s))}
 	}
 	id, err := uuid.Parse(s)
 	if err != nil {
-		return uuid.Nil, &IDError{"is not a UUID: " + err.Error()}
+		return ID{}, &IDError{"is not a UUID: " + err.Error()}
 	}
 	if id.Variant() != uuid.RFC4122 {
-		return uuid.Nil, &IDError{"must be an RFC 9562 UUID (variant 10xx)"}
+		return ID{}, &IDError{"must be an RFC 9562 UUID (variant 10xx)"}
 	}
 	if v := id.Version(); v != 4 && v != 7 {
-		return uuid.Nil, &IDError{fmt.Sprintf("must be a UUID of version 4 or 7, got version %d", v)}
+		return ID{}, &IDError{fmt.Sprintf("must be a UUID of version 4 or 7, got version %d", v)}
 	}
-	return id, nil
+	return ID{id}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/reqinfo"
+	"github.com/ticketd/ticketd/internal/tickets"
 )
 
 // authenticate admits requests that carry a valid bearer token and puts the
@@ -118,4 +119,10 @@ func (a *api) require(scope string) func(http.Handler) http.Handler {
 func principal(r *http.Request) authn.Principal {
 	p, _ := authn.PrincipalFromContext(r.Context())
 	return p
+}
+
+// caller is who the service acts for: the principal's tenant and subject.
+func caller(r *http.Request) tickets.Caller {
+	p := principal(r)
+	return tickets.Caller{Tenant: p.Tenant, Subject: p.Subject}
 }

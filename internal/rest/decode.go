@@ -21,29 +21,23 @@ import (
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
-// maxBody bounds request bodies. It is large enough for every valid ticket
-// even with each character JSON-escaped as a surrogate pair (12 bytes for one
-// of the 20000 description characters), so the limit never refuses valid
-// input and length errors come from the service, field by field.
-const maxBody = 256 << 10
-
 // decodeJSON reads r's body into dst, a pointer to a struct, strictly: the
 // media type must be application/json, the body one JSON object of at most
-// maxBody bytes, valid UTF-8, with no trailing data, no duplicate or unknown
-// members (names match exactly, not case-insensitively as encoding/json
-// would), and never a tenant_id, because the tenant comes only from the
+// tickets.MaxInputBytes bytes, valid UTF-8, with no trailing data, no
+// duplicate or unknown members (names match exactly, not case-insensitively
+// as encoding/json would), and never a tenant_id, because the tenant comes only from the
 // token. Strictness makes a client's mistake a 4xx instead of a silently
 // different ticket.
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	if err := checkContentType(r.Header.Get("Content-Type")); err != nil {
 		return err
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, tickets.MaxInputBytes))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
 		return &statusError{http.StatusRequestEntityTooLarge,
-			invalid("body", fmt.Sprintf("must be at most %d bytes", maxBody))}
+			invalid("body", fmt.Sprintf("must be at most %d bytes", tickets.MaxInputBytes))}
 	case err != nil:
 		return fmt.Errorf("%w: read body: %v", tickets.ErrInvalid, err)
 	case len(bytes.TrimSpace(body)) == 0:
@@ -230,32 +224,32 @@ func pageLimit(q url.Values) (int, error) {
 // idempotencyKey returns the operation ID a POST carries in its
 // Idempotency-Key header, either bare or as an RFC 8941 structured-field
 // string ("…"). It must be a UUID of version 4 or 7, as operation IDs are.
-func idempotencyKey(h http.Header) (string, error) {
+func idempotencyKey(h http.Header) (operations.ID, error) {
 	const field = "Idempotency-Key"
 	values := h.Values(field)
 	switch {
 	case len(values) == 0 || strings.TrimSpace(values[0]) == "":
-		return "", invalid(field, "is required: send a fresh UUID (v4 or v7) per intended ticket and reuse it on every retry")
+		return operations.ID{}, invalid(field, "is required: send a fresh UUID (v4 or v7) per intended ticket and reuse it on every retry")
 	case len(values) > 1:
-		return "", invalid(field, "must be given once")
+		return operations.ID{}, invalid(field, "must be given once")
 	}
 	key := strings.TrimSpace(values[0])
 	if strings.HasPrefix(key, `"`) {
 		s, err := sfString(key)
 		if err != nil {
-			return "", invalid(field, err.Error())
+			return operations.ID{}, invalid(field, err.Error())
 		}
 		key = s
 	}
 	id, err := operations.ParseID(key)
 	var bad *operations.IDError
 	if errors.As(err, &bad) {
-		return "", invalid(field, bad.Reason)
+		return operations.ID{}, invalid(field, bad.Reason)
 	}
 	if err != nil {
-		return "", fmt.Errorf("parse %s: %w", field, err)
+		return operations.ID{}, fmt.Errorf("parse %s: %w", field, err)
 	}
-	return id.String(), nil // the stored, lower-case form every answer echoes
+	return id, nil
 }
 
 // sfString parses an RFC 8941 §3.3.3 sf-string that makes up the whole

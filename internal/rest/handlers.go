@@ -44,11 +44,12 @@ type projectList struct {
 // ID of the one CreateTicket both transports share, so a retry here, or over
 // MCP, with the same key and intent answers the same ticket.
 func (a *api) createTicket(w http.ResponseWriter, r *http.Request) {
-	key, err := idempotencyKey(r.Header)
+	id, err := idempotencyKey(r.Header)
 	if err != nil {
 		fail(w, r, err, "")
 		return
 	}
+	key := id.String() // the stored, lower-case form every answer echoes
 	// The body is create_ticket's arguments without operation_id, which
 	// travels in Idempotency-Key.
 	var body wire.TicketFields
@@ -56,8 +57,7 @@ func (a *api) createTicket(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, key)
 		return
 	}
-	p := principal(r)
-	res, err := a.svc.CreateTicket(r.Context(), p.Tenant, p.Subject, key, body.NewTicket())
+	res, err := a.svc.CreateTicket(r.Context(), caller(r), id, body.NewTicket())
 	if err != nil {
 		fail(w, r, err, key)
 		return
@@ -113,10 +113,9 @@ func (a *api) listTickets(w http.ResponseWriter, r *http.Request) {
 			statuses = append(statuses, tickets.Status(st))
 		}
 	}
-	p := principal(r)
-	page, err := a.svc.ListTickets(r.Context(), p.Tenant, tickets.ListTicketsParams{
+	page, err := a.svc.ListTickets(r.Context(), caller(r), tickets.ListTicketsParams{
 		ProjectID: q.Get("project_id"), Statuses: statuses, Query: q.Get("query"),
-		Assignee: wire.AssigneeFilter(q.Get("assignee"), p.Subject), Label: q.Get("label"),
+		Assignee: q.Get("assignee"), Label: q.Get("label"),
 		Priority: tickets.Priority(q.Get("priority")), UpdatedSince: since, Sort: tickets.Sort(q.Get("sort")),
 		Limit: limit, Cursor: q.Get("cursor"),
 	})
@@ -135,16 +134,14 @@ func (a *api) listTickets(w http.ResponseWriter, r *http.Request) {
 // Idempotency-Key. An ID nothing ran under is a 404 not_found, which proves
 // that no ticket was created with it.
 func (a *api) getOperation(w http.ResponseWriter, r *http.Request) {
-	raw := chi.URLParam(r, "operation_id")
-	st, err := a.svc.GetOperation(r.Context(), principal(r).Tenant, raw)
+	id, err := pathOperationID(r)
 	if err != nil {
-		// Echo only an ID that parses, in its canonical form: the path is
-		// the caller's text and has no business in a response verbatim.
-		echo := ""
-		if id, perr := operations.ParseID(raw); perr == nil {
-			echo = id.String()
-		}
-		fail(w, r, err, echo)
+		fail(w, r, err, "")
+		return
+	}
+	st, err := a.svc.GetOperation(r.Context(), principal(r).Tenant, id)
+	if err != nil {
+		fail(w, r, err, id.String())
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.FromOperation(st))

@@ -57,11 +57,12 @@ func ifMatch(h http.Header) (*int64, error) {
 // call and every replay answer 200 with the ticket as it is now; a replay
 // says Idempotent-Replayed: true and changes nothing.
 func (a *api) updateTicket(w http.ResponseWriter, r *http.Request) {
-	key, err := idempotencyKey(r.Header)
+	id, err := idempotencyKey(r.Header)
 	if err != nil {
 		fail(w, r, err, "")
 		return
 	}
+	key := id.String() // the stored, lower-case form every answer echoes
 	version, err := ifMatch(r.Header)
 	if err != nil {
 		fail(w, r, err, key)
@@ -72,8 +73,7 @@ func (a *api) updateTicket(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, key)
 		return
 	}
-	p := principal(r)
-	res, err := a.svc.UpdateTicket(r.Context(), p.Tenant, p.Subject, key, chi.URLParam(r, "id_or_key"), body.Update(version))
+	res, err := a.svc.UpdateTicket(r.Context(), caller(r), id, chi.URLParam(r, "id_or_key"), body.Update(version))
 	var stale *tickets.VersionConflictError
 	if errors.As(err, &stale) {
 		// The precondition the caller sent failed (RFC 9110 §13.1.1); the
@@ -96,18 +96,18 @@ func (a *api) updateTicket(w http.ResponseWriter, r *http.Request) {
 // its operation ID in Idempotency-Key. 201 the first time, 200 with
 // Idempotent-Replayed: true and the same comment on a replay.
 func (a *api) addComment(w http.ResponseWriter, r *http.Request) {
-	key, err := idempotencyKey(r.Header)
+	id, err := idempotencyKey(r.Header)
 	if err != nil {
 		fail(w, r, err, "")
 		return
 	}
+	key := id.String() // the stored, lower-case form every answer echoes
 	var body wire.CommentFields
 	if err := decodeJSON(w, r, &body); err != nil {
 		fail(w, r, err, key)
 		return
 	}
-	p := principal(r)
-	res, err := a.svc.AddComment(r.Context(), p.Tenant, p.Subject, key, chi.URLParam(r, "id_or_key"), body.Body)
+	res, err := a.svc.AddComment(r.Context(), caller(r), id, chi.URLParam(r, "id_or_key"), body.Body)
 	if err != nil {
 		fail(w, r, err, key)
 		return
@@ -170,18 +170,18 @@ func (a *api) listEvents(w http.ResponseWriter, r *http.Request) {
 // from this operation, and a replay says Idempotent-Replayed: true and
 // changes nothing.
 func (a *api) bulkUpdateTickets(w http.ResponseWriter, r *http.Request) {
-	key, err := idempotencyKey(r.Header)
+	id, err := idempotencyKey(r.Header)
 	if err != nil {
 		fail(w, r, err, "")
 		return
 	}
+	key := id.String() // the stored, lower-case form every answer echoes
 	var body wire.BulkUpdateFields
 	if err := decodeJSON(w, r, &body); err != nil {
 		fail(w, r, err, key)
 		return
 	}
-	p := principal(r)
-	res, err := a.svc.BulkUpdateTickets(r.Context(), p.Tenant, p.Subject, key, body.Bulk())
+	res, err := a.svc.BulkUpdateTickets(r.Context(), caller(r), id, body.Bulk())
 	if err != nil {
 		fail(w, r, err, key)
 		return

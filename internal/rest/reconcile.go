@@ -18,25 +18,30 @@ type Resolution struct {
 	Reason     string `json:"reason" jsonschema:"why you believe it; kept in the operation's history with who and when"`
 }
 
-// operationKey reads the path's operation ID and the optional action query
-// parameter (the ID's newest action when absent, as GET resolves it), and
-// the canonical ID to echo.
-func operationKey(r *http.Request) (raw, action, echo string) {
-	raw = chi.URLParam(r, "operation_id")
-	if id, err := operations.ParseID(raw); err == nil {
-		echo = id.String()
+// pathOperationID parses the path's operation ID. Only an ID that parses is
+// echoed, in its canonical form: the path is the caller's text and has no
+// business in a response verbatim.
+func pathOperationID(r *http.Request) (operations.ID, error) {
+	id, err := operations.ParseID(chi.URLParam(r, "operation_id"))
+	if err != nil {
+		return operations.ID{}, invalid("operation_id", err.Error())
 	}
-	return raw, r.URL.Query().Get("action"), echo
+	return id, nil
 }
 
 // reconcileOperation is POST /api/v1/operations/{operation_id}/reconcile
-// (tickets:admin): look at the tracker now.
+// (tickets:admin): look at the tracker now. The optional action query
+// parameter picks the action the ID was used for (the ID's newest when
+// absent, as GET resolves it).
 func (a *api) reconcileOperation(w http.ResponseWriter, r *http.Request) {
-	raw, action, echo := operationKey(r)
-	p := principal(r)
-	st, err := a.svc.ReconcileOperation(r.Context(), p.Tenant, p.Subject, raw, action)
+	id, err := pathOperationID(r)
 	if err != nil {
-		fail(w, r, err, echo)
+		fail(w, r, err, "")
+		return
+	}
+	st, err := a.svc.ReconcileOperation(r.Context(), caller(r), id, r.URL.Query().Get("action"))
+	if err != nil {
+		fail(w, r, err, id.String())
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.FromOperation(st))
@@ -45,14 +50,21 @@ func (a *api) reconcileOperation(w http.ResponseWriter, r *http.Request) {
 // resolveOperation is POST /api/v1/operations/{operation_id}/resolve
 // (tickets:admin): record what the operator found.
 func (a *api) resolveOperation(w http.ResponseWriter, r *http.Request) {
-	raw, action, echo := operationKey(r)
+	id, idErr := pathOperationID(r)
+	echo := ""
+	if idErr == nil {
+		echo = id.String()
+	}
 	var body Resolution
 	if err := decodeJSON(w, r, &body); err != nil {
 		fail(w, r, err, echo)
 		return
 	}
-	p := principal(r)
-	st, err := a.svc.ResolveOperation(r.Context(), p.Tenant, p.Subject, raw, action,
+	if idErr != nil {
+		fail(w, r, idErr, "")
+		return
+	}
+	st, err := a.svc.ResolveOperation(r.Context(), caller(r), id, r.URL.Query().Get("action"),
 		tickets.Resolution{Outcome: body.Outcome, ExternalID: body.ExternalID, Reason: body.Reason})
 	if err != nil {
 		fail(w, r, err, echo)

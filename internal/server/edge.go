@@ -1,130 +1,127 @@
 package server
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
-	"strings"
-	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/ticketd/ticketd/internal/authn"
-	"github.com/ticketd/ticketd/internal/edge"
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/limits"
-	"github.com/ticketd/ticketd/internal/mcptools"
-	"github.com/ticketd/ticketd/internal/observe"
-	"github.com/ticketd/ticketd/internal/reqinfo"
 	"github.com/ticketd/ticketd/internal/rest"
+	"github.com/ticketd/ticketd/internal/tickets"
 )
 
-// scopeParam is the scope auth-param of a challenge naming scopes.
-func scopeParam(scopes []string) string { return fmt.Sprintf("scope=%q", strings.Join(scopes, " ")) }
-
-// scopedChallenge completes the 401 challenge auth.RequireBearerToken
-// writes, which has no option for either: scope="…" names the scopes to ask
-// for (every tool's, or the read scope on a read-only server), a hint, not
-// a requirement, so an OAuth client asks for them on its first
-// authorization; and a request that presented a token the verifier
-// rejected gets error="invalid_token" (RFC 6750 §3.1), which tells a client
-// to get a new token rather than to sign in for the first time.
-func scopedChallenge(scopes []string) func(http.Handler) http.Handler {
-	param := scopeParam(scopes)
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			next.ServeHTTP(&challengeWriter{ResponseWriter: w, scope: param, presented: r.Header.Get("Authorization") != ""}, r)
-		})
-	}
+// Edge is what the edge in front of /mcp and /api/v1 needs beyond the
+// public URL. The zero value is the documented defaults.
+type Edge struct {
+	// AllowedOrigins are origins besides the public URL's that may call
+	// (TICKETD_ALLOWED_ORIGINS).
+	AllowedOrigins []string
+	// AllowedHosts are Host names besides the public URL's host the server
+	// answers to (TICKETD_ALLOWED_HOSTS).
+	AllowedHosts []string
+	// Limits are the per-tenant rate limits and concurrency cap; its zero
+	// rates turn the buckets off (TICKETD_RATE_LIMIT_*,
+	// TICKETD_TENANT_CONCURRENCY).
+	Limits limits.Config
+	// PoolSize is the size of the service's database connection pool, if
+	// known. The tenant concurrency cap must then sit below it (New refuses
+	// one that does not), and a zero Limits.Concurrency is derived from it
+	// (limits.ConcurrencyFor), so one tenant cannot hold every connection.
+	PoolSize int
+	// ReadOnly serves read tools only and refuses REST writes
+	// (TICKETD_READ_ONLY).
+	ReadOnly bool
+	// BodyBudget bounds the request body bytes held at once across all
+	// requests; DefaultBodyBudget if zero. One tenant may hold a quarter
+	// of it (BodyShareOf).
+	BodyBudget int64
 }
 
-type challengeWriter struct {
-	http.ResponseWriter
-	scope     string
-	presented bool
+// DefaultBodyBudget bounds the body bytes all requests hold at once: 64
+// bodies of the largest size. Bytes are counted as they arrive, so stalled
+// uploads hold what they sent, and one tenant holds at most its share.
+const DefaultBodyBudget = 64 * tickets.MaxInputBytes
+
+// BodyShareOf is one tenant's share of a body budget: a quarter, so a
+// tenant's stalled uploads (16 bodies of the largest size by default) leave
+// three quarters to the others, and only several tenants together can spend
+// the budget.
+func BodyShareOf(budget int64) int64 { return max(tickets.MaxInputBytes, budget/4) }
+
+// guards are the generic guards New builds from Edge once: the tenants'
+// limits and the body budget every route shares, and the Origin and Host
+// checks in each route's own reply format.
+type guards struct {
+	tenants *limits.Tenants
+	budget  *limits.Bodies
+	// origin writes its 403 as a JSON error (the MCP endpoint's),
+	// apiOrigin as a problem document.
+	origin, apiOrigin        func(http.Handler) http.Handler
+	consoleHost, metricsHost func(http.Handler) http.Handler
 }
 
-func (c *challengeWriter) WriteHeader(status int) {
-	h := c.ResponseWriter.Header()
-	if v := h.Get("WWW-Authenticate"); status == http.StatusUnauthorized && !strings.Contains(v, "scope=") {
-		params := []string{}
-		if c.presented && !strings.Contains(v, "error=") {
-			params = append(params, `error="invalid_token"`)
+func newGuards(e Edge, public string) (*guards, error) {
+	tenantLimits := e.Limits
+	if pool := e.PoolSize; pool > 0 {
+		if tenantLimits.Concurrency == 0 {
+			tenantLimits.Concurrency = limits.ConcurrencyFor(pool)
 		}
-		params = append(params, c.scope)
-		if rest := strings.TrimSpace(strings.TrimPrefix(v, "Bearer")); rest != "" {
-			params = append(params, rest)
+		if err := limits.CheckConcurrency(tenantLimits.Concurrency, pool); err != nil {
+			return nil, fmt.Errorf("server: tenant limits: %w", err)
 		}
-		h.Set("WWW-Authenticate", "Bearer "+strings.Join(params, ", "))
 	}
-	c.ResponseWriter.WriteHeader(status)
+	g := &guards{}
+	var err error
+	if g.tenants, err = limits.New(tenantLimits); err != nil {
+		return nil, fmt.Errorf("server: tenant limits: %w", err)
+	}
+	bodyBudget := cmp.Or(e.BodyBudget, DefaultBodyBudget)
+	if g.budget, err = limits.NewBodies(bodyBudget, min(bodyBudget, BodyShareOf(bodyBudget)), min(bodyBudget, tickets.MaxInputBytes)); err != nil {
+		return nil, fmt.Errorf("server: body budget: %w", err)
+	}
+	opts := OriginOptions{PublicURL: public, AllowedOrigins: e.AllowedOrigins, AllowedHosts: e.AllowedHosts}
+	if g.origin, err = Origin(opts); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	opts.Reject = rest.Reject
+	if g.apiOrigin, err = Origin(opts); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	hostOpts := OriginOptions{PublicURL: public, AllowedHosts: e.AllowedHosts}
+	if g.consoleHost, err = Host(hostOpts); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	hostOpts.AnyAddress = true
+	if g.metricsHost, err = Host(hostOpts); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	return g, nil
 }
 
-func (c *challengeWriter) Write(b []byte) (int, error) { return c.ResponseWriter.Write(b) }
-
-// Unwrap lets http.ResponseController flush the SDK's event streams.
-func (c *challengeWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
-
-// requireTicketdScope refuses, with 403 and an insufficient_scope challenge
-// naming the scopes to ask for, a valid token that grants no ticketd scope:
-// it authenticates (so not 401, which tells a client its token is bad and
-// to fetch the same one again), but it can call no tool, and the MCP
-// authorization spec answers a token lacking scope with 403
-// insufficient_scope, which lets a client step up.
-func requireTicketdScope(metadataURL string, scopes []string) func(http.Handler) http.Handler {
-	param := scopeParam(scopes)
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if len(mcptools.TokenScopes(r.Context())) > 0 {
-				next.ServeHTTP(w, r)
-				return
-			}
-			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", %s, resource_metadata=%q`, param, metadataURL))
-			call, _ := edge.CallFrom(r.Context())
-			edge.NoteRefusal(r, call, errcode.Forbidden, "the token grants no ticketd scope")
-			body := edge.RPCError(call.ID, jsonrpc.CodeInvalidRequest,
-				"forbidden: this token grants no ticketd scope; ask the authorization server for tickets:read (and tickets:write to create tickets)")
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Cache-Control", "no-store")
-			w.WriteHeader(http.StatusForbidden)
-			_, _ = w.Write(body) // the status is sent; a failed write has no one left to tell
-		})
+// api is /api/v1: Origin (problem-document replies), one Authorization
+// header, on a read-only server refuseWrites, then the REST router, which
+// authenticates and then takes the tenant's slot and its body bytes
+// (AfterAuth), as on /mcp.
+func (w *wiring) api() http.Handler {
+	restTenant := func(r *http.Request) (string, bool) {
+		p, ok := authn.PrincipalFromContext(r.Context())
+		return p.Tenant, ok
 	}
-}
-
-// countRefusals counts in metrics, as requests of transport mcp by tool
-// and code, every /mcp request the edge answered itself (edge.NoteRefusal):
-// those never reach the MCP server, whose middleware counts the rest. The
-// access log line, written outside, carries the same tool, code and (from
-// noteCaller) tenant.
-func countRefusals(metrics *observe.Metrics, scopeFor edge.ScopeFor) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			start := time.Now()
-			next.ServeHTTP(w, r)
-			info := reqinfo.From(r.Context())
-			if info == nil || info.Code == "" {
-				return
-			}
-			// A name the client made up is not a label value.
-			tool := info.Route
-			if _, known := scopeFor(tool); !known {
-				tool = ""
-			}
-			metrics.Request(observe.MCP, tool, info.Code, time.Since(start))
-		})
-	}
-}
-
-// noteCaller records the verified caller of an /mcp request for the
-// access log, so an edge refusal is logged with its tenant like REST's.
-func noteCaller(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p, ok := mcptools.PrincipalFrom(auth.TokenInfoFromContext(r.Context())); ok {
-			reqinfo.From(r.Context()).SetCaller(p.Tenant, p.Subject)
-		}
-		next.ServeHTTP(w, r)
+	restAPI := rest.NewRouter(rest.Config{
+		Service: w.cfg.Service, Verifier: w.cfg.Verifier, ResourceMetadataURL: w.metadataURL,
+		ChallengeScopes: w.scopes, Metrics: w.metrics, Webhooks: w.cfg.Webhooks,
+		AfterAuth: []func(http.Handler) http.Handler{
+			Limit(LimitOptions{Limits: w.guards.tenants, Tenant: restTenant, Reject: rest.Reject}),
+			Bodies(BodiesOptions{Budget: w.guards.budget, Tenant: restTenant, MaxBytes: tickets.MaxInputBytes, Reject: rest.Reject}),
+		},
 	})
+	steps := []func(http.Handler) http.Handler{w.guards.apiOrigin, SingleAuthorization(rest.Reject)}
+	if w.cfg.Edge.ReadOnly {
+		steps = append(steps, refuseWrites)
+	}
+	return chain(restAPI, steps...)
 }
 
 // refuseWrites answers every REST request but GET, HEAD and OPTIONS with 403
@@ -138,17 +135,4 @@ func refuseWrites(next http.Handler) http.Handler {
 		}
 		rest.Reject(w, r, http.StatusForbidden, errcode.Forbidden, "this server is read-only (TICKETD_READ_ONLY): it refuses every write")
 	})
-}
-
-// toolKind says which tenant bucket a tool call draws from: tools that need
-// only tickets:read are reads, the rest writes. An unknown tool, which the
-// SDK refuses at once, counts as a read.
-func toolKind(opts mcptools.Options) func(tool string) limits.Kind {
-	scopeFor := mcptools.ScopeFor(opts)
-	return func(tool string) limits.Kind {
-		if scope, ok := scopeFor(tool); ok && scope != authn.ScopeRead {
-			return limits.Write
-		}
-		return limits.Read
-	}
 }

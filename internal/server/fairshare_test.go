@@ -26,6 +26,7 @@ import (
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/server/servertest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 // The fair-share tests (docs/contract.md#fair-share) attack as one tenant and check that
@@ -65,7 +66,7 @@ func stallUpload(t *testing.T, env *servertest.Env, path, token string, sent int
 	t.Cleanup(closeConn)
 	head := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"+
 		"Accept: application/json, text/event-stream\r\nIdempotency-Key: %s\r\nContent-Length: %d\r\n\r\n",
-		path, strings.TrimPrefix(env.URL, "http://"), token, uuid.NewString(), server.MaxBodyBytes)
+		path, strings.TrimPrefix(env.URL, "http://"), token, uuid.NewString(), tickets.MaxInputBytes)
 	if _, err := conn.Write([]byte(head + strings.Repeat(" ", sent))); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func createTicketArgs() map[string]any {
 func TestStalledBodiesSlowOnlyTheirTenant(t *testing.T) {
 	t.Parallel()
 	// 1 MiB in all, a quarter (one full body) per tenant.
-	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{Edge: server.Edge{BodyBudget: 4 * server.MaxBodyBytes, Limits: defaultRates}})
+	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{Edge: server.Edge{BodyBudget: 4 * tickets.MaxInputBytes, Limits: defaultRates}})
 	for _, tenant := range []string{"a", "b"} {
 		env.SeedProject(t, tenant)
 	}
@@ -213,7 +214,7 @@ func TestHostileListsSlowOnlyTheirTenant(t *testing.T) {
 	env.SeedProject(t, "b")
 	desc := strings.Repeat("d", 20000)
 	for range 15 {
-		if _, err := env.Service.CreateTicket(context.Background(), "a", "seed", uuid.NewString(),
+		if _, err := env.Service.CreateTicket(context.Background(), tickets.Caller{Tenant: "a", Subject: "seed"}, ticketstest.OpID(uuid.NewString()),
 			tickets.NewTicket{ProjectID: "support", Title: "large", Description: desc}); err != nil {
 			t.Fatal(err)
 		}

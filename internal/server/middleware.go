@@ -13,6 +13,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/reqinfo"
 	"github.com/ticketd/ticketd/internal/rest"
+	"github.com/ticketd/ticketd/internal/tickets"
 )
 
 // RequestIDHeader carries a request's ID in both directions.
@@ -134,11 +135,11 @@ func securityHeaders(next http.Handler) http.Handler {
 	})
 }
 
-// limitBody caps every request body at MaxBodyBytes; reading past it fails
+// limitBody caps every request body at tickets.MaxInputBytes; reading past it fails
 // with *http.MaxBytesError, which handlers answer with 413.
 func limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+		r.Body = http.MaxBytesReader(w, r.Body, tickets.MaxInputBytes)
 		next.ServeHTTP(w, r)
 	})
 }

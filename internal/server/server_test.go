@@ -260,7 +260,7 @@ func TestRequestIDs(t *testing.T) {
 func TestOversizedBodiesAreRefused(t *testing.T) {
 	t.Parallel()
 	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{})
-	huge := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":"` + strings.Repeat("x", server.MaxBodyBytes) + `"}}`
+	huge := `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"pad":"` + strings.Repeat("x", tickets.MaxInputBytes) + `"}}`
 	resp, body := postMCP(t, env.URL, "", env.Token(t, "acme", authn.ScopeRead), huge)
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Errorf("status = %d, want 413 (%s)", resp.StatusCode, body)

@@ -25,7 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/ticketd/ticketd/internal/edge"
+	"github.com/ticketd/ticketd/internal/mcpedge"
 )
 
 // Defaults for zero options.
@@ -75,7 +75,7 @@ type FilterOptions struct {
 //
 //   - not JSON, or longer than MaxLine: -32700 (parse error);
 //   - a batch, or JSON that is not one JSON-RPC message: -32600;
-//   - everything edge.CheckMessage refuses (invalid UTF-8, duplicate keys,
+//   - everything mcpedge.CheckMessage refuses (invalid UTF-8, duplicate keys,
 //     tools/call arguments that are not an object, undeclared methods),
 //     answered as it says.
 //
@@ -149,7 +149,7 @@ func (f *filter) readLine() (line []byte, tooLong bool, err error) {
 
 // check returns the answer to a line that must not reach the SDK, or nil.
 func check(line []byte) []byte {
-	if _, reply := edge.CheckMessage(line); reply != nil {
+	if _, reply := mcpedge.CheckMessage(line); reply != nil {
 		return reply.Body
 	}
 	// CheckMessage passed it as one well-formed JSON object; the SDK still
@@ -175,7 +175,7 @@ func (f *filter) Close() error {
 // rpcError is a JSON-RPC error response with a null id: the line it answers
 // had no id that can be trusted.
 func rpcError(code int64, message string) []byte {
-	return edge.RPCError(nil, code, message)
+	return mcpedge.RPCError(nil, code, message)
 }
 
 // Transport wraps an mcp.Transport (an IOTransport over Filter) so that the

@@ -9,6 +9,7 @@ import (
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 // Run with: make bench (PostgreSQL and SQLite, -cpu 1,2). Each op is one
@@ -21,7 +22,7 @@ func BenchmarkCreateTicket(b *testing.B) {
 			b.Run("New", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := svc.CreateTicket(ctx, tenantA, "bench", newID(), printerTicket()); err != nil {
+					if _, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "bench"}, ticketstest.OpID(newID()), printerTicket()); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -30,7 +31,7 @@ func BenchmarkCreateTicket(b *testing.B) {
 				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
-						if _, err := svc.CreateTicket(ctx, tenantA, "bench", newID(), printerTicket()); err != nil {
+						if _, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "bench"}, ticketstest.OpID(newID()), printerTicket()); err != nil {
 							b.Error(err)
 							return
 						}
@@ -38,13 +39,13 @@ func BenchmarkCreateTicket(b *testing.B) {
 				})
 			})
 			id := newID()
-			if _, err := svc.CreateTicket(ctx, tenantA, "bench", id, printerTicket()); err != nil {
+			if _, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "bench"}, ticketstest.OpID(id), printerTicket()); err != nil {
 				b.Fatal(err)
 			}
 			b.Run("Replay", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if res, err := svc.CreateTicket(ctx, tenantA, "bench", id, printerTicket()); err != nil || !res.Replayed {
+					if res, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "bench"}, ticketstest.OpID(id), printerTicket()); err != nil || !res.Replayed {
 						b.Fatal(res, err)
 					}
 				}
@@ -53,7 +54,7 @@ func BenchmarkCreateTicket(b *testing.B) {
 				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
-						if _, err := svc.CreateTicket(ctx, tenantA, "bench", id, printerTicket()); err != nil {
+						if _, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "bench"}, ticketstest.OpID(id), printerTicket()); err != nil {
 							b.Error(err)
 							return
 						}
@@ -78,7 +79,7 @@ func BenchmarkLifecycleWrites(b *testing.B) {
 				for b.Loop() {
 					i++
 					title := fmt.Sprintf("title %d", i)
-					if _, err := svc.UpdateTicket(ctx, tenantA, "bench", newID(), tk.Key, tickets.TicketUpdate{Title: &title}); err != nil {
+					if _, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "bench"}, ticketstest.OpID(newID()), tk.Key, tickets.TicketUpdate{Title: &title}); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -86,23 +87,23 @@ func BenchmarkLifecycleWrites(b *testing.B) {
 			b.Run("Comment", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := svc.AddComment(ctx, tenantA, "bench", newID(), tk.Key, "Looked into it."); err != nil {
+					if _, err := svc.AddComment(ctx, tickets.Caller{Tenant: tenantA, Subject: "bench"}, ticketstest.OpID(newID()), tk.Key, "Looked into it."); err != nil {
 						b.Fatal(err)
 					}
 				}
 			})
 			updateID, commentID := newID(), newID()
 			title := "replayed title"
-			if _, err := svc.UpdateTicket(ctx, tenantA, "bench", updateID, tk.Key, tickets.TicketUpdate{Title: &title}); err != nil {
+			if _, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "bench"}, ticketstest.OpID(updateID), tk.Key, tickets.TicketUpdate{Title: &title}); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := svc.AddComment(ctx, tenantA, "bench", commentID, tk.Key, "Replayed."); err != nil {
+			if _, err := svc.AddComment(ctx, tickets.Caller{Tenant: tenantA, Subject: "bench"}, ticketstest.OpID(commentID), tk.Key, "Replayed."); err != nil {
 				b.Fatal(err)
 			}
 			b.Run("UpdateReplay", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if res, err := svc.UpdateTicket(ctx, tenantA, "bench", updateID, tk.Key, tickets.TicketUpdate{Title: &title}); err != nil || !res.Replayed {
+					if res, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "bench"}, ticketstest.OpID(updateID), tk.Key, tickets.TicketUpdate{Title: &title}); err != nil || !res.Replayed {
 						b.Fatal(res, err)
 					}
 				}
@@ -110,7 +111,7 @@ func BenchmarkLifecycleWrites(b *testing.B) {
 			b.Run("CommentReplay", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if res, err := svc.AddComment(ctx, tenantA, "bench", commentID, tk.Key, "Replayed."); err != nil || !res.Replayed {
+					if res, err := svc.AddComment(ctx, tickets.Caller{Tenant: tenantA, Subject: "bench"}, ticketstest.OpID(commentID), tk.Key, "Replayed."); err != nil || !res.Replayed {
 						b.Fatal(res, err)
 					}
 				}
@@ -143,7 +144,7 @@ func BenchmarkCreateTicketContention(b *testing.B) {
 				in := printerTicket()
 				in.ProjectID = ids[int(next.Add(1))%projects]
 				for pb.Next() {
-					if _, err := svc.CreateTicket(ctx, tenantA, "bench", newID(), in); err != nil {
+					if _, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "bench"}, ticketstest.OpID(newID()), in); err != nil {
 						b.Error(err)
 						return
 					}

@@ -11,6 +11,7 @@ import (
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 // bigText is the largest text a field may hold with the most expensive JSON:
@@ -68,7 +69,7 @@ func TestPagesStayWithinByteBudget(t *testing.T) {
 		for i := range n {
 			in := printerTicket()
 			in.Description = bigText(i)
-			res, err := svc.CreateTicket(ctx, tenantA, "alice", newID(), in)
+			res, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), in)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +78,7 @@ func TestPagesStayWithinByteBudget(t *testing.T) {
 		target := "SUP-1"
 		eventIDs := []string{}
 		for i := range n {
-			c, err := svc.AddComment(ctx, tenantA, "bob", newID(), target, bigText(i))
+			c, err := svc.AddComment(ctx, tickets.Caller{Tenant: tenantA, Subject: "bob"}, ticketstest.OpID(newID()), target, bigText(i))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,7 +103,7 @@ func TestPagesStayWithinByteBudget(t *testing.T) {
 		}
 
 		got, pages := walk(t, func(c string) ([]tickets.Ticket, string, error) {
-			p, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{Limit: tickets.MaxTicketLimit, Cursor: c})
+			p, err := svc.ListTickets(ctx, tickets.Caller{Tenant: tenantA}, tickets.ListTicketsParams{Limit: tickets.MaxTicketLimit, Cursor: c})
 			return p.Tickets, p.NextCursor, err
 		}, func(tk tickets.Ticket) string { return tk.ID.String() })
 		assertEachOnce(t, "tickets", got, ticketIDs)
@@ -142,13 +143,13 @@ func TestListReadsInBatches(t *testing.T) {
 		for i := range n {
 			in := printerTicket()
 			in.Title = fmt.Sprintf("ticket %d", i)
-			res, err := svc.CreateTicket(ctx, tenantA, "alice", newID(), in)
+			res, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), in)
 			if err != nil {
 				t.Fatal(err)
 			}
 			want = append([]string{res.Ticket.Key}, want...)
 		}
-		all, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{Limit: tickets.MaxTicketLimit})
+		all, err := svc.ListTickets(ctx, tickets.Caller{Tenant: tenantA}, tickets.ListTicketsParams{Limit: tickets.MaxTicketLimit})
 		if err != nil || all.NextCursor != "" {
 			t.Fatalf("one page of everything: next %q, %v", all.NextCursor, err)
 		}
@@ -158,11 +159,11 @@ func TestListReadsInBatches(t *testing.T) {
 		}
 		assertEachOnce(t, "one page", got, want)
 
-		first, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{Limit: 65})
+		first, err := svc.ListTickets(ctx, tickets.Caller{Tenant: tenantA}, tickets.ListTicketsParams{Limit: 65})
 		if err != nil || len(first.Tickets) != 65 || first.NextCursor == "" {
 			t.Fatalf("first page: %d tickets, next %q, %v; want 65 and a cursor", len(first.Tickets), first.NextCursor, err)
 		}
-		rest, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{Limit: 65, Cursor: first.NextCursor})
+		rest, err := svc.ListTickets(ctx, tickets.Caller{Tenant: tenantA}, tickets.ListTicketsParams{Limit: 65, Cursor: first.NextCursor})
 		if err != nil || rest.NextCursor != "" {
 			t.Fatalf("second page: next %q, %v; want the last page", rest.NextCursor, err)
 		}

@@ -70,12 +70,12 @@ type bulkTarget struct {
 // tickets take turns instead of deadlocking.
 //
 // Errors: those of UpdateTicket; ErrInvalid also for a bad ticket list.
-func (s *Service) BulkUpdateTickets(ctx context.Context, tenant, actor, operationID string, in BulkUpdate) (result BulkResult, err error) {
+func (s *Service) BulkUpdateTickets(ctx context.Context, c Caller, opID operations.ID, in BulkUpdate) (result BulkResult, err error) {
 	defer func() { s.report(ActionBulkUpdateTickets, result.Replayed, err) }()
-	id, err := operations.ParseID(operationID)
-	if err != nil {
-		return BulkResult{}, invalidField("operation_id", "%v", err)
+	if err := requireID(opID); err != nil {
+		return BulkResult{}, err
 	}
+	tenant, actor, id := c.Tenant, c.Subject, opID.UUID()
 	if in.Update.IfVersion != nil {
 		return BulkResult{OperationID: id}, invalidField("if_version", "a bulk update pins versions per ticket in if_versions")
 	}
@@ -89,10 +89,7 @@ func (s *Service) BulkUpdateTickets(ctx context.Context, tenant, actor, operatio
 	if err := checkActor(actor); err != nil {
 		return BulkResult{OperationID: id}, err
 	}
-	if n.Assignee != nil && *n.Assignee == AssigneeMe {
-		me := actor
-		n.Assignee = &me
-	}
+	n.Assignee = resolveMe(n.Assignee, actor)
 	base := uuid.Must(uuid.NewV7())
 	targets, err := s.resolveBulk(ctx, tenant, base, in)
 	if err != nil {

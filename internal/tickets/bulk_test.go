@@ -14,6 +14,7 @@ import (
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 // countingOutbox counts the events the writes hand it that committed: an
@@ -69,7 +70,7 @@ func TestBulkUpdateOfFiftyReplaysRecordedVersions(t *testing.T) {
 		created := box.total(t)
 		op := newID()
 		in := tickets.BulkUpdate{Refs: refs, Update: tickets.TicketUpdate{Status: ptr(tickets.StatusInProgress), AddLabels: []string{"triaged"}}}
-		first, err := svc.BulkUpdateTickets(ctx, tenantA, "alice", op, in)
+		first, err := svc.BulkUpdateTickets(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(op), in)
 		if err != nil || first.Replayed || len(first.Items) != 50 {
 			t.Fatalf("bulk = %d items, replayed %v, %v", len(first.Items), first.Replayed, err)
 		}
@@ -85,7 +86,7 @@ func TestBulkUpdateOfFiftyReplaysRecordedVersions(t *testing.T) {
 		// Someone changes one ticket after the bulk; the retry (after the
 		// reply was lost) must report the bulk's own versions and touch nothing.
 		update(t, svc, tenantA, refs[7], tickets.TicketUpdate{Title: ptr("renamed")})
-		retry, err := svc.BulkUpdateTickets(ctx, tenantA, "alice", op, in)
+		retry, err := svc.BulkUpdateTickets(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(op), in)
 		if err != nil || !retry.Replayed || len(retry.Items) != 50 {
 			t.Fatalf("retry = %d items, replayed %v, %v", len(retry.Items), retry.Replayed, err)
 		}
@@ -104,7 +105,7 @@ func TestBulkUpdateOfFiftyReplaysRecordedVersions(t *testing.T) {
 			t.Errorf("%d outbox events after the replay, want 51", got)
 		}
 		// The same ID with other tickets is another intent.
-		_, err = svc.BulkUpdateTickets(ctx, tenantA, "alice", op, tickets.BulkUpdate{Refs: refs[:3], Update: in.Update})
+		_, err = svc.BulkUpdateTickets(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(op), tickets.BulkUpdate{Refs: refs[:3], Update: in.Update})
 		if !errors.Is(err, operations.ErrConflict) {
 			t.Errorf("same ID, other tickets: %v; want idempotency conflict", err)
 		}
@@ -126,7 +127,7 @@ func TestBulkUpdateStaleVersionWritesNothing(t *testing.T) {
 			IfVersions: map[string]int64{a.Key: 1, c.Key: 1},
 			Update:     tickets.TicketUpdate{Status: ptr(tickets.StatusClosed)},
 		}
-		_, err := svc.BulkUpdateTickets(ctx, tenantA, "alice", op, in)
+		_, err := svc.BulkUpdateTickets(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(op), in)
 		var vc *tickets.VersionConflictError
 		if !errors.As(err, &vc) || vc.Current.Key != c.Key || vc.Current.Version != 2 {
 			t.Fatalf("bulk with a stale version = %v; want a version conflict naming %s at v2", err, c.Key)
@@ -143,12 +144,12 @@ func TestBulkUpdateStaleVersionWritesNothing(t *testing.T) {
 		if box.total(t) != before {
 			t.Errorf("the rejected bulk enqueued %d outbox events", box.total(t)-before)
 		}
-		if _, err := svc.GetOperation(ctx, tenantA, op); !errors.Is(err, operations.ErrNotFound) {
+		if _, err := svc.GetOperation(ctx, tenantA, ticketstest.OpID(op)); !errors.Is(err, operations.ErrNotFound) {
 			t.Errorf("operation after the rejected bulk: %v; want not found (nothing recorded)", err)
 		}
 		// Nothing was recorded: the same ID with the right version goes through.
 		in.IfVersions[c.Key] = 2
-		res, err := svc.BulkUpdateTickets(ctx, tenantA, "alice", op, in)
+		res, err := svc.BulkUpdateTickets(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(op), in)
 		if err != nil || len(res.Items) != 3 || res.Items[2].Version != 3 {
 			t.Fatalf("bulk with current versions = %+v, %v", res, err)
 		}
@@ -172,7 +173,7 @@ func TestBulkUpdateRejectsBadLists(t *testing.T) {
 		"unknown version": {Refs: []string{tk.Key}, IfVersions: map[string]int64{"SUP-999": 1}, Update: change},
 		"nothing":         {Refs: []string{tk.Key}},
 	} {
-		if _, err := svc.BulkUpdateTickets(context.Background(), tenantA, "alice", newID(), in); !errors.Is(err, tickets.ErrInvalid) {
+		if _, err := svc.BulkUpdateTickets(context.Background(), tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), in); !errors.Is(err, tickets.ErrInvalid) {
 			t.Errorf("%s: %v; want invalid input", name, err)
 		}
 	}

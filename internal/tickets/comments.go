@@ -91,15 +91,15 @@ func commentFingerprint(ticketID uuid.UUID, body string) string {
 // `commented` event and the operation record commit in one transaction; the
 // ticket's version does not change.
 //
-// Errors: ErrInvalid (bad ID, reference or body; nothing recorded),
+// Errors: ErrInvalid (bad reference or body; nothing recorded),
 // ErrNotFound (no such ticket), operations.ErrConflict, operations.ErrInProgress,
 // operations.ErrOutcomeUnknown, ErrUnavailable, operations.ErrUnavailable.
-func (s *Service) AddComment(ctx context.Context, tenant, author, operationID, ticketRef, body string) (res CommentResult, err error) {
+func (s *Service) AddComment(ctx context.Context, c Caller, opID operations.ID, ticketRef, body string) (res CommentResult, err error) {
 	defer func() { s.report(ActionAddComment, res.Replayed, err) }()
-	id, err := operations.ParseID(operationID)
-	if err != nil {
-		return CommentResult{}, invalidField("operation_id", "%v", err)
+	if err := requireID(opID); err != nil {
+		return CommentResult{}, err
 	}
+	tenant, author, id := c.Tenant, c.Subject, opID.UUID()
 	body, err = normalizeBody(body)
 	if err != nil {
 		return CommentResult{OperationID: id}, err
@@ -133,11 +133,11 @@ func (s *Service) AddComment(ctx context.Context, tenant, author, operationID, t
 	if !out.Replayed {
 		return CommentResult{OperationID: id, Comment: added}, nil
 	}
-	c, err := s.commentByID(ctx, tenant, out.Record.ResultID)
+	recorded, err := s.commentByID(ctx, tenant, out.Record.ResultID)
 	if err != nil {
 		return CommentResult{OperationID: id}, fmt.Errorf("add comment: read committed comment: %w", err)
 	}
-	return CommentResult{OperationID: id, Comment: c, Replayed: true}, nil
+	return CommentResult{OperationID: id, Comment: recorded, Replayed: true}, nil
 }
 
 // insertComment adds the comment and its `commented` event under the
@@ -167,7 +167,7 @@ func insertComment(tx *gorm.DB, tenant, author string, opID, commentID, eventID,
 			// (the ID and seq are fresh): the comment was added once and
 			// its operation record pruned since. Adding it again is the
 			// duplicate the ledger exists to stop.
-			return Comment{}, Ticket{}, fmt.Errorf("%w: a comment was already added with this operation_id", operations.ErrExpired)
+			return Comment{}, Ticket{}, fmt.Errorf("%w: a comment was already added with this operation ID", operations.ErrExpired)
 		}
 		return Comment{}, Ticket{}, fmt.Errorf("%w: insert comment: %v", ErrUnavailable, err)
 	}

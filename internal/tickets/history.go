@@ -221,7 +221,7 @@ func insertEvent(tx *gorm.DB, tenant string, e Event) error {
 			// here (the ID and seq are fresh): this operation already left
 			// its event and its record has been pruned since. Writing it
 			// again would apply the operation twice.
-			return fmt.Errorf("%w: the ticket's history already holds a %q event for this operation_id", operations.ErrExpired, e.Kind)
+			return fmt.Errorf("%w: the ticket's history already holds a %q event for this operation ID", operations.ErrExpired, e.Kind)
 		}
 		return fmt.Errorf("%w: insert event: %v", ErrUnavailable, err)
 	}

@@ -22,6 +22,15 @@ const (
 	MaxProjectID   = 64
 )
 
+// MaxInputBytes bounds one encoded input, the request body of every
+// transport (MCP, REST, the console's forms). It is large enough for every
+// valid ticket even with each character JSON-escaped as a surrogate pair (12
+// bytes for each of the MaxDescription characters, plus the JSON-RPC
+// envelope), so the bound never refuses valid input and length errors come
+// from the field checks, field by field. Anything bigger is refused (413)
+// before it is buffered.
+const MaxInputBytes = 256 << 10
+
 // Priorities, in increasing urgency.
 var Priorities = []Priority{PriorityLow, PriorityNormal, PriorityHigh, PriorityUrgent}
 

@@ -14,13 +14,14 @@ import (
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 func ptr[T any](v T) *T { return &v }
 
 func update(tb testing.TB, svc *tickets.Service, tenant, ref string, u tickets.TicketUpdate) tickets.UpdateResult {
 	tb.Helper()
-	res, err := svc.UpdateTicket(context.Background(), tenant, "alice", newID(), ref, u)
+	res, err := svc.UpdateTicket(context.Background(), tickets.Caller{Tenant: tenant, Subject: "alice"}, ticketstest.OpID(newID()), ref, u)
 	if err != nil {
 		tb.Fatalf("update %s with %+v: %v", ref, u, err)
 	}
@@ -34,12 +35,12 @@ func TestRetriedResolveAfterReopenReplays(t *testing.T) {
 		svc := newService(t, d)
 		tk := newTicket(t, svc, tenantA)
 		resolve := newID()
-		first, err := svc.UpdateTicket(ctx, tenantA, "alice", resolve, tk.Key, tickets.TicketUpdate{Status: ptr(tickets.StatusResolved)})
+		first, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(resolve), tk.Key, tickets.TicketUpdate{Status: ptr(tickets.StatusResolved)})
 		if err != nil || first.Version != 2 || first.Ticket.Status != tickets.StatusResolved {
 			t.Fatalf("resolve = %+v, %v", first, err)
 		}
 		update(t, svc, tenantA, tk.Key, tickets.TicketUpdate{Status: ptr(tickets.StatusOpen)}) // someone reopens: v3
-		retry, err := svc.UpdateTicket(ctx, tenantA, "alice", resolve, tk.Key, tickets.TicketUpdate{Status: ptr(tickets.StatusResolved)})
+		retry, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(resolve), tk.Key, tickets.TicketUpdate{Status: ptr(tickets.StatusResolved)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,7 +69,7 @@ func TestConcurrentUpdatesWithSameIfVersion(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range callers {
 			wg.Go(func() {
-				_, errs[i] = svc.UpdateTicket(context.Background(), tenantA, "alice", newID(), tk.Key,
+				_, errs[i] = svc.UpdateTicket(context.Background(), tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), tk.Key,
 					tickets.TicketUpdate{IfVersion: ptr(int64(1)), Title: ptr(fmt.Sprintf("title %d", i))})
 			})
 		}
@@ -113,7 +114,7 @@ func TestConcurrentUnconditionalUpdatesAllApply(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range callers {
 			wg.Go(func() {
-				res, err := svc.UpdateTicket(ctx, tenantA, "alice", newID(), tk.Key, tickets.TicketUpdate{Title: ptr(fmt.Sprintf("title %d", i))})
+				res, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), tk.Key, tickets.TicketUpdate{Title: ptr(fmt.Sprintf("title %d", i))})
 				if err != nil {
 					t.Errorf("caller %d: %v", i, err)
 					return
@@ -185,7 +186,7 @@ func TestStatusMoves(t *testing.T) {
 					t.Fatal(err)
 				}
 				id := newID()
-				res, err := svc.UpdateTicket(ctx, tenantA, "alice", id, tk.Key, tickets.TicketUpdate{Status: ptr(to)})
+				res, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(id), tk.Key, tickets.TicketUpdate{Status: ptr(to)})
 				ok := strings.Contains(allowed[from], string(to))
 				if ok {
 					if err != nil || res.Ticket.Status != to || res.Version != before.Version+1 {
@@ -201,7 +202,7 @@ func TestStatusMoves(t *testing.T) {
 				if !reflect.DeepEqual(after, before) {
 					t.Errorf("%s -> %s refused but the ticket changed: %+v", from, to, after)
 				}
-				if _, err := svc.GetOperation(ctx, tenantA, id); !errors.Is(err, operations.ErrNotFound) {
+				if _, err := svc.GetOperation(ctx, tenantA, ticketstest.OpID(id)); !errors.Is(err, operations.ErrNotFound) {
 					t.Errorf("%s -> %s refused but recorded: %v", from, to, err)
 				}
 			}
@@ -258,20 +259,20 @@ func TestUpdateFields(t *testing.T) {
 				t.Fatal(err)
 			}
 			id := newID()
-			_, err = svc.UpdateTicket(ctx, tenantA, "alice", id, tk.Key, tickets.TicketUpdate{IfVersion: ptr(int64(1)), Priority: ptr(tickets.PriorityLow)})
+			_, err = svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(id), tk.Key, tickets.TicketUpdate{IfVersion: ptr(int64(1)), Priority: ptr(tickets.PriorityLow)})
 			var vc *tickets.VersionConflictError
 			if !errors.As(err, &vc) || !reflect.DeepEqual(vc.Current, cur) {
 				t.Fatalf("stale if_version: %v; want a conflict carrying the current ticket", err)
 			}
-			if _, err := svc.GetOperation(ctx, tenantA, id); !errors.Is(err, operations.ErrNotFound) {
+			if _, err := svc.GetOperation(ctx, tenantA, ticketstest.OpID(id)); !errors.Is(err, operations.ErrNotFound) {
 				t.Errorf("a version conflict was recorded: %v", err)
 			}
 			// Re-read and decide again: the same ID stays usable.
-			res, err := svc.UpdateTicket(ctx, tenantA, "alice", id, tk.Key, tickets.TicketUpdate{IfVersion: ptr(cur.Version), Priority: ptr(tickets.PriorityLow)})
+			res, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(id), tk.Key, tickets.TicketUpdate{IfVersion: ptr(cur.Version), Priority: ptr(tickets.PriorityLow)})
 			if err != nil || res.Replayed || res.Version != cur.Version+1 || res.Ticket.Priority != tickets.PriorityLow {
 				t.Errorf("same ID with the current version = %+v, %v", res, err)
 			}
-			st, err := svc.GetOperation(ctx, tenantA, id)
+			st, err := svc.GetOperation(ctx, tenantA, ticketstest.OpID(id))
 			if err != nil || st.Version != res.Version || st.TicketID == nil || *st.TicketID != tk.ID || st.Ticket == nil {
 				t.Errorf("operation status = %+v, %v; want version %d on the ticket", st, err, res.Version)
 			}
@@ -295,16 +296,16 @@ func TestUpdateFields(t *testing.T) {
 				"TooManyLabels":    {AddLabels: strings.Fields("a b c d e f g h i j k l m n o p q r s")},
 				"NULInDescription": {Description: ptr("a\x00b")},
 			} {
-				if _, err := svc.UpdateTicket(ctx, tenantA, "alice", newID(), tk.Key, u); !errors.Is(err, tickets.ErrInvalid) {
+				if _, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), tk.Key, u); !errors.Is(err, tickets.ErrInvalid) {
 					t.Errorf("%s: %v, want ErrInvalid", name, err)
 				}
 			}
 			for _, ref := range []string{"", "SUP", "not a ticket", "SUP-0"} {
-				if _, err := svc.UpdateTicket(ctx, tenantA, "alice", newID(), ref, tickets.TicketUpdate{Title: ptr("x")}); !errors.Is(err, tickets.ErrInvalid) {
+				if _, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), ref, tickets.TicketUpdate{Title: ptr("x")}); !errors.Is(err, tickets.ErrInvalid) {
 					t.Errorf("reference %q: %v, want ErrInvalid", ref, err)
 				}
 			}
-			if _, err := svc.UpdateTicket(ctx, tenantA, "alice", newID(), "SUP-999", tickets.TicketUpdate{Title: ptr("x")}); !errors.Is(err, tickets.ErrNotFound) {
+			if _, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), "SUP-999", tickets.TicketUpdate{Title: ptr("x")}); !errors.Is(err, tickets.ErrNotFound) {
 				t.Errorf("unknown ticket: %v, want ErrNotFound", err)
 			}
 			if after, _ := svc.GetTicket(ctx, tenantA, tk.Key); !reflect.DeepEqual(after, before) {
@@ -321,19 +322,19 @@ func TestComments(t *testing.T) {
 		svc := newService(t, d)
 		tk := newTicket(t, svc, tenantA)
 		for _, body := range []string{"", "   ", strings.Repeat("é", tickets.MaxCommentBody+1), "a\x00b"} {
-			if _, err := svc.AddComment(ctx, tenantA, "alice", newID(), tk.Key, body); !errors.Is(err, tickets.ErrInvalid) {
+			if _, err := svc.AddComment(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), tk.Key, body); !errors.Is(err, tickets.ErrInvalid) {
 				t.Errorf("body of %d bytes: %v, want ErrInvalid", len(body), err)
 			}
 		}
 		var want []tickets.Comment
 		for i := range 5 {
 			id := newID()
-			res, err := svc.AddComment(ctx, tenantA, "bob", id, tk.Key, fmt.Sprintf("  note %d\n", i))
+			res, err := svc.AddComment(ctx, tickets.Caller{Tenant: tenantA, Subject: "bob"}, ticketstest.OpID(id), tk.Key, fmt.Sprintf("  note %d\n", i))
 			if err != nil || res.Comment.Body != fmt.Sprintf("note %d", i) || res.Comment.Author != "bob" || res.Comment.TicketID != tk.ID {
 				t.Fatalf("comment %d = %+v, %v", i, res, err)
 			}
 			want = append(want, res.Comment)
-			st, err := svc.GetOperation(ctx, tenantA, id)
+			st, err := svc.GetOperation(ctx, tenantA, ticketstest.OpID(id))
 			if err != nil || st.CommentID == nil || *st.CommentID != res.Comment.ID || st.TicketID == nil || *st.TicketID != tk.ID {
 				t.Errorf("operation status = %+v, %v", st, err)
 			}
@@ -386,15 +387,15 @@ func TestUpdateAssigneeMeIsTheCaller(t *testing.T) {
 		svc := newService(t, d)
 		tk := newTicket(t, svc, tenantA)
 		id := newID()
-		res, err := svc.UpdateTicket(ctx, tenantA, "alice", id, tk.Key, tickets.TicketUpdate{Assignee: ptr(tickets.AssigneeMe)})
+		res, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(id), tk.Key, tickets.TicketUpdate{Assignee: ptr(tickets.AssigneeMe)})
 		if err != nil || res.Ticket.Assignee != "alice" {
 			t.Fatalf("assign to me = %+v, %v; want assignee alice", res, err)
 		}
-		retry, err := svc.UpdateTicket(ctx, tenantA, "alice", id, tk.Key, tickets.TicketUpdate{Assignee: ptr("alice")})
+		retry, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(id), tk.Key, tickets.TicketUpdate{Assignee: ptr("alice")})
 		if err != nil || !retry.Replayed {
 			t.Errorf("retry naming the subject = %+v, %v; want a replay of the same intent", retry, err)
 		}
-		page, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{Assignee: "alice"})
+		page, err := svc.ListTickets(ctx, tickets.Caller{Tenant: tenantA}, tickets.ListTicketsParams{Assignee: "alice"})
 		if err != nil || len(page.Tickets) != 1 || page.Tickets[0].ID != tk.ID {
 			t.Errorf("tickets assigned to alice = %+v, %v; want the one assigned as me", page.Tickets, err)
 		}
@@ -411,11 +412,11 @@ func TestUpdateRetryWithNewerIfVersionReplays(t *testing.T) {
 		svc := newService(t, d)
 		tk := newTicket(t, svc, tenantA)
 		id := newID()
-		first, err := svc.UpdateTicket(ctx, tenantA, "alice", id, tk.Key, tickets.TicketUpdate{IfVersion: ptr(int64(1)), Status: ptr(tickets.StatusInProgress)})
+		first, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(id), tk.Key, tickets.TicketUpdate{IfVersion: ptr(int64(1)), Status: ptr(tickets.StatusInProgress)})
 		if err != nil || first.Version != 2 {
 			t.Fatalf("first update = %+v, %v", first, err)
 		}
-		retry, err := svc.UpdateTicket(ctx, tenantA, "alice", id, tk.Key, tickets.TicketUpdate{IfVersion: ptr(int64(2)), Status: ptr(tickets.StatusInProgress)})
+		retry, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(id), tk.Key, tickets.TicketUpdate{IfVersion: ptr(int64(2)), Status: ptr(tickets.StatusInProgress)})
 		if err != nil || !retry.Replayed || retry.Version != 2 || retry.Ticket.Version != 2 {
 			t.Errorf("retry with the re-read version = %+v, %v; want the replay of version 2", retry, err)
 		}

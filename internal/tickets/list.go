@@ -29,9 +29,8 @@ type ListTicketsParams struct {
 	// Query is full text over title and description: every word must occur
 	// (whole words, any case).
 	Query string
-	// Assignee is an exact assignee, or AssigneeNone for unassigned
-	// tickets; the transports resolve "me" to the caller's subject before
-	// calling.
+	// Assignee is an exact assignee, AssigneeNone for unassigned tickets,
+	// or AssigneeMe for the caller's.
 	Assignee string
 	Label    string
 	Priority Priority
@@ -283,7 +282,11 @@ func (f ticketFilter) apply(q *gorm.DB, postgres bool) (*gorm.DB, error) {
 // unset). Cursors are bound to the tenant, the filters and the order.
 //
 // Errors: ErrInvalid (bad filter, sort, limit or cursor), ErrUnavailable.
-func (s *Service) ListTickets(ctx context.Context, tenant string, p ListTicketsParams) (TicketPage, error) {
+func (s *Service) ListTickets(ctx context.Context, c Caller, p ListTicketsParams) (TicketPage, error) {
+	tenant := c.Tenant
+	if p.Assignee == AssigneeMe {
+		p.Assignee = c.Subject
+	}
 	limit, err := ticketPageLimit(p.Limit)
 	if err != nil {
 		return TicketPage{}, err

@@ -14,6 +14,7 @@ import (
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 // outboxFunc is an Outbox whose Enqueue runs a function inside the write's
@@ -69,21 +70,21 @@ func TestRolledBackCreateNeverReusesItsNumber(t *testing.T) {
 		if _, err := svc.CreateProject(ctx, tenantA, tickets.Project{ID: "support", Key: "SUP", Name: "Support"}); err != nil {
 			t.Fatal(err)
 		}
-		first, err := svc.CreateTicket(ctx, tenantA, "alice", newID(), tickets.NewTicket{ProjectID: "support", Title: "before"})
+		first, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), tickets.NewTicket{ProjectID: "support", Title: "before"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		doomedID := newID()
-		if _, err := svc.CreateTicket(ctx, tenantA, "alice", doomedID, tickets.NewTicket{ProjectID: "support", Title: "doomed"}); !errors.Is(err, tickets.ErrUnavailable) {
+		if _, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(doomedID), tickets.NewTicket{ProjectID: "support", Title: "doomed"}); !errors.Is(err, tickets.ErrUnavailable) {
 			t.Fatalf("doomed create: %v, want ErrUnavailable", err)
 		}
 		if failed != keyNumber(t, first.Ticket.Key)+1 {
 			t.Fatalf("the doomed create took number %d, want %d (right after %s)", failed, keyNumber(t, first.Ticket.Key)+1, first.Ticket.Key)
 		}
-		if _, err := svc.GetOperation(ctx, tenantA, doomedID); err == nil {
+		if _, err := svc.GetOperation(ctx, tenantA, ticketstest.OpID(doomedID)); err == nil {
 			t.Error("the rolled-back create left an operation record")
 		}
-		next, err := svc.CreateTicket(ctx, tenantA, "alice", newID(), tickets.NewTicket{ProjectID: "support", Title: "after"})
+		next, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), tickets.NewTicket{ProjectID: "support", Title: "after"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,11 +124,11 @@ func TestCreatesInOneProjectDoNotWaitForEachOther(t *testing.T) {
 	}
 	heldDone := make(chan error, 1)
 	go func() {
-		_, err := svc.CreateTicket(ctx, tenantA, "alice", newID(), tickets.NewTicket{ProjectID: "support", Title: "held"})
+		_, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), tickets.NewTicket{ProjectID: "support", Title: "held"})
 		heldDone <- err
 	}()
 	heldNumber := <-held
-	other, err := svc.CreateTicket(ctx, tenantA, "bob", newID(), tickets.NewTicket{ProjectID: "support", Title: "not held"})
+	other, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "bob"}, ticketstest.OpID(newID()), tickets.NewTicket{ProjectID: "support", Title: "not held"})
 	close(release)
 	if err != nil {
 		t.Fatalf("a create beside an open one in the same project: %v", err)

@@ -44,14 +44,13 @@ type OperationStatus struct {
 // authoritative proof that nothing ran under that ID for this tenant;
 // another tenant's use of the same ID is invisible.
 //
-// Errors: ErrInvalid (malformed ID), operations.ErrNotFound, ErrUnavailable,
+// Errors: ErrInvalid (the zero ID), operations.ErrNotFound, ErrUnavailable,
 // operations.ErrUnavailable.
-func (s *Service) GetOperation(ctx context.Context, tenant, operationID string) (OperationStatus, error) {
-	id, err := operations.ParseID(operationID)
-	if err != nil {
-		return OperationStatus{}, invalidField("operation_id", "%v", err)
+func (s *Service) GetOperation(ctx context.Context, tenant string, id operations.ID) (OperationStatus, error) {
+	if err := requireID(id); err != nil {
+		return OperationStatus{}, err
 	}
-	rec, err := s.ledger.Find(ctx, tenant, id)
+	rec, err := s.ledger.Find(ctx, tenant, id.UUID())
 	if err != nil {
 		return OperationStatus{}, fmt.Errorf("get operation: %w", err)
 	}

@@ -37,11 +37,11 @@ type Resolution struct {
 // findOperation returns the tenant's record for operationID: under action
 // when given, else under the newest action that used the ID (as
 // GetOperation resolves it).
-func (s *Service) findOperation(ctx context.Context, tenant, operationID, action string) (operations.Record, error) {
-	id, err := operations.ParseID(operationID)
-	if err != nil {
-		return operations.Record{}, invalidField("operation_id", "%v", err)
+func (s *Service) findOperation(ctx context.Context, tenant string, opID operations.ID, action string) (operations.Record, error) {
+	if err := requireID(opID); err != nil {
+		return operations.Record{}, err
 	}
+	id := opID.UUID()
 	if action = strings.TrimSpace(action); action != "" {
 		if !slices.Contains(Actions(), action) {
 			return operations.Record{}, invalidField("action", "must be one of %s", strings.Join(Actions(), ", "))
@@ -58,8 +58,9 @@ func (s *Service) findOperation(ctx context.Context, tenant, operationID, action
 //
 // Errors: ErrInvalid, operations.ErrNotFound, operations.ErrInProgress
 // (another worker holds it), ErrUnavailable.
-func (s *Service) ReconcileOperation(ctx context.Context, tenant, actor, operationID, action string) (OperationStatus, error) {
-	rec, err := s.findOperation(ctx, tenant, operationID, action)
+func (s *Service) ReconcileOperation(ctx context.Context, c Caller, id operations.ID, action string) (OperationStatus, error) {
+	tenant, actor := c.Tenant, c.Subject
+	rec, err := s.findOperation(ctx, tenant, id, action)
 	if err != nil {
 		return OperationStatus{}, fmt.Errorf("reconcile operation: %w", err)
 	}
@@ -93,7 +94,8 @@ func (s *Service) ReconcileOperation(ctx context.Context, tenant, actor, operati
 //
 // Errors: ErrInvalid, operations.ErrNotFound, ErrSettled (not unknown or
 // pending), operations.ErrInProgress, ErrUnavailable.
-func (s *Service) ResolveOperation(ctx context.Context, tenant, actor, operationID, action string, r Resolution) (OperationStatus, error) {
+func (s *Service) ResolveOperation(ctx context.Context, c Caller, id operations.ID, action string, r Resolution) (OperationStatus, error) {
+	tenant, actor := c.Tenant, c.Subject
 	r.Outcome, r.ExternalID, r.Reason = strings.TrimSpace(r.Outcome), strings.TrimSpace(r.ExternalID), strings.TrimSpace(r.Reason)
 	var errs []FieldError
 	switch r.Outcome {
@@ -119,7 +121,7 @@ func (s *Service) ResolveOperation(ctx context.Context, tenant, actor, operation
 	if len(errs) > 0 {
 		return OperationStatus{}, &ValidationError{Fields: errs}
 	}
-	rec, err := s.findOperation(ctx, tenant, operationID, action)
+	rec, err := s.findOperation(ctx, tenant, id, action)
 	if err != nil {
 		return OperationStatus{}, fmt.Errorf("resolve operation: %w", err)
 	}

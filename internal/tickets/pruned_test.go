@@ -9,6 +9,7 @@ import (
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 // TestRetryAfterPruneAppliesNothing retries an update and a comment after
@@ -21,30 +22,30 @@ func TestRetryAfterPruneAppliesNothing(t *testing.T) {
 	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		svc := newService(t, d)
-		created, err := svc.CreateTicket(ctx, tenantA, "alice", newID(), printerTicket())
+		created, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), printerTicket())
 		if err != nil {
 			t.Fatal(err)
 		}
 		key := created.Ticket.Key
 		first, later := "Printer smoking", "Printer fixed"
 		updateID, commentID := newID(), newID()
-		if _, err := svc.UpdateTicket(ctx, tenantA, "alice", updateID, key, tickets.TicketUpdate{Title: &first}); err != nil {
+		if _, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(updateID), key, tickets.TicketUpdate{Title: &first}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := svc.UpdateTicket(ctx, tenantA, "bob", newID(), key, tickets.TicketUpdate{Title: &later}); err != nil {
+		if _, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "bob"}, ticketstest.OpID(newID()), key, tickets.TicketUpdate{Title: &later}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := svc.AddComment(ctx, tenantA, "alice", commentID, key, "On it."); err != nil {
+		if _, err := svc.AddComment(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(commentID), key, "On it."); err != nil {
 			t.Fatal(err)
 		}
 		if err := d.Gorm.Exec("DELETE FROM operations").Error; err != nil {
 			t.Fatal(err)
 		}
 
-		if _, err := svc.UpdateTicket(ctx, tenantA, "alice", updateID, key, tickets.TicketUpdate{Title: &first}); !errors.Is(err, operations.ErrExpired) {
+		if _, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(updateID), key, tickets.TicketUpdate{Title: &first}); !errors.Is(err, operations.ErrExpired) {
 			t.Errorf("update retried after prune: %v, want ErrExpired", err)
 		}
-		if _, err := svc.AddComment(ctx, tenantA, "alice", commentID, key, "On it."); !errors.Is(err, operations.ErrExpired) {
+		if _, err := svc.AddComment(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(commentID), key, "On it."); !errors.Is(err, operations.ErrExpired) {
 			t.Errorf("comment retried after prune: %v, want ErrExpired", err)
 		}
 		got, err := svc.GetTicket(ctx, tenantA, key)
@@ -58,7 +59,7 @@ func TestRetryAfterPruneAppliesNothing(t *testing.T) {
 			t.Errorf("%d events for the update's operation ID, want 1", n)
 		}
 		// The refusals rolled back whole: the next write takes the next seq.
-		if _, err := svc.AddComment(ctx, tenantA, "alice", newID(), key, "Fixed."); err != nil {
+		if _, err := svc.AddComment(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), key, "Fixed."); err != nil {
 			t.Errorf("a new comment after the refused retries: %v", err)
 		}
 	})

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 // TestCreateReplayIsOneQuery: a create_ticket replay reads its record and
@@ -17,12 +19,12 @@ func TestCreateReplayIsOneQuery(t *testing.T) {
 	svc := newService(t, d)
 	ctx := context.Background()
 	id := newID()
-	first, err := svc.CreateTicket(ctx, tenantA, "agent", id, printerTicket())
+	first, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "agent"}, ticketstest.OpID(id), printerTicket())
 	if err != nil {
 		t.Fatal(err)
 	}
 	before := trips.Count()
-	again, err := svc.CreateTicket(ctx, tenantA, "agent", id, printerTicket())
+	again, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "agent"}, ticketstest.OpID(id), printerTicket())
 	if err != nil || !again.Replayed {
 		t.Fatalf("replay = %+v, %v", again, err)
 	}

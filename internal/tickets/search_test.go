@@ -9,6 +9,7 @@ import (
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 // seedSearch creates SUP-1..SUP-10 in order, assigns some and resolves SUP-1.
@@ -30,7 +31,7 @@ func seedSearch(tb testing.TB, svc *tickets.Service) {
 		{"X-ray viewer", "Doesn’t open DICOM files from the x-ray room", "urgent", "carol", nil},
 		{"printer_driver", "Driver for PRINTERS on floor 3", "low", "", []string{"hardware"}},
 	} {
-		res, err := svc.CreateTicket(context.Background(), tenantA, "alice", newID(), tickets.NewTicket{
+		res, err := svc.CreateTicket(context.Background(), tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), tickets.NewTicket{
 			ProjectID: "support", Title: s.title, Description: s.description, Priority: tickets.Priority(s.priority), Labels: s.labels})
 		if err != nil {
 			tb.Fatal(err)
@@ -41,7 +42,7 @@ func seedSearch(tb testing.TB, svc *tickets.Service) {
 	}
 	update(tb, svc, tenantA, "SUP-1", tickets.TicketUpdate{Status: ptr(tickets.StatusResolved)})
 	// Another tenant's printer never shows.
-	if _, err := svc.CreateTicket(context.Background(), tenantB, "bob", newID(), printerTicket()); err != nil {
+	if _, err := svc.CreateTicket(context.Background(), tickets.Caller{Tenant: tenantB, Subject: "bob"}, ticketstest.OpID(newID()), printerTicket()); err != nil {
 		tb.Fatal(err)
 	}
 }
@@ -59,7 +60,7 @@ func searchKeys(tb testing.TB, svc *tickets.Service, p tickets.ListTicketsParams
 		if pages > 20 {
 			tb.Fatal("pagination does not end")
 		}
-		page, err := svc.ListTickets(context.Background(), tenantA, p)
+		page, err := svc.ListTickets(context.Background(), tickets.Caller{Tenant: tenantA}, p)
 		if err != nil {
 			tb.Fatalf("list %+v: %v", p, err)
 		}
@@ -124,7 +125,7 @@ func TestSearchTickets(t *testing.T) {
 		}
 
 		ctx := context.Background()
-		first, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{Query: "the", Limit: 2})
+		first, err := svc.ListTickets(ctx, tickets.Caller{Tenant: tenantA}, tickets.ListTicketsParams{Query: "the", Limit: 2})
 		if err != nil || first.NextCursor == "" {
 			t.Fatal(first, err)
 		}
@@ -137,7 +138,7 @@ func TestSearchTickets(t *testing.T) {
 			"CursorWithoutQuery": {Cursor: first.NextCursor},
 			"NULInLabel":         {Label: "a\x00"},
 		} {
-			if _, err := svc.ListTickets(ctx, tenantA, p); !errors.Is(err, tickets.ErrInvalid) {
+			if _, err := svc.ListTickets(ctx, tickets.Caller{Tenant: tenantA}, p); !errors.Is(err, tickets.ErrInvalid) {
 				t.Errorf("%s: %v, want ErrInvalid", name, err)
 			}
 		}
@@ -163,8 +164,8 @@ func TestSearchSameOnBothEngines(t *testing.T) {
 	}
 	compared := 0
 	for _, p := range queries {
-		_, pgErr := pg.ListTickets(context.Background(), tenantA, p)
-		_, liteErr := lite.ListTickets(context.Background(), tenantA, p)
+		_, pgErr := pg.ListTickets(context.Background(), tickets.Caller{Tenant: tenantA}, p)
+		_, liteErr := lite.ListTickets(context.Background(), tickets.Caller{Tenant: tenantA}, p)
 		if (pgErr == nil) != (liteErr == nil) {
 			t.Errorf("%+v: postgres %v, sqlite %v", p, pgErr, liteErr)
 			continue

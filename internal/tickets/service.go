@@ -95,6 +95,15 @@ func (s *Service) report(action string, replayed bool, err error) {
 	}
 }
 
+// requireID refuses the zero operation ID: every write needs one, and the
+// adapter that parsed the caller's (operations.ParseID) names its field.
+func requireID(id operations.ID) error {
+	if id.IsZero() {
+		return fmt.Errorf("%w: a write needs an operation ID", ErrInvalid)
+	}
+	return nil
+}
+
 // CreateResult is the outcome of CreateTicket.
 type CreateResult struct {
 	OperationID uuid.UUID
@@ -107,15 +116,15 @@ type CreateResult struct {
 // Replayed set, and never creates another. The ticket, its per-project number
 // and the operation record commit in one transaction.
 //
-// Errors: ErrInvalid (bad ID or input, or unknown project; nothing recorded,
-// the ID stays usable), operations.ErrConflict, operations.ErrInProgress,
+// Errors: ErrInvalid (bad input, or unknown project; nothing recorded, the
+// ID stays usable), operations.ErrConflict, operations.ErrInProgress,
 // operations.ErrOutcomeUnknown, ErrUnavailable, operations.ErrUnavailable.
-func (s *Service) CreateTicket(ctx context.Context, tenant, reporter, operationID string, in NewTicket) (res CreateResult, err error) {
+func (s *Service) CreateTicket(ctx context.Context, c Caller, opID operations.ID, in NewTicket) (res CreateResult, err error) {
 	defer func() { s.report(ActionCreateTicket, res.Replayed, err) }()
-	id, err := operations.ParseID(operationID)
-	if err != nil {
-		return CreateResult{}, invalidField("operation_id", "%v", err)
+	if err := requireID(opID); err != nil {
+		return CreateResult{}, err
 	}
+	tenant, reporter, id := c.Tenant, c.Subject, opID.UUID()
 	n, err := Normalize(in)
 	if err != nil {
 		return CreateResult{}, err
@@ -195,7 +204,7 @@ func insertTicket(tx *gorm.DB, tenant, reporter string, ticketID, eventID, opID 
 		// Only the unique (tenant, operation_id) index can fire here: the
 		// ticket exists but its operation record is gone (pruned). Creating
 		// another would be exactly the duplicate the ledger exists to stop.
-		return Ticket{}, fmt.Errorf("%w: a ticket was already created with this operation_id", operations.ErrExpired)
+		return Ticket{}, fmt.Errorf("%w: a ticket was already created with this operation ID", operations.ErrExpired)
 	case err != nil:
 		return Ticket{}, err
 	case !found:
@@ -336,16 +345,13 @@ type Preview struct {
 
 // PreviewTicket validates and normalises a ticket and, given an operation ID,
 // says whether CreateTicket would create, replay or conflict. It writes
-// nothing. An empty operationID skips the prediction.
+// nothing. The zero ID skips the prediction.
 //
 // Errors: ErrInvalid, ErrUnavailable.
-func (s *Service) PreviewTicket(ctx context.Context, tenant, operationID string, in NewTicket) (Preview, error) {
+func (s *Service) PreviewTicket(ctx context.Context, tenant string, opID operations.ID, in NewTicket) (Preview, error) {
 	var id *uuid.UUID
-	if operationID != "" {
-		parsed, err := operations.ParseID(operationID)
-		if err != nil {
-			return Preview{}, invalidField("operation_id", "%v", err)
-		}
+	if !opID.IsZero() {
+		parsed := opID.UUID()
 		id = &parsed
 	}
 	n, err := Normalize(in)

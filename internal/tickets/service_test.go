@@ -65,7 +65,7 @@ func TestCreateTicket(t *testing.T) {
 
 		t.Run("FirstCallCreatesAndRetryReplays", func(t *testing.T) {
 			id := newID()
-			first, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket())
+			first, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(id), printerTicket())
 			if err != nil {
 				t.Fatalf("create: %v", err)
 			}
@@ -82,7 +82,7 @@ func TestCreateTicket(t *testing.T) {
 			retry := printerTicket()
 			retry.Title = "  Printer on fire "
 			retry.Labels = []string{"office", "HARDWARE", "office"}
-			second, err := svc.CreateTicket(ctx, tenantA, "alice", id, retry)
+			second, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(id), retry)
 			if err != nil {
 				t.Fatalf("retry: %v", err)
 			}
@@ -106,20 +106,20 @@ func TestCreateTicketConflictWritesNothing(t *testing.T) {
 		ctx := context.Background()
 		svc := newService(t, d)
 		id := newID()
-		first, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket())
+		first, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(id), printerTicket())
 		if err != nil {
 			t.Fatal(err)
 		}
 		other := printerTicket()
 		other.Title = "Printer on fire again"
-		_, err = svc.CreateTicket(ctx, tenantA, "alice", id, other)
+		_, err = svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(id), other)
 		if !errors.Is(err, operations.ErrConflict) {
 			t.Fatalf("err = %v, want ErrConflict", err)
 		}
 		if n := countTickets(t, d, tenantA); n != 1 {
 			t.Errorf("%d tickets after conflict, want 1", n)
 		}
-		st, err := svc.GetOperation(ctx, tenantA, id)
+		st, err := svc.GetOperation(ctx, tenantA, ticketstest.OpID(id))
 		if err != nil || st.Ticket == nil || st.Ticket.ID != first.Ticket.ID {
 			t.Errorf("operation after conflict = %+v, %v; want the first ticket", st, err)
 		}
@@ -138,7 +138,7 @@ func TestCreateTicketInvalidInputRecordsNothing(t *testing.T) {
 			{ProjectID: "nope", Title: "x"},
 		}
 		for _, in := range bad {
-			_, err := svc.CreateTicket(ctx, tenantA, "alice", id, in)
+			_, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(id), in)
 			if !errors.Is(err, tickets.ErrInvalid) {
 				t.Errorf("CreateTicket(%+v) err = %v, want ErrInvalid", in, err)
 			}
@@ -146,10 +146,10 @@ func TestCreateTicketInvalidInputRecordsNothing(t *testing.T) {
 		if n := countOperations(t, d, tenantA); n != 0 {
 			t.Fatalf("%d operation records after invalid input, want 0", n)
 		}
-		if _, err := svc.GetOperation(ctx, tenantA, id); !errors.Is(err, operations.ErrNotFound) {
+		if _, err := svc.GetOperation(ctx, tenantA, ticketstest.OpID(id)); !errors.Is(err, operations.ErrNotFound) {
 			t.Errorf("GetOperation after invalid input: %v, want ErrNotFound", err)
 		}
-		res, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket())
+		res, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(id), printerTicket())
 		if err != nil || res.Replayed {
 			t.Fatalf("same ID after invalid input = %+v, %v; want a fresh create", res, err)
 		}
@@ -160,7 +160,7 @@ func TestCreateTicketUnknownProjectNamesKnownOnes(t *testing.T) {
 	t.Parallel()
 	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
 		svc := newService(t, d)
-		_, err := svc.CreateTicket(context.Background(), tenantA, "alice", newID(), tickets.NewTicket{ProjectID: "sales", Title: "x"})
+		_, err := svc.CreateTicket(context.Background(), tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), tickets.NewTicket{ProjectID: "sales", Title: "x"})
 		var ve *tickets.ValidationError
 		if !errors.As(err, &ve) || len(ve.Fields) != 1 || ve.Fields[0].Field != "project_id" {
 			t.Fatalf("err = %v, want a project_id validation error", err)
@@ -184,7 +184,13 @@ func TestCreateTicketRejectsBadOperationIDs(t *testing.T) {
 			uuid.Must(uuid.NewUUID()).String(),    // version 1: time and MAC based, predictable
 			"0190f3a2-7b1c-7d4e-8f00-00000000000", // one digit short
 		} {
-			if _, err := svc.CreateTicket(context.Background(), tenantA, "alice", id, printerTicket()); !errors.Is(err, tickets.ErrInvalid) {
+			// The adapters parse (operations.ParseID) and name their own
+			// field; what one that skipped it would pass is the zero ID.
+			opID, perr := operations.ParseID(id)
+			if perr == nil {
+				t.Errorf("operation_id %q parsed", id)
+			}
+			if _, err := svc.CreateTicket(context.Background(), tickets.Caller{Tenant: tenantA, Subject: "alice"}, opID, printerTicket()); !errors.Is(err, tickets.ErrInvalid) {
 				t.Errorf("operation_id %q: err = %v, want ErrInvalid", id, err)
 			}
 		}
@@ -193,10 +199,10 @@ func TestCreateTicketRejectsBadOperationIDs(t *testing.T) {
 		}
 		// Upper-case hex is the same UUID: accepted and found again in lower case.
 		id := uuid.NewString()
-		if _, err := svc.CreateTicket(context.Background(), tenantA, "alice", strings.ToUpper(id), printerTicket()); err != nil {
+		if _, err := svc.CreateTicket(context.Background(), tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(strings.ToUpper(id)), printerTicket()); err != nil {
 			t.Fatalf("upper-case operation_id: %v", err)
 		}
-		if st, err := svc.GetOperation(context.Background(), tenantA, id); err != nil || st.Record.OperationID.String() != id {
+		if st, err := svc.GetOperation(context.Background(), tenantA, ticketstest.OpID(id)); err != nil || st.Record.OperationID.String() != id {
 			t.Errorf("lookup in lower case = %+v, %v", st, err)
 		}
 	})
@@ -213,7 +219,7 @@ func TestConcurrentDuplicatesMakeOneTicket(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range callers {
 			wg.Go(func() {
-				results[i], errs[i] = svc.CreateTicket(context.Background(), tenantA, "alice", id, printerTicket())
+				results[i], errs[i] = svc.CreateTicket(context.Background(), tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(id), printerTicket())
 			})
 		}
 		wg.Wait()
@@ -251,7 +257,7 @@ func TestConcurrentCreatesNumberContiguously(t *testing.T) {
 			wg.Go(func() {
 				in := printerTicket()
 				in.Title = fmt.Sprintf("ticket %d", i)
-				res, err := svc.CreateTicket(context.Background(), tenantA, "alice", newID(), in)
+				res, err := svc.CreateTicket(context.Background(), tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), in)
 				if err != nil {
 					t.Errorf("caller %d: %v", i, err)
 					return
@@ -278,15 +284,15 @@ func TestTenantsAreIsolated(t *testing.T) {
 		ctx := context.Background()
 		svc := newService(t, d)
 		id := newID()
-		a, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket())
+		a, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(id), printerTicket())
 		if err != nil {
 			t.Fatal(err)
 		}
 		// The same ID under tenant B sees nothing of A's record...
-		if _, err := svc.GetOperation(ctx, tenantB, id); !errors.Is(err, operations.ErrNotFound) {
+		if _, err := svc.GetOperation(ctx, tenantB, ticketstest.OpID(id)); !errors.Is(err, operations.ErrNotFound) {
 			t.Errorf("tenant B sees A's operation: %v", err)
 		}
-		if p, err := svc.PreviewTicket(ctx, tenantB, id, printerTicket()); err != nil || p.Would != tickets.WouldCreate {
+		if p, err := svc.PreviewTicket(ctx, tenantB, ticketstest.OpID(id), printerTicket()); err != nil || p.Would != tickets.WouldCreate {
 			t.Errorf("tenant B preview = %+v, %v; want create", p, err)
 		}
 		if _, err := svc.GetTicket(ctx, tenantB, a.Ticket.ID.String()); !errors.Is(err, tickets.ErrNotFound) {
@@ -295,7 +301,7 @@ func TestTenantsAreIsolated(t *testing.T) {
 		// ...and acts only for B, even with different input.
 		other := printerTicket()
 		other.Title = "B's own ticket"
-		b, err := svc.CreateTicket(ctx, tenantB, "bob", id, other)
+		b, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantB, Subject: "bob"}, ticketstest.OpID(id), other)
 		if err != nil || b.Replayed || b.Ticket.ID == a.Ticket.ID || b.Ticket.Title != "B's own ticket" {
 			t.Fatalf("tenant B create = %+v, %v; want its own new ticket", b, err)
 		}
@@ -313,18 +319,20 @@ func TestGetOperation(t *testing.T) {
 	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		svc := newService(t, d)
-		if _, err := svc.GetOperation(ctx, tenantA, newID()); !errors.Is(err, operations.ErrNotFound) {
+		if _, err := svc.GetOperation(ctx, tenantA, ticketstest.OpID(newID())); !errors.Is(err, operations.ErrNotFound) {
 			t.Errorf("unused ID: %v, want ErrNotFound", err)
 		}
-		if _, err := svc.GetOperation(ctx, tenantA, "garbage"); !errors.Is(err, tickets.ErrInvalid) {
+		// "garbage" does not parse: the zero ID is what reaches the service.
+		garbage, _ := operations.ParseID("garbage")
+		if _, err := svc.GetOperation(ctx, tenantA, garbage); !errors.Is(err, tickets.ErrInvalid) {
 			t.Errorf("malformed ID: %v, want ErrInvalid", err)
 		}
 		id := newID()
-		res, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket())
+		res, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(id), printerTicket())
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := svc.GetOperation(ctx, tenantA, id)
+		st, err := svc.GetOperation(ctx, tenantA, ticketstest.OpID(id))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -341,26 +349,26 @@ func TestPreviewTicketWritesNothing(t *testing.T) {
 		ctx := context.Background()
 		svc := newService(t, d)
 		id := newID()
-		p, err := svc.PreviewTicket(ctx, tenantA, id, printerTicket())
+		p, err := svc.PreviewTicket(ctx, tenantA, ticketstest.OpID(id), printerTicket())
 		if err != nil || p.Would != tickets.WouldCreate || p.Fingerprint != tickets.Fingerprint(p.Ticket) {
 			t.Fatalf("preview = %+v, %v", p, err)
 		}
 		if n := countOperations(t, d, tenantA) + countTickets(t, d, tenantA); n != 0 {
 			t.Fatalf("preview wrote %d rows", n)
 		}
-		res, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket())
+		res, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(id), printerTicket())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p, err := svc.PreviewTicket(ctx, tenantA, id, printerTicket()); err != nil || p.Would != tickets.WouldReplay || p.ExistingTicketID != res.Ticket.ID.String() {
+		if p, err := svc.PreviewTicket(ctx, tenantA, ticketstest.OpID(id), printerTicket()); err != nil || p.Would != tickets.WouldReplay || p.ExistingTicketID != res.Ticket.ID.String() {
 			t.Errorf("preview after create = %+v, %v; want replay", p, err)
 		}
 		other := printerTicket()
 		other.Priority = "low"
-		if p, err := svc.PreviewTicket(ctx, tenantA, id, other); err != nil || p.Would != tickets.WouldConflict {
+		if p, err := svc.PreviewTicket(ctx, tenantA, ticketstest.OpID(id), other); err != nil || p.Would != tickets.WouldConflict {
 			t.Errorf("preview with other input = %+v, %v; want conflict", p, err)
 		}
-		if p, err := svc.PreviewTicket(ctx, tenantA, "", other); err != nil || p.Would != "" || p.OperationID != nil {
+		if p, err := svc.PreviewTicket(ctx, tenantA, operations.ID{}, other); err != nil || p.Would != "" || p.OperationID != nil {
 			t.Errorf("preview without ID = %+v, %v", p, err)
 		}
 		if n := countTickets(t, d, tenantA); n != 1 {
@@ -378,11 +386,11 @@ func TestListTicketsPaginates(t *testing.T) {
 		for i := range total {
 			in := printerTicket()
 			in.Title = fmt.Sprintf("ticket %d", i)
-			if _, err := svc.CreateTicket(ctx, tenantA, "alice", newID(), in); err != nil {
+			if _, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), in); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if _, err := svc.CreateTicket(ctx, tenantB, "bob", newID(), printerTicket()); err != nil {
+		if _, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantB, Subject: "bob"}, ticketstest.OpID(newID()), printerTicket()); err != nil {
 			t.Fatal(err)
 		}
 		var keys []string
@@ -391,7 +399,7 @@ func TestListTicketsPaginates(t *testing.T) {
 			if pages > total {
 				t.Fatal("pagination does not end")
 			}
-			page, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{Limit: 3, Cursor: cursor})
+			page, err := svc.ListTickets(ctx, tickets.Caller{Tenant: tenantA}, tickets.ListTicketsParams{Limit: 3, Cursor: cursor})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -408,7 +416,7 @@ func TestListTicketsPaginates(t *testing.T) {
 			t.Errorf("keys = %v, want %v (newest first, no gaps or repeats, tenant A only)", keys, want)
 		}
 
-		first, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{Limit: 2})
+		first, err := svc.ListTickets(ctx, tickets.Caller{Tenant: tenantA}, tickets.ListTicketsParams{Limit: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -422,7 +430,7 @@ func TestListTicketsPaginates(t *testing.T) {
 			if name == "OtherTenant" {
 				tenant = tenantB
 			}
-			if _, err := svc.ListTickets(ctx, tenant, p); !errors.Is(err, tickets.ErrInvalid) {
+			if _, err := svc.ListTickets(ctx, tickets.Caller{Tenant: tenant}, p); !errors.Is(err, tickets.ErrInvalid) {
 				t.Errorf("%s cursor: err = %v, want ErrInvalid", name, err)
 			}
 		}
@@ -464,13 +472,13 @@ func TestPrunedRecordStillCannotDuplicate(t *testing.T) {
 		ctx := context.Background()
 		svc := newService(t, d)
 		id := newID()
-		if _, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket()); err != nil {
+		if _, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(id), printerTicket()); err != nil {
 			t.Fatal(err)
 		}
 		if err := d.Gorm.Exec("DELETE FROM operations").Error; err != nil {
 			t.Fatal(err)
 		}
-		if _, err := svc.CreateTicket(ctx, tenantA, "alice", id, printerTicket()); !errors.Is(err, operations.ErrExpired) {
+		if _, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(id), printerTicket()); !errors.Is(err, operations.ErrExpired) {
 			t.Errorf("retry after pruning: %v, want ErrExpired", err)
 		}
 		if n := countTickets(t, d, tenantA); n != 1 {
@@ -479,7 +487,7 @@ func TestPrunedRecordStillCannotDuplicate(t *testing.T) {
 		// The refused retry rolled back; on PostgreSQL the number it took
 		// from the project's sequence stays spent (docs/perf.md), so the next
 		// ticket is SUP-3 there and SUP-2 on SQLite.
-		next, err := svc.CreateTicket(ctx, tenantA, "alice", newID(), printerTicket())
+		next, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), printerTicket())
 		if err != nil {
 			t.Fatalf("a new ID after the refused retry: %v", err)
 		}
@@ -503,7 +511,7 @@ func TestListOperations(t *testing.T) {
 			id := newID()
 			in := printerTicket()
 			in.Title = fmt.Sprintf("ticket %d", i)
-			if _, err := svc.CreateTicket(ctx, tenantA, "alice", id, in); err != nil {
+			if _, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(id), in); err != nil {
 				t.Fatal(err)
 			}
 			ids = append([]string{id}, ids...) // newest first
@@ -543,11 +551,11 @@ func TestListOperations(t *testing.T) {
 				return err
 			},
 			"NULInProjectFilter": func() error {
-				_, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{ProjectID: "sup\x00port"})
+				_, err := svc.ListTickets(ctx, tickets.Caller{Tenant: tenantA}, tickets.ListTicketsParams{ProjectID: "sup\x00port"})
 				return err
 			},
 			"NULInReporter": func() error {
-				_, err := svc.CreateTicket(ctx, tenantA, "ali\x00ce", newID(), printerTicket())
+				_, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "ali\x00ce"}, ticketstest.OpID(newID()), printerTicket())
 				return err
 			},
 		} {

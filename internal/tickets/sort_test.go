@@ -10,6 +10,7 @@ import (
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 // TestListSortsAndFilters checks the list controls (docs/contract.md#lists-and-the-context-budget) on both
@@ -53,7 +54,7 @@ func TestListSortsAndFilters(t *testing.T) {
 				if pages > 10 {
 					t.Fatalf("%s: pagination does not end", c.name)
 				}
-				page, err := svc.ListTickets(ctx, tenantA, c.p)
+				page, err := svc.ListTickets(ctx, tickets.Caller{Tenant: tenantA}, c.p)
 				if err != nil {
 					t.Fatalf("%s: %v", c.name, err)
 				}
@@ -71,7 +72,7 @@ func TestListSortsAndFilters(t *testing.T) {
 
 		// A cursor is bound to the order and to updated_since as to every
 		// filter; a bad sort is invalid_input.
-		first, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{Sort: tickets.SortUpdatedDesc, Limit: 1})
+		first, err := svc.ListTickets(ctx, tickets.Caller{Tenant: tenantA}, tickets.ListTicketsParams{Sort: tickets.SortUpdatedDesc, Limit: 1})
 		if err != nil || first.NextCursor == "" {
 			t.Fatal(first, err)
 		}
@@ -83,17 +84,17 @@ func TestListSortsAndFilters(t *testing.T) {
 			"BadStatus":         {Statuses: []tickets.Status{"open", "done"}},
 			"OverMaxLimit":      {Limit: tickets.MaxTicketLimit + 1},
 		} {
-			if _, err := svc.ListTickets(ctx, tenantA, p); !errors.Is(err, tickets.ErrInvalid) {
+			if _, err := svc.ListTickets(ctx, tickets.Caller{Tenant: tenantA}, p); !errors.Is(err, tickets.ErrInvalid) {
 				t.Errorf("%s: %v, want ErrInvalid", name, err)
 			}
 		}
 		// The default page is DefaultTicketLimit long.
 		for range 15 {
-			if _, err := svc.CreateTicket(ctx, tenantA, "alice", newID(), printerTicket()); err != nil {
+			if _, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), printerTicket()); err != nil {
 				t.Fatal(err)
 			}
 		}
-		page, err := svc.ListTickets(ctx, tenantA, tickets.ListTicketsParams{})
+		page, err := svc.ListTickets(ctx, tickets.Caller{Tenant: tenantA}, tickets.ListTicketsParams{})
 		if err != nil || len(page.Tickets) != tickets.DefaultTicketLimit || page.NextCursor == "" {
 			t.Fatalf("default page: %d tickets, next %q, %v; want %d and a cursor", len(page.Tickets), page.NextCursor, err, tickets.DefaultTicketLimit)
 		}

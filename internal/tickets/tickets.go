@@ -15,6 +15,14 @@ import (
 	"github.com/ticketd/ticketd/internal/tracker"
 )
 
+// Caller is who makes a call: the tenant every query is scoped to and the
+// subject that acts (a ticket's reporter, an update's actor, a comment's
+// author). Both come from a verified token, never from arguments.
+type Caller struct {
+	Tenant  string
+	Subject string
+}
+
 // Priority of a ticket.
 type Priority string
 

@@ -12,6 +12,7 @@ import (
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/reconciler"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 	"github.com/ticketd/ticketd/internal/tracker"
 	"github.com/ticketd/ticketd/internal/tracker/github"
 	"github.com/ticketd/ticketd/internal/tracker/githubtest"
@@ -100,7 +101,7 @@ func (e *trackedEnv) eventually(t *testing.T, id string, in tickets.NewTicket, w
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		res, err := e.svc.CreateTicket(context.Background(), e.tenant, "alice", id, in)
+		res, err := e.svc.CreateTicket(context.Background(), tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), in)
 		switch {
 		case err == nil:
 			return res
@@ -125,7 +126,7 @@ func TestTrackedCreate(t *testing.T) {
 			t.Parallel()
 			e := newTracked(t, d, false)
 			id := newID()
-			res, err := e.svc.CreateTicket(ctx, e.tenant, "alice", id, ghTicket("Widget jams"))
+			res, err := e.svc.CreateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ghTicket("Widget jams"))
 			if err != nil {
 				t.Fatalf("create: %v", err)
 			}
@@ -136,20 +137,20 @@ func TestTrackedCreate(t *testing.T) {
 			if got := issues[0].Labels; len(got) != 2 || got[0] != tracker.Label || issues[0].Title != "Widget jams" {
 				t.Errorf("issue = %+v; want title and the ticketd label", issues[0])
 			}
-			again, err := e.svc.CreateTicket(ctx, e.tenant, "alice", id, ghTicket("Widget jams"))
+			again, err := e.svc.CreateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ghTicket("Widget jams"))
 			if err != nil || !again.Replayed || again.Ticket.ID != res.Ticket.ID {
 				t.Fatalf("retry = %+v, %v; want the same ticket replayed", again, err)
 			}
 			if n := e.gh.CreateRequests(); n != 1 {
 				t.Errorf("create requests = %d, want 1", n)
 			}
-			if _, err := e.svc.UpdateTicket(ctx, e.tenant, "alice", newID(), res.Ticket.Key, tickets.TicketUpdate{Title: &res.Ticket.Title}); !errors.Is(err, tickets.ErrInvalid) {
+			if _, err := e.svc.UpdateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(newID()), res.Ticket.Key, tickets.TicketUpdate{Title: &res.Ticket.Title}); !errors.Is(err, tickets.ErrInvalid) {
 				t.Errorf("update of a tracker-backed ticket: %v; want it refused, not applied to the local row alone", err)
 			}
-			if _, err := e.svc.AddComment(ctx, e.tenant, "alice", newID(), res.Ticket.Key, "hello"); !errors.Is(err, tickets.ErrInvalid) {
+			if _, err := e.svc.AddComment(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(newID()), res.Ticket.Key, "hello"); !errors.Is(err, tickets.ErrInvalid) {
 				t.Errorf("comment on a tracker-backed ticket: %v; want it refused", err)
 			}
-			st, err := e.svc.GetOperation(ctx, e.tenant, id)
+			st, err := e.svc.GetOperation(ctx, e.tenant, ticketstest.OpID(id))
 			if err != nil || st.Downstream == nil || st.Downstream.Status != tickets.DownstreamSucceeded || st.Downstream.Attempts != 1 || st.Downstream.ExternalID != repo+"#1" {
 				t.Fatalf("status = %+v, %v", st.Downstream, err)
 			}
@@ -167,7 +168,7 @@ func TestTrackedCreate(t *testing.T) {
 				e := newTracked(t, d, false)
 				e.gh.FailCreates(tc.fault)
 				id := newID()
-				_, err := e.svc.CreateTicket(ctx, e.tenant, "alice", id, ghTicket("Lost answer"))
+				_, err := e.svc.CreateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ghTicket("Lost answer"))
 				if !errors.Is(err, operations.ErrOutcomeUnknown) {
 					t.Fatalf("first call: %v; want outcome unknown", err)
 				}
@@ -186,12 +187,12 @@ func TestTrackedCreate(t *testing.T) {
 			e := newTracked(t, d, false)
 			e.gh.FailCreates(githubtest.SlowCreate)
 			id := newID()
-			if _, err := e.svc.CreateTicket(ctx, e.tenant, "alice", id, ghTicket("Slow")); !errors.Is(err, operations.ErrOutcomeUnknown) {
+			if _, err := e.svc.CreateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ghTicket("Slow")); !errors.Is(err, operations.ErrOutcomeUnknown) {
 				t.Fatalf("first call: %v; want outcome unknown", err)
 			}
 			// Retried at once: the issue has not landed, and the settle
 			// window forbids a second request.
-			if _, err := e.svc.CreateTicket(ctx, e.tenant, "alice", id, ghTicket("Slow")); !errors.Is(err, operations.ErrOutcomeUnknown) {
+			if _, err := e.svc.CreateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ghTicket("Slow")); !errors.Is(err, operations.ErrOutcomeUnknown) {
 				t.Fatalf("immediate retry: %v; want outcome unknown", err)
 			}
 			e.eventually(t, id, ghTicket("Slow"), 5*time.Second)
@@ -206,7 +207,7 @@ func TestTrackedCreate(t *testing.T) {
 				e := newTracked(t, d, false)
 				e.gh.FailCreates(fault)
 				id := newID()
-				_, err := e.svc.CreateTicket(ctx, e.tenant, "alice", id, ghTicket("Limited"))
+				_, err := e.svc.CreateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ghTicket("Limited"))
 				if !errors.Is(err, operations.ErrInProgress) {
 					t.Fatalf("first call: %v; want pending", err)
 				}
@@ -226,7 +227,7 @@ func TestTrackedCreate(t *testing.T) {
 			e.gh.FailCreates(githubtest.DropAfterCreate)
 			e.gh.LagLists(time.Hour) // until the list catches up, below
 			id := newID()
-			if _, err := e.svc.CreateTicket(ctx, e.tenant, "alice", id, ghTicket("Lagging")); !errors.Is(err, operations.ErrOutcomeUnknown) {
+			if _, err := e.svc.CreateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ghTicket("Lagging")); !errors.Is(err, operations.ErrOutcomeUnknown) {
 				t.Fatalf("first call: %v; want outcome unknown", err)
 			}
 			res := e.eventually(t, id, ghTicket("Lagging"), 5*time.Second)
@@ -236,7 +237,7 @@ func TestTrackedCreate(t *testing.T) {
 			// The first issue surfaces once the list catches up; the duplicate
 			// check (here run by an operator) keeps the older one.
 			e.gh.LagLists(0)
-			st, err := e.svc.ReconcileOperation(ctx, e.tenant, "olivia", id, "")
+			st, err := e.svc.ReconcileOperation(ctx, tickets.Caller{Tenant: e.tenant, Subject: "olivia"}, ticketstest.OpID(id), "")
 			if err != nil {
 				t.Fatalf("reconcile: %v", err)
 			}
@@ -259,11 +260,11 @@ func TestTrackedCreate(t *testing.T) {
 			e := newTracked(t, d, false)
 			e.gh.Token = "rotated" // the configured token is refused: 401
 			id := newID()
-			_, err := e.svc.CreateTicket(ctx, e.tenant, "alice", id, ghTicket("Refused"))
+			_, err := e.svc.CreateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ghTicket("Refused"))
 			if !errors.Is(err, operations.ErrFailed) {
 				t.Fatalf("create: %v; want failed", err)
 			}
-			if _, err := e.svc.CreateTicket(ctx, e.tenant, "alice", id, ghTicket("Refused")); !errors.Is(err, operations.ErrFailed) {
+			if _, err := e.svc.CreateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ghTicket("Refused")); !errors.Is(err, operations.ErrFailed) {
 				t.Fatalf("retry: %v; want the recorded failure", err)
 			}
 			if n := len(e.gh.Issues(repo)); n != 0 {
@@ -276,12 +277,12 @@ func TestTrackedCreate(t *testing.T) {
 			e := newTracked(t, d, true)
 			e.gh.FailCreates(githubtest.DropAfterCreate)
 			id := newID()
-			if _, err := e.svc.CreateTicket(ctx, e.tenant, "alice", id, ghTicket("Job")); !errors.Is(err, operations.ErrOutcomeUnknown) {
+			if _, err := e.svc.CreateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ghTicket("Job")); !errors.Is(err, operations.ErrOutcomeUnknown) {
 				t.Fatalf("first call: %v; want outcome unknown", err)
 			}
 			deadline := time.Now().Add(10 * time.Second)
 			for {
-				st, err := e.svc.GetOperation(ctx, e.tenant, id)
+				st, err := e.svc.GetOperation(ctx, e.tenant, ticketstest.OpID(id))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -305,14 +306,14 @@ func TestTrackedCreate(t *testing.T) {
 			e.gh.LagLists(time.Hour)
 			done, gone := newID(), newID()
 			for _, id := range []string{done, gone} {
-				if _, err := e.svc.CreateTicket(ctx, e.tenant, "alice", id, ghTicket("Resolve me "+id)); !errors.Is(err, operations.ErrOutcomeUnknown) {
+				if _, err := e.svc.CreateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ghTicket("Resolve me "+id)); !errors.Is(err, operations.ErrOutcomeUnknown) {
 					t.Fatalf("create: %v; want outcome unknown", err)
 				}
 			}
-			if _, err := e.svc.ResolveOperation(ctx, e.tenant, "olivia", done, "", tickets.Resolution{Outcome: "succeeded", ExternalID: "#1"}); !errors.Is(err, tickets.ErrInvalid) {
+			if _, err := e.svc.ResolveOperation(ctx, tickets.Caller{Tenant: e.tenant, Subject: "olivia"}, ticketstest.OpID(done), "", tickets.Resolution{Outcome: "succeeded", ExternalID: "#1"}); !errors.Is(err, tickets.ErrInvalid) {
 				t.Fatalf("resolve without a reason: %v; want invalid", err)
 			}
-			st, err := e.svc.ResolveOperation(ctx, e.tenant, "olivia", done, "", tickets.Resolution{Outcome: "succeeded", ExternalID: repo + "#1", Reason: "I see it in the repository"})
+			st, err := e.svc.ResolveOperation(ctx, tickets.Caller{Tenant: e.tenant, Subject: "olivia"}, ticketstest.OpID(done), "", tickets.Resolution{Outcome: "succeeded", ExternalID: repo + "#1", Reason: "I see it in the repository"})
 			if err != nil || st.Record.Status != operations.StatusSucceeded {
 				t.Fatalf("resolve succeeded: %+v, %v", st.Record, err)
 			}
@@ -320,17 +321,17 @@ func TestTrackedCreate(t *testing.T) {
 			if last.Actor != "olivia" || last.Kind != "resolved" || !strings.Contains(last.Detail, "I see it in the repository") {
 				t.Errorf("history ends with %+v; want olivia's finding", last)
 			}
-			res, err := e.svc.CreateTicket(ctx, e.tenant, "alice", done, ghTicket("Resolve me "+done))
+			res, err := e.svc.CreateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(done), ghTicket("Resolve me "+done))
 			if err != nil || !res.Replayed || res.Ticket.ExternalID != repo+"#1" {
 				t.Fatalf("retry after resolve = %+v, %v", res, err)
 			}
-			if _, err := e.svc.ResolveOperation(ctx, e.tenant, "olivia", gone, "", tickets.Resolution{Outcome: "not_created", Reason: "checked by hand"}); err != nil {
+			if _, err := e.svc.ResolveOperation(ctx, tickets.Caller{Tenant: e.tenant, Subject: "olivia"}, ticketstest.OpID(gone), "", tickets.Resolution{Outcome: "not_created", Reason: "checked by hand"}); err != nil {
 				t.Fatalf("resolve not_created: %v", err)
 			}
-			if _, err := e.svc.CreateTicket(ctx, e.tenant, "alice", gone, ghTicket("Resolve me "+gone)); !errors.Is(err, operations.ErrFailed) || !strings.Contains(err.Error(), "checked by hand") {
+			if _, err := e.svc.CreateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(gone), ghTicket("Resolve me "+gone)); !errors.Is(err, operations.ErrFailed) || !strings.Contains(err.Error(), "checked by hand") {
 				t.Fatalf("retry after not_created: %v; want the recorded finding", err)
 			}
-			if _, err := e.svc.ResolveOperation(ctx, e.tenant, "olivia", gone, "", tickets.Resolution{Outcome: "not_created", Reason: "again"}); !errors.Is(err, tickets.ErrSettled) {
+			if _, err := e.svc.ResolveOperation(ctx, tickets.Caller{Tenant: e.tenant, Subject: "olivia"}, ticketstest.OpID(gone), "", tickets.Resolution{Outcome: "not_created", Reason: "again"}); !errors.Is(err, tickets.ErrSettled) {
 				t.Fatalf("second resolve: %v; want already settled", err)
 			}
 			if e.gh.CreateRequests() != 2 {

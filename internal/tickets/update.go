@@ -26,7 +26,17 @@ const MaxAssignee = 200
 
 // AssigneeMe names the caller as assignee, in an update as in a list filter,
 // so an agent can assign a ticket to itself without knowing its own subject.
+// The service resolves it (resolveMe); no transport needs to know the rule.
 const AssigneeMe = "me"
+
+// resolveMe returns assignee with AssigneeMe replaced by the caller's
+// subject; nil stays nil.
+func resolveMe(assignee *string, subject string) *string {
+	if assignee == nil || *assignee != AssigneeMe {
+		return assignee
+	}
+	return &subject
+}
 
 // ErrVersionConflict: the ticket is not at the version the caller expected.
 // Nothing was written and nothing recorded: re-read the ticket and decide
@@ -188,17 +198,17 @@ type UpdateResult struct {
 // again, even after later updates. Concurrent updates of one ticket take
 // turns, so with the same IfVersion exactly one succeeds.
 //
-// Errors: ErrInvalid (bad ID, reference or update, or a status move the
+// Errors: ErrInvalid (bad reference or update, or a status move the
 // ticket may not make; nothing recorded), ErrNotFound, ErrVersionConflict
 // (*VersionConflictError; nothing recorded), operations.ErrConflict,
 // operations.ErrInProgress, operations.ErrOutcomeUnknown, ErrUnavailable,
 // operations.ErrUnavailable.
-func (s *Service) UpdateTicket(ctx context.Context, tenant, actor, operationID, ticketRef string, in TicketUpdate) (result UpdateResult, err error) {
+func (s *Service) UpdateTicket(ctx context.Context, c Caller, opID operations.ID, ticketRef string, in TicketUpdate) (result UpdateResult, err error) {
 	defer func() { s.report(ActionUpdateTicket, result.Replayed, err) }()
-	id, err := operations.ParseID(operationID)
-	if err != nil {
-		return UpdateResult{}, invalidField("operation_id", "%v", err)
+	if err := requireID(opID); err != nil {
+		return UpdateResult{}, err
 	}
+	tenant, actor, id := c.Tenant, c.Subject, opID.UUID()
 	n, err := normalizeUpdate(in)
 	if err != nil {
 		return UpdateResult{OperationID: id}, err
@@ -206,12 +216,9 @@ func (s *Service) UpdateTicket(ctx context.Context, tenant, actor, operationID, 
 	if err := checkActor(actor); err != nil {
 		return UpdateResult{OperationID: id}, err
 	}
-	if n.Assignee != nil && *n.Assignee == AssigneeMe {
-		// Resolved before fingerprinting: "me" and the caller's own subject
-		// are the same intent.
-		me := actor
-		n.Assignee = &me
-	}
+	// Resolved before fingerprinting: "me" and the caller's own subject are
+	// the same intent.
+	n.Assignee = resolveMe(n.Assignee, actor)
 	t, err := s.GetTicket(ctx, tenant, ticketRef)
 	if err == nil {
 		err = untracked(t)

@@ -9,6 +9,8 @@ import (
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 // TestFrozenSessionInsideCreateEnds freezes one database session inside a
@@ -24,7 +26,7 @@ func TestFrozenSessionInsideCreateEnds(t *testing.T) {
 	d, proxy := dbtest.PostgresViaProxyWith(t, db.Options{Session: db.Session{IdleInTransaction: 2 * time.Second}})
 	svc := newService(t, d)
 	ctx := context.Background()
-	if _, err := svc.CreateTicket(ctx, tenantA, "alice", newID(), printerTicket()); err != nil {
+	if _, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), printerTicket()); err != nil {
 		t.Fatal(err)
 	}
 
@@ -32,7 +34,7 @@ func TestFrozenSessionInsideCreateEnds(t *testing.T) {
 	wedgedID := newID()
 	wedged := make(chan error, 1)
 	go func() {
-		_, err := svc.CreateTicket(ctx, tenantA, "alice", wedgedID, printerTicket())
+		_, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(wedgedID), printerTicket())
 		wedged <- err
 	}()
 	<-frozen
@@ -41,7 +43,7 @@ func TestFrozenSessionInsideCreateEnds(t *testing.T) {
 	var err error
 	for time.Now().Before(deadline) {
 		cctx, cancel := context.WithDeadline(ctx, deadline)
-		_, err = svc.CreateTicket(cctx, tenantA, "bob", newID(), printerTicket())
+		_, err = svc.CreateTicket(cctx, tickets.Caller{Tenant: tenantA, Subject: "bob"}, ticketstest.OpID(newID()), printerTicket())
 		cancel()
 		if err == nil {
 			break
@@ -54,7 +56,7 @@ func TestFrozenSessionInsideCreateEnds(t *testing.T) {
 	if err := <-wedged; !errors.Is(err, operations.ErrOutcomeUnknown) {
 		t.Errorf("wedged create: err = %v, want ErrOutcomeUnknown (its COMMIT was sent, never answered)", err)
 	}
-	retry, err := svc.CreateTicket(ctx, tenantA, "alice", wedgedID, printerTicket())
+	retry, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(wedgedID), printerTicket())
 	if err != nil || retry.Replayed {
 		t.Fatalf("retry of the wedged create = %+v, %v; want a first success (the server rolled it back)", retry, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 // outcome is what a write answered, reduced to what its retries must repeat.
@@ -40,7 +41,7 @@ var retryableWrites = []retryableWrite{
 			if other {
 				st = tickets.StatusClosed
 			}
-			res, err := svc.UpdateTicket(ctx, tenant, "alice", opID, ref, tickets.TicketUpdate{Status: &st})
+			res, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "alice"}, ticketstest.OpID(opID), ref, tickets.TicketUpdate{Status: &st})
 			return outcome{res.Replayed, fmt.Sprint(res.Version)}, err
 		},
 		effect: func(tb testing.TB, d *db.DB, tenant, ticketID string) int64 {
@@ -55,7 +56,7 @@ var retryableWrites = []retryableWrite{
 			if other {
 				body = "Something else entirely."
 			}
-			res, err := svc.AddComment(ctx, tenant, "alice", opID, ref, body)
+			res, err := svc.AddComment(ctx, tickets.Caller{Tenant: tenant, Subject: "alice"}, ticketstest.OpID(opID), ref, body)
 			return outcome{res.Replayed, res.Comment.ID.String()}, err
 		},
 		effect: func(tb testing.TB, d *db.DB, tenant, ticketID string) int64 {
@@ -82,7 +83,7 @@ func countRows(tb testing.TB, d *db.DB, table, where string, args ...any) int64 
 // newTicket creates a fresh ticket for one case and returns it.
 func newTicket(tb testing.TB, svc *tickets.Service, tenant string) tickets.Ticket {
 	tb.Helper()
-	res, err := svc.CreateTicket(context.Background(), tenant, "alice", newID(), printerTicket())
+	res, err := svc.CreateTicket(context.Background(), tickets.Caller{Tenant: tenant, Subject: "alice"}, ticketstest.OpID(newID()), printerTicket())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestWriteFailureWindows(t *testing.T) {
 					if n := w.effect(t, d, tenantA, tk.ID.String()); n != 1 {
 						t.Errorf("%d changes applied, want 1", n)
 					}
-					st, err := svc.GetOperation(ctx, tenantA, id)
+					st, err := svc.GetOperation(ctx, tenantA, ticketstest.OpID(id))
 					if err != nil || w.fromStatus(st) != first.result {
 						t.Errorf("operation = %+v, %v; want the first result %s", st, err, first.result)
 					}
@@ -212,7 +213,7 @@ func TestWriteFailureWindows(t *testing.T) {
 					if _, err := w.call(ctx, svc, tenantA, id, a.Key, false); err != nil {
 						t.Fatal(err)
 					}
-					if _, err := svc.GetOperation(ctx, tenantB, id); !errors.Is(err, operations.ErrNotFound) {
+					if _, err := svc.GetOperation(ctx, tenantB, ticketstest.OpID(id)); !errors.Is(err, operations.ErrNotFound) {
 						t.Errorf("tenant B sees A's operation: %v", err)
 					}
 					// B cannot reach A's ticket by its UUID...
@@ -252,7 +253,7 @@ func TestWriteCommitReplyLost(t *testing.T) {
 			if !errors.Is(err, operations.ErrOutcomeUnknown) {
 				t.Fatalf("err = %v, want ErrOutcomeUnknown", err)
 			}
-			st, err := svc.GetOperation(ctx, tenantA, id)
+			st, err := svc.GetOperation(ctx, tenantA, ticketstest.OpID(id))
 			if err != nil || st.Record.Status != operations.StatusSucceeded || st.TicketID == nil || *st.TicketID != tk.ID || w.fromStatus(st) == "" {
 				t.Fatalf("status after the lost reply = %+v, %v; want succeeded on %s with its result", st, err, tk.ID)
 			}

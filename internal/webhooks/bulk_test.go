@@ -9,6 +9,7 @@ import (
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 	"github.com/ticketd/ticketd/internal/webhooks"
 )
 
@@ -26,23 +27,23 @@ func TestBulkUpdateIsOneEventPerChangedTicket(t *testing.T) {
 		svc := ticketService(t, d, webhooks.TicketOutbox(hooks))
 		var refs []string
 		for range 3 {
-			res, err := svc.CreateTicket(ctx, tenant, "alice", uuid.NewString(), tickets.NewTicket{ProjectID: "support", Title: "Printer on fire"})
+			res, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "alice"}, ticketstest.OpID(uuid.NewString()), tickets.NewTicket{ProjectID: "support", Title: "Printer on fire"})
 			if err != nil {
 				t.Fatal(err)
 			}
 			refs = append(refs, res.Ticket.Key)
 		}
 		working := tickets.StatusInProgress
-		if _, err := svc.UpdateTicket(ctx, tenant, "bob", uuid.NewString(), refs[1], tickets.TicketUpdate{Status: &working}); err != nil {
+		if _, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "bob"}, ticketstest.OpID(uuid.NewString()), refs[1], tickets.TicketUpdate{Status: &working}); err != nil {
 			t.Fatal(err)
 		}
 		op := uuid.NewString()
 		in := tickets.BulkUpdate{Refs: refs, Update: tickets.TicketUpdate{Status: &working}}
-		res, err := svc.BulkUpdateTickets(ctx, tenant, "bob", op, in)
+		res, err := svc.BulkUpdateTickets(ctx, tickets.Caller{Tenant: tenant, Subject: "bob"}, ticketstest.OpID(op), in)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := svc.BulkUpdateTickets(ctx, tenant, "bob", op, in); err != nil {
+		if _, err := svc.BulkUpdateTickets(ctx, tickets.Caller{Tenant: tenant, Subject: "bob"}, ticketstest.OpID(op), in); err != nil {
 			t.Fatal(err)
 		}
 		waitFor(t, "both deliveries delivered", func() bool {
@@ -52,7 +53,7 @@ func TestBulkUpdateIsOneEventPerChangedTicket(t *testing.T) {
 			}
 			return len(ds) == 2 && ds[0].Status == webhooks.StatusDelivered && ds[1].Status == webhooks.StatusDelivered
 		})
-		st, err := svc.GetOperation(ctx, tenant, op)
+		st, err := svc.GetOperation(ctx, tenant, ticketstest.OpID(op))
 		if err != nil {
 			t.Fatal(err)
 		}

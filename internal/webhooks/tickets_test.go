@@ -47,18 +47,18 @@ func TestTicketWritesAreDeliveredSignedWithTheirEventID(t *testing.T) {
 		}
 		svc := ticketService(t, d, webhooks.TicketOutbox(hooks))
 
-		created, err := svc.CreateTicket(ctx, tenant, "alice", uuid.NewString(), tickets.NewTicket{ProjectID: "support", Title: "Printer on fire"})
+		created, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "alice"}, ticketstest.OpID(uuid.NewString()), tickets.NewTicket{ProjectID: "support", Title: "Printer on fire"})
 		if err != nil {
 			t.Fatalf("create: %v", err)
 		}
 		status := tickets.StatusInProgress
-		updated, err := svc.UpdateTicket(ctx, tenant, "bob", uuid.NewString(), created.Ticket.Key, tickets.TicketUpdate{Status: &status})
+		updated, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "bob"}, ticketstest.OpID(uuid.NewString()), created.Ticket.Key, tickets.TicketUpdate{Status: &status})
 		if err != nil {
 			t.Fatalf("update: %v", err)
 		}
 		for _, op := range []uuid.UUID{created.OperationID, updated.OperationID} {
 			waitStatus(t, hooks, op, webhooks.StatusDelivered)
-			st, err := svc.GetOperation(ctx, tenant, op.String())
+			st, err := svc.GetOperation(ctx, tenant, ticketstest.OpID(op.String()))
 			if err != nil {
 				t.Fatalf("get operation: %v", err)
 			}
@@ -139,7 +139,7 @@ func TestRolledBackTicketWriteEnqueuesNothing(t *testing.T) {
 		subscribe(t, hooks, rec.srv.URL+"/hooks")
 		svc := ticketService(t, d, failingOutbox{webhooks.TicketOutbox(hooks)})
 
-		_, err := svc.CreateTicket(ctx, tenant, "alice", uuid.NewString(), tickets.NewTicket{ProjectID: "support", Title: "Printer on fire"})
+		_, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "alice"}, ticketstest.OpID(uuid.NewString()), tickets.NewTicket{ProjectID: "support", Title: "Printer on fire"})
 		if !errors.Is(err, tickets.ErrUnavailable) {
 			t.Fatalf("create with a failing outbox: %v, want ErrUnavailable", err)
 		}

@@ -165,15 +165,3 @@ func ConstrainEvent(s *jsonschema.Schema) {
 	s.Properties["kind"].Enum = StringEnum(tickets.EventCreated, tickets.EventUpdated, tickets.EventCommented)
 	s.Properties["created_at"].Format = "date-time"
 }
-
-// AssigneeMe is the assignee filter (and update value) that means the caller.
-const AssigneeMe = tickets.AssigneeMe
-
-// AssigneeFilter resolves the assignee filter of a ticket list for the
-// caller whose token subject is subject: "me" is the caller.
-func AssigneeFilter(filter, subject string) string {
-	if filter == AssigneeMe {
-		return subject
-	}
-	return filter
-}

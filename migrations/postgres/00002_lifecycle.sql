@@ -58,3 +58,14 @@ CREATE TABLE ticket_events (
 INSERT INTO ticket_events (id, tenant_id, ticket_id, seq, version, kind, actor, operation_id, changes, created_at)
 SELECT gen_random_uuid(), tenant_id, id, 1, 1, 'created', reporter, operation_id, '{}', created_at
 FROM tickets WHERE operation_id IS NOT NULL;
+
+-- +goose Down
+DROP TABLE ticket_events;
+DROP TABLE comments;
+DROP INDEX tickets_labels;
+DROP INDEX tickets_tenant_priority_id_desc;
+DROP INDEX tickets_tenant_assignee_id_desc;
+DROP INDEX tickets_search;
+ALTER TABLE tickets DROP COLUMN search;
+ALTER TABLE tickets DROP COLUMN assignee;
+ALTER TABLE tickets DROP COLUMN version;

@@ -7,3 +7,7 @@
 CREATE INDEX tickets_tenant_updated_desc ON tickets (tenant_id, updated_at DESC, id DESC);
 CREATE INDEX tickets_tenant_unassigned_id_desc ON tickets (tenant_id, id DESC) WHERE assignee IS NULL;
 
+
+-- +goose Down
+DROP INDEX tickets_tenant_unassigned_id_desc;
+DROP INDEX tickets_tenant_updated_desc;

@@ -79,3 +79,15 @@ SELECT lower(substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-4' || substr(h, 14, 
        tenant_id, id, 1, 1, 'created', reporter, operation_id, '{}', created_at
 FROM (SELECT hex(randomblob(16)) AS h, tenant_id, id, reporter, operation_id, created_at
       FROM tickets WHERE operation_id IS NOT NULL);
+
+-- +goose Down
+DROP TABLE ticket_events;
+DROP TABLE comments;
+DROP TRIGGER tickets_fts_delete;
+DROP TRIGGER tickets_fts_update;
+DROP TRIGGER tickets_fts_insert;
+DROP TABLE tickets_fts;
+DROP INDEX tickets_tenant_priority_id_desc;
+DROP INDEX tickets_tenant_assignee_id_desc;
+ALTER TABLE tickets DROP COLUMN assignee;
+ALTER TABLE tickets DROP COLUMN version;

@@ -8,6 +8,7 @@ import (
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 // TestSeedIsWhatCreateWouldHaveWritten seeds tickets with SQL and then asks
@@ -46,18 +47,18 @@ func TestSeedIsWhatCreateWouldHaveWritten(t *testing.T) {
 	defer store.Close()
 	svc := tickets.NewService(store.Gorm, tickets.Options{})
 	seeded := tickets.NewTicket{ProjectID: devProjectID, Title: "seeded ticket 3", Priority: tickets.PriorityNormal, Labels: []string{"seed"}}
-	replay, err := svc.CreateTicket(ctx, devTenant, "someone", opID, seeded)
+	replay, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: devTenant, Subject: "someone"}, ticketstest.OpID(opID), seeded)
 	if err != nil {
 		t.Fatalf("replay of a seeded operation: %v", err)
 	}
 	if !replay.Replayed || replay.Ticket.Key != "SUP-3" || key != "SUP-3" || replay.Ticket.Reporter != "seed" {
 		t.Errorf("replay = %+v (row key %s), want the seeded SUP-3 replayed", replay, key)
 	}
-	fresh, err := svc.CreateTicket(ctx, devTenant, "someone", "3b241101-e2bb-4255-8caf-4136c566a962", tickets.NewTicket{ProjectID: devProjectID, Title: "after the seed"})
+	fresh, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: devTenant, Subject: "someone"}, ticketstest.OpID("3b241101-e2bb-4255-8caf-4136c566a962"), tickets.NewTicket{ProjectID: devProjectID, Title: "after the seed"})
 	if err != nil || fresh.Replayed || fresh.Ticket.Key != "SUP-61" {
 		t.Fatalf("create after the seed = %+v, %v; want SUP-61", fresh, err)
 	}
-	page, err := svc.ListTickets(ctx, devTenant, tickets.ListTicketsParams{ProjectID: devProjectID, Limit: 20})
+	page, err := svc.ListTickets(ctx, tickets.Caller{Tenant: devTenant}, tickets.ListTicketsParams{ProjectID: devProjectID, Limit: 20})
 	if err != nil {
 		t.Fatal(err)
 	}

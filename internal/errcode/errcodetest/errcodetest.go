@@ -76,7 +76,8 @@ var Examples = []Example{
 }
 
 // EdgeOnly lists the codes no service returns: the edge answers them itself
-// (internal/edge/limit.go), so they have no example error.
+// (internal/server/limit.go, internal/mcpedge/limit.go), so they have no
+// example error.
 var EdgeOnly = []errcode.Code{errcode.RateLimited}
 
 // Walk runs f once for every row of errcode.Table, as a subtest named after

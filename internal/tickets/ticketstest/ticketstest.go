@@ -1,11 +1,14 @@
 // Package ticketstest is test support for code built on tickets.Service:
-// the project most tests file their tickets into, seeded in one call.
+// the project most tests file their tickets into, seeded in one call, and
+// operation IDs from the strings tests make them from.
 package ticketstest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
+	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -22,4 +25,15 @@ func SeedSupport(tb testing.TB, svc *tickets.Service, tenants ...string) {
 			tb.Fatalf("seed project %s for %s: %v", Support.ID, tenant, err)
 		}
 	}
+}
+
+// OpID is s as an operation ID, for tests, whose IDs are fresh UUIDs
+// (uuid.NewString): a string that does not parse is the test's own bug, so
+// it panics.
+func OpID(s string) operations.ID {
+	id, err := operations.ParseID(s)
+	if err != nil {
+		panic(fmt.Sprintf("ticketstest.OpID(%q): %v", s, err))
+	}
+	return id
 }

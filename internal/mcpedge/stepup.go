@@ -1,4 +1,4 @@
-package edge
+package mcpedge
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -22,21 +21,12 @@ type ScopeFor func(tool string) (scope string, known bool)
 type StepUpOptions struct {
 	// ScopeFor maps a tool to its scope. Required.
 	ScopeFor ScopeFor
-	// Scopes returns the caller's scopes from the request context;
-	// TokenScopes if nil (the token auth.RequireBearerToken verified).
+	// Scopes returns the scopes the verified caller may use, from the
+	// request context (mcptools.TokenScopes). Required.
 	Scopes func(ctx context.Context) []string
 	// ResourceMetadataURL is this resource's RFC 9728 metadata URL, named
 	// in the challenge so a client knows where to ask for the scope.
 	ResourceMetadataURL string
-}
-
-// TokenScopes returns the scopes of the token auth.RequireBearerToken put
-// in ctx, or nil.
-func TokenScopes(ctx context.Context) []string {
-	if info := auth.TokenInfoFromContext(ctx); info != nil {
-		return info.Scopes
-	}
-	return nil
 }
 
 // StepUp refuses, before the SDK runs, a tools/call for a tool whose scope
@@ -49,13 +39,10 @@ func TokenScopes(ctx context.Context) []string {
 // session survives (a plain-text 403 would end the Go client's connection).
 // Unknown tools and every other method pass on: the SDK answers them, and
 // each tool still checks its scope itself (tools hidden from tools/list
-// stay callable by name). It needs MCPBody before it and token
+// stay callable by name). It needs Body before it and token
 // verification before it.
 func StepUp(opts StepUpOptions) func(http.Handler) http.Handler {
 	scopes := opts.Scopes
-	if scopes == nil {
-		scopes = TokenScopes
-	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			call, ok := CallFrom(r.Context())
@@ -88,7 +75,8 @@ func StepUp(opts StepUpOptions) func(http.Handler) http.Handler {
 // FilterTools returns a receiving middleware (Server.AddReceivingMiddleware)
 // that shows each caller only the tools its scopes allow: a tool whose scope
 // is unknown is shown to no one. scopes reads the caller's scopes from the
-// request; RequestScopes serves HTTP. It replaces the result's tool slice
+// request (mcptools reads the token over HTTP, the start-up principal on
+// stdio). It replaces the result's tool slice
 // and never modifies a *mcp.Tool, which the server shares between callers.
 // Pair it with PrivateToolList, so no cache shares one caller's list.
 func FilterTools(scopeFor ScopeFor, scopes func(ctx context.Context, req mcp.Request) []string) mcp.Middleware {
@@ -111,15 +99,6 @@ func FilterTools(scopeFor ScopeFor, scopes func(ctx context.Context, req mcp.Req
 			return &filtered, nil
 		}
 	}
-}
-
-// RequestScopes returns the scopes of the token verified for req (over
-// HTTP, from auth.RequireBearerToken), or nil.
-func RequestScopes(_ context.Context, req mcp.Request) []string {
-	if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
-		return extra.TokenInfo.Scopes
-	}
-	return nil
 }
 
 // PrivateToolList is a ServerOptions.SetCacheable that marks tools/list

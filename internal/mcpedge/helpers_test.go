@@ -1,4 +1,4 @@
-package edge_test
+package mcpedge_test
 
 import (
 	"context"
@@ -88,6 +88,24 @@ func verify(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, 
 		return nil, auth.ErrInvalidToken
 	}
 	return &auth.TokenInfo{UserID: token, Scopes: scopes, Expiration: time.Now().Add(time.Hour)}, nil
+}
+
+// tokenScopes returns the scopes of the test token auth.RequireBearerToken
+// verified, as StepUpOptions.Scopes.
+func tokenScopes(ctx context.Context) []string {
+	if info := auth.TokenInfoFromContext(ctx); info != nil {
+		return info.Scopes
+	}
+	return nil
+}
+
+// requestScopes returns the scopes of the test token verified for req, as
+// FilterTools' scopes.
+func requestScopes(_ context.Context, req mcp.Request) []string {
+	if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
+		return extra.TokenInfo.Scopes
+	}
+	return nil
 }
 
 // bearer adds a fixed Authorization header to every request and records
@@ -181,7 +199,7 @@ func post(tb testing.TB, url, body string, header http.Header) (int, rpcResponse
 	return resp.StatusCode, out
 }
 
-// guarded serves s behind MCPBody, as ticketd's /mcp will be.
+// guarded serves s behind mws, outermost first, as ticketd serves /mcp.
 func guarded(tb testing.TB, s *testServer, mws ...func(http.Handler) http.Handler) string {
 	tb.Helper()
 	h := s.handler()

@@ -1,4 +1,4 @@
-package edge
+package mcpedge
 
 import (
 	"bytes"
@@ -12,33 +12,25 @@ import (
 	"github.com/ticketd/ticketd/internal/errcode"
 )
 
-// DefaultMaxBody bounds an MCP request body when MCPBodyOptions.MaxBytes is
-// zero. The largest legitimate call, a create_ticket with a 20000-character
-// description, all of it JSON-escaped, stays well under it.
-const DefaultMaxBody = 1 << 20
-
-// protocol2026 is the first MCP protocol version whose HTTP transport maps
-// JSON-RPC errors to HTTP statuses (SEP-2575); versions are dates, so they
-// compare as strings.
-const protocol2026 = "2026-07-28"
-
-// MCPBodyOptions configures MCPBody.
-type MCPBodyOptions struct {
-	// MaxBytes caps the body; DefaultMaxBody if zero.
-	MaxBytes int64
-}
-
 type callKey struct{}
 
-// CallFrom returns the Call MCPBody read from the request's body, for
+// CallFrom returns the Call Body read from the request's body, for
 // middlewares after it (StepUp) that must decide before the SDK runs.
 func CallFrom(ctx context.Context) (Call, bool) {
 	c, ok := ctx.Value(callKey{}).(Call)
 	return c, ok
 }
 
-// MCPBody guards POST requests to the MCP endpoint before the SDK reads
-// them. It reads the body under a size cap (413 past it), answers anything
+// HeldBody is a request body already read into memory (server.Bodies hands
+// the handler one): Body takes its bytes as they are instead of copying
+// them again.
+type HeldBody interface {
+	io.ReadCloser
+	Held() []byte
+}
+
+// Body guards POST requests to the MCP endpoint before the SDK reads them.
+// It reads the body under maxBytes (413 past it), answers anything
 // CheckMessage refuses itself, and otherwise restores the body and passes
 // the request on with its Call in the context (see CallFrom). Other methods
 // (GET, DELETE) pass untouched: they carry no body the SDK parses.
@@ -48,18 +40,14 @@ func CallFrom(ctx context.Context) (Call, bool) {
 // 2026-07-28 and later and 200 before it; an invalid_input tool result is a
 // normal 200 response. Every refusal carries a JSON-RPC body, which keeps a
 // client's session alive where a plain-text error would end it.
-func MCPBody(opts MCPBodyOptions) func(http.Handler) http.Handler {
-	limit := opts.MaxBytes
-	if limit <= 0 {
-		limit = DefaultMaxBody
-	}
+func Body(maxBytes int64) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.Method != http.MethodPost {
 				next.ServeHTTP(w, r)
 				return
 			}
-			body, err := readBody(w, r, limit)
+			body, err := readBody(w, r, maxBytes)
 			if err != nil {
 				NoteRefusal(r, Call{}, errcode.InvalidInput, "the body could not be read: "+err.Error())
 				var tooBig *http.MaxBytesError
@@ -83,14 +71,14 @@ func MCPBody(opts MCPBodyOptions) func(http.Handler) http.Handler {
 	}
 }
 
-// readBody returns the request's body: as Bodies already read it, or read
-// here under limit.
+// readBody returns the request's body: as server.Bodies already read it,
+// or read here under limit.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	if held, ok := r.Body.(*heldBody); ok {
-		if int64(len(held.body)) > limit {
+	if held, ok := r.Body.(HeldBody); ok {
+		if int64(len(held.Held())) > limit {
 			return nil, &http.MaxBytesError{Limit: limit}
 		}
-		return held.body, nil
+		return held.Held(), nil
 	}
 	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 }
@@ -104,7 +92,7 @@ func replyStatus(r *http.Request, code int64) int {
 	case jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest:
 		return http.StatusBadRequest
 	}
-	if r.Header.Get("Mcp-Protocol-Version") < protocol2026 {
+	if r.Header.Get("Mcp-Protocol-Version") < Protocol2026 {
 		return http.StatusOK
 	}
 	if code == jsonrpc.CodeMethodNotFound {

@@ -1,4 +1,4 @@
-package edge_test
+package mcpedge_test
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/ticketd/ticketd/internal/edge"
+	"github.com/ticketd/ticketd/internal/mcpedge"
 )
 
 // versions are the protocol versions a client may send; "" is a client that
@@ -26,7 +26,7 @@ func versionHeader(v string) http.Header {
 func TestMCPBodyRefusesBatchesInEveryVersion(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, nil)
-	url := guarded(t, s, edge.MCPBody(edge.MCPBodyOptions{}))
+	url := guarded(t, s, mcpedge.Body(1 << 20))
 	batch := " \n\t[" + `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_thing","arguments":{}}},` +
 		`{"jsonrpc":"2.0","id":2,"method":"ping"}]`
 	for _, v := range versions {
@@ -49,7 +49,7 @@ func TestMCPBodyRefusesBatchesInEveryVersion(t *testing.T) {
 func TestMCPBodyInvalidInputIsAToolError(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, nil)
-	url := guarded(t, s, edge.MCPBody(edge.MCPBodyOptions{}))
+	url := guarded(t, s, mcpedge.Body(1 << 20))
 	call := func(params string) string {
 		return `{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":` + params + `}`
 	}
@@ -99,7 +99,7 @@ func TestMCPBodyInvalidInputIsAToolError(t *testing.T) {
 func TestMCPBodyRefusalsWithoutAResult(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, nil)
-	url := guarded(t, s, edge.MCPBody(edge.MCPBodyOptions{MaxBytes: 4096}))
+	url := guarded(t, s, mcpedge.Body(4096))
 	tests := []struct {
 		name, body string
 		version    string
@@ -141,7 +141,7 @@ func TestMCPBodyRefusalsWithoutAResult(t *testing.T) {
 func TestMCPBodyUndeclaredMethods(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, nil)
-	url := guarded(t, s, edge.MCPBody(edge.MCPBodyOptions{}))
+	url := guarded(t, s, mcpedge.Body(1 << 20))
 	methods := []string{"prompts/list", "prompts/get", "resources/list", "resources/templates/list", "resources/read", "logging/setLevel", "completion/complete", "sampling/createMessage"}
 	for _, m := range methods {
 		t.Run(strings.ReplaceAll(m, "/", "_"), func(t *testing.T) {
@@ -185,16 +185,16 @@ func TestMCPBodyUndeclaredMethods(t *testing.T) {
 func TestMCPBodyPassesValidInput(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, nil)
-	var seen []edge.Call
+	var seen []mcpedge.Call
 	record := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if c, ok := edge.CallFrom(r.Context()); ok && c.Method == "tools/call" {
+			if c, ok := mcpedge.CallFrom(r.Context()); ok && c.Method == "tools/call" {
 				seen = append(seen, c)
 			}
 			next.ServeHTTP(w, r)
 		})
 	}
-	url := guarded(t, s, edge.MCPBody(edge.MCPBodyOptions{}), record)
+	url := guarded(t, s, mcpedge.Body(1 << 20), record)
 	session, _ := connect(t, url, "")
 	args := map[string]any{
 		"text": "😀 café \\ud800 \"quoted\"",
@@ -235,7 +235,7 @@ func TestCheckMessagePasses(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			if _, reply := edge.CheckMessage([]byte(msg)); reply != nil {
+			if _, reply := mcpedge.CheckMessage([]byte(msg)); reply != nil {
 				t.Errorf("refused with %s", reply.Body)
 			}
 		})
@@ -252,7 +252,7 @@ func BenchmarkCheckMessage(b *testing.B) {
 	b.SetBytes(int64(len(msg)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, reply := edge.CheckMessage(msg); reply != nil {
+		if _, reply := mcpedge.CheckMessage(msg); reply != nil {
 			b.Fatalf("refused: %s", reply.Body)
 		}
 	}

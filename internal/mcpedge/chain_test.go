@@ -1,23 +1,24 @@
-package edge_test
+package mcpedge_test
 
 import (
 	"net/http"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/ticketd/ticketd/internal/edge"
 	"github.com/ticketd/ticketd/internal/limits"
+	"github.com/ticketd/ticketd/internal/mcpedge"
+	"github.com/ticketd/ticketd/internal/observe"
+	"github.com/ticketd/ticketd/internal/server"
 )
 
-// TestChainInWiringOrder composes every middleware in the order the wiring
-// is to use (see the package's wiring notes) and drives it with the go-sdk
+// TestChainInWiringOrder runs the chain the server wires (Chain), with the
+// generic guards built by internal/server, and drives it with the go-sdk
 // client, so the pieces are known to work together, not only alone.
 func TestChainInWiringOrder(t *testing.T) {
 	t.Parallel()
-	s := newTestServer(t, &mcp.ServerOptions{SetCacheable: edge.PrivateToolList})
-	s.AddReceivingMiddleware(edge.FilterTools(scopeFor, edge.RequestScopes))
+	s := newTestServer(t, &mcp.ServerOptions{SetCacheable: mcpedge.PrivateToolList})
+	s.AddReceivingMiddleware(mcpedge.FilterTools(scopeFor, requestScopes))
 	budget, err := limits.NewBodies(8<<20, 2<<20, 1<<20)
 	if err != nil {
 		t.Fatal(err)
@@ -25,20 +26,25 @@ func TestChainInWiringOrder(t *testing.T) {
 	tenants := newLimits(t, limits.Config{WritesPerSecond: 50, ReadsPerSecond: 200})
 	requestTenant := func(r *http.Request) (string, bool) { return tenantOf(r.Context()) }
 	// The httptest server's Host is 127.0.0.1:port, so a loopback public URL.
-	origin, err := edge.Origin(edge.OriginOptions{PublicURL: "http://127.0.0.1:8080"})
+	origin, err := server.Origin(server.OriginOptions{PublicURL: "http://127.0.0.1:8080"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := guarded(t, s,
-		origin,
-		edge.SingleAuthorization(nil),
-		auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: metadataURL}),
-		edge.Concurrency(edge.ConcurrencyOptions{Limits: tenants, Tenant: requestTenant, Reject: edge.MCPReject}),
-		edge.Bodies(edge.BodiesOptions{Budget: budget, Tenant: requestTenant, Reject: edge.MCPReject}),
-		edge.MCPBody(edge.MCPBodyOptions{}),
-		edge.StepUp(edge.StepUpOptions{ScopeFor: scopeFor, ResourceMetadataURL: metadataURL}),
-		edge.MCPLimits(edge.MCPLimitsOptions{Limits: tenants, Tenant: tenantOf, KindFor: kindFor}),
-	)
+	url := guarded(t, s, mcpedge.Chain(mcpedge.Config{
+		Origin:              origin,
+		SingleAuthorization: server.SingleAuthorization(nil),
+		Concurrency:         server.Concurrency(server.ConcurrencyOptions{Limits: tenants, Tenant: requestTenant, Reject: mcpedge.Reject}),
+		Bodies:              server.Bodies(server.BodiesOptions{Budget: budget, Tenant: requestTenant, MaxBytes: 1 << 20, Reject: mcpedge.Reject}),
+		Verify:              verify,
+		Caller:              callerOf,
+		Scopes:              tokenScopes,
+		ScopeFor:            scopeFor,
+		Limits:              tenants,
+		ChallengeScopes:     []string{scopeRead, scopeWrite},
+		ResourceMetadataURL: metadataURL,
+		MaxBodyBytes:        1 << 20,
+		Metrics:             observe.New(observe.Options{}),
+	}))
 
 	session, rt := connect(t, url, "read")
 	tools, err := session.ListTools(t.Context(), nil)

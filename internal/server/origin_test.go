@@ -1,4 +1,4 @@
-package edge_test
+package server_test
 
 import (
 	"net/http"
@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ticketd/ticketd/internal/edge"
+	"github.com/ticketd/ticketd/internal/server"
 )
 
 // reached answers 204 so a test sees the request got past the middleware.
@@ -14,7 +14,7 @@ var reached = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.
 
 func TestOrigin(t *testing.T) {
 	t.Parallel()
-	production, err := edge.Origin(edge.OriginOptions{
+	production, err := server.Origin(server.OriginOptions{
 		PublicURL:      "https://tickets.example.com",
 		AllowedOrigins: []string{"https://console.example.com:8443"},
 		AllowedHosts:   []string{"ticketd.internal:8080"},
@@ -22,7 +22,7 @@ func TestOrigin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev, err := edge.Origin(edge.OriginOptions{PublicURL: "http://127.0.0.1:8080"})
+	dev, err := server.Origin(server.OriginOptions{PublicURL: "http://127.0.0.1:8080"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,14 +73,14 @@ func TestOrigin(t *testing.T) {
 
 func TestOriginConfigErrors(t *testing.T) {
 	t.Parallel()
-	for name, opts := range map[string]edge.OriginOptions{
+	for name, opts := range map[string]server.OriginOptions{
 		"NoPublicURL":       {},
 		"RelativePublicURL": {PublicURL: "tickets.example.com"},
 		"OriginWithPath":    {PublicURL: "https://tickets.example.com", AllowedOrigins: []string{"https://a.example/app"}},
 		"OriginNoScheme":    {PublicURL: "https://tickets.example.com", AllowedOrigins: []string{"a.example"}},
 		"EmptyHost":         {PublicURL: "https://tickets.example.com", AllowedHosts: []string{""}},
 	} {
-		if _, err := edge.Origin(opts); err == nil {
+		if _, err := server.Origin(opts); err == nil {
 			t.Errorf("%s: Origin accepted %+v", name, opts)
 		}
 	}
@@ -92,7 +92,7 @@ func TestOriginConfigErrors(t *testing.T) {
 func TestMalformedBearerIsNoToken(t *testing.T) {
 	t.Parallel()
 	var got []string
-	h := edge.SingleAuthorization(nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := server.SingleAuthorization(nil)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got = r.Header.Values("Authorization")
 		w.WriteHeader(http.StatusNoContent)
 	}))
@@ -117,7 +117,7 @@ func TestMalformedBearerIsNoToken(t *testing.T) {
 
 func TestSingleAuthorization(t *testing.T) {
 	t.Parallel()
-	mw := edge.SingleAuthorization(nil)
+	mw := server.SingleAuthorization(nil)
 	for name, tc := range map[string]struct {
 		values []string
 		want   int
@@ -146,13 +146,13 @@ func TestSingleAuthorization(t *testing.T) {
 // scraper's) but still no foreign name.
 func TestHost(t *testing.T) {
 	t.Parallel()
-	opts := edge.OriginOptions{PublicURL: "https://tickets.example.com", AllowedHosts: []string{"ticketd.internal"}}
-	strict, err := edge.Host(opts)
+	opts := server.OriginOptions{PublicURL: "https://tickets.example.com", AllowedHosts: []string{"ticketd.internal"}}
+	strict, err := server.Host(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts.AnyAddress = true
-	addresses, err := edge.Host(opts)
+	addresses, err := server.Host(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package edge
+package server
 
 import (
 	"encoding/json"
@@ -8,10 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
-
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/errcode"
@@ -37,43 +34,6 @@ func WriteError(w http.ResponseWriter, _ *http.Request, status int, code errcode
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]body{"error": {Code: code, Message: message, Retryable: code.Retryable()}}) // nothing left to tell of a failed write
 }
-
-// MCPReject is the Reject for refusals on /mcp made before the body is
-// read (Concurrency, Bodies), when no request id is known: a JSON-RPC error
-// with id null whose data is the contract error
-//
-//	{"code","message","retryable","retry_after_ms"}
-//
-// retry_after_ms mirroring any Retry-After header, noted for the access log
-// and metrics like every edge refusal (NoteRefusal). The Go client treats
-// 429 and 503 as transient (the session survives, the call fails), and a
-// JSON-RPC body keeps the session alive on the other statuses too.
-func MCPReject(w http.ResponseWriter, r *http.Request, status int, code errcode.Code, message string) {
-	NoteRefusal(r, Call{}, code, message)
-	rpcCode := int64(jsonrpc.CodeInvalidRequest)
-	switch code {
-	case errcode.RateLimited:
-		rpcCode = codeRateLimited
-	case errcode.Unavailable:
-		rpcCode = codeUnavailable
-	}
-	e := contractError{Code: code, Message: message, Retryable: code.Retryable()}
-	if secs, err := strconv.ParseInt(w.Header().Get("Retry-After"), 10, 64); err == nil {
-		ms := secs * 1000
-		e.RetryAfterMS = &ms
-	}
-	data, _ := json.Marshal(e)
-	body, _ := json.Marshal(struct {
-		JSONRPC string        `json:"jsonrpc"`
-		ID      any           `json:"id"`
-		Error   jsonrpc.Error `json:"error"`
-	}{"2.0", nil, jsonrpc.Error{Code: rpcCode, Message: string(code) + ": " + message, Data: data}})
-	writeReply(w, status, &Reply{Body: body, Code: rpcCode})
-}
-
-// codeUnavailable is the JSON-RPC error code (server range) for a request
-// refused because a budget every tenant shares is spent.
-const codeUnavailable = -32030
 
 // OriginOptions configures Origin.
 type OriginOptions struct {
@@ -172,7 +132,7 @@ func hostCheck(opts OriginOptions) (*url.URL, func(host string) bool, Reject, er
 		}
 		hosts = append(hosts, h)
 	}
-	if isLoopback(public.Hostname()) {
+	if IsLoopbackHost(public.Hostname()) {
 		hosts = append(hosts, "localhost", "127.0.0.1", "::1")
 	}
 	reject := opts.Reject
@@ -222,7 +182,12 @@ func hostOnly(hostport string) string {
 	return strings.ToLower(strings.Trim(hostport, "[]"))
 }
 
-func isLoopback(host string) bool {
+// IsLoopbackHost reports whether host is localhost (any case) or a loopback
+// address: Origin's Host check allows all three loopback names when the
+// public URL is one, and dev mode's bind check uses it
+// (cmd/ticketd/config.go). The SDK's own DNS-rebinding guard is off
+// (DisableLocalhostProtection, in New) because Origin checks Host instead.
+func IsLoopbackHost(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}

@@ -1,4 +1,4 @@
-package edge_test
+package mcpedge_test
 
 import (
 	"net/http"
@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/ticketd/ticketd/internal/edge"
+	"github.com/ticketd/ticketd/internal/mcpedge"
 )
 
 const metadataURL = "https://tickets.example/.well-known/oauth-protected-resource/mcp"
@@ -19,12 +19,12 @@ const metadataURL = "https://tickets.example/.well-known/oauth-protected-resourc
 // auth, the body guard, step-up, and tools/list filtered by scope.
 func scopedServer(t *testing.T) (*testServer, string) {
 	t.Helper()
-	s := newTestServer(t, &mcp.ServerOptions{SetCacheable: edge.PrivateToolList})
-	s.AddReceivingMiddleware(edge.FilterTools(scopeFor, edge.RequestScopes))
+	s := newTestServer(t, &mcp.ServerOptions{SetCacheable: mcpedge.PrivateToolList})
+	s.AddReceivingMiddleware(mcpedge.FilterTools(scopeFor, requestScopes))
 	url := guarded(t, s,
 		auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: metadataURL}),
-		edge.MCPBody(edge.MCPBodyOptions{}),
-		edge.StepUp(edge.StepUpOptions{ScopeFor: scopeFor, ResourceMetadataURL: metadataURL}),
+		mcpedge.Body(1 << 20),
+		mcpedge.StepUp(mcpedge.StepUpOptions{ScopeFor: scopeFor, Scopes: tokenScopes, ResourceMetadataURL: metadataURL}),
 	)
 	return s, url
 }

@@ -1,4 +1,4 @@
-package edge_test
+package mcpedge_test
 
 import (
 	"bytes"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/ticketd/ticketd/internal/edge"
+	"github.com/ticketd/ticketd/internal/mcpedge"
 )
 
 // FuzzCheckMessage feeds CheckMessage arbitrary bodies: it must never
@@ -22,7 +22,7 @@ func FuzzCheckMessage(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, msg []byte) {
-		_, reply := edge.CheckMessage(msg)
+		_, reply := mcpedge.CheckMessage(msg)
 		if reply != nil {
 			var m map[string]json.RawMessage
 			if err := json.Unmarshal(reply.Body, &m); err != nil || string(m["jsonrpc"]) != `"2.0"` {
