@@ -1,6 +1,7 @@
 package tickets
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -90,6 +91,22 @@ func (r *ticketRow) columns() []any {
 	return []any{&r.ID, &r.TenantID, &r.ProjectID, &r.Number, &r.Key, &r.Title, &r.Description, &r.Priority,
 		&r.Status, &r.Labels, &r.Reporter, &r.OperationID, &r.Version, &r.Assignee, &r.ExternalID, &r.ExternalURL,
 		&r.CreatedAt, &r.UpdatedAt}
+}
+
+// scanFirst scans the first of rows into dest and closes rows; found is
+// false when there is none. Hot paths read their rows with it rather than
+// GORM's Scan, which renders every statement with its arguments for a
+// logger that discards it, a regular-expression pass per call (docs/perf.md).
+func scanFirst(rows *sql.Rows, dest ...any) (found bool, err error) {
+	defer func() {
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	if !rows.Next() {
+		return false, rows.Err()
+	}
+	return true, rows.Scan(dest...)
 }
 
 func (r ticketRow) toTicket() (Ticket, error) {
