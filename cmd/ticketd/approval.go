@@ -7,13 +7,30 @@ import (
 	"github.com/ticketd/ticketd/internal/approval"
 )
 
-// minApprovalSecret matches the other HMAC keys' rule.
-const minApprovalSecret = 32
-
 // approvalOptions parses and checks the approval settings (docs/contract.md#approval). The
 // approval page's URL is absolute, on the public URL, because an agent's
 // client or a person opens it from elsewhere.
 func (c *config) approvalOptions() (approval.Options, error) {
+	opts, err := c.approvalPolicy()
+	if err != nil {
+		return opts, err
+	}
+	if opts.Secret == nil && c.Dev {
+		secret, _, err := devKey(c.DataDir, devApprovalSecretFile)
+		if err != nil {
+			return opts, fmt.Errorf("approval secret: %w", err)
+		}
+		opts.Secret = secret
+	}
+	base := c.PublicURL
+	opts.PageURL = func(id string) string { return base + "/console/approvals/" + id }
+	return opts, nil
+}
+
+// approvalPolicy is the part of approvalOptions that touches nothing, so
+// validate checks it before anything is opened: the policy and a configured
+// secret.
+func (c *config) approvalPolicy() (approval.Options, error) {
 	var opts approval.Options
 	switch c.Approval {
 	case "on":
@@ -27,20 +44,11 @@ func (c *config) approvalOptions() (approval.Options, error) {
 		return opts, fmt.Errorf("TICKETD_APPROVAL_BULK_THRESHOLD=%q: want a whole number from 1 to 100 (a bulk update names at most 100 tickets)", c.ApprovalBulkThreshold)
 	}
 	opts.Policy.BulkThreshold = n
-	switch {
-	case c.ApprovalSecret != "":
-		if len(c.ApprovalSecret) < minApprovalSecret {
-			return opts, fmt.Errorf("TICKETD_APPROVAL_SECRET is %d bytes; it must be at least %d (generate one with: openssl rand -hex 32)", len(c.ApprovalSecret), minApprovalSecret)
+	if c.ApprovalSecret != "" {
+		if err := checkSecret("TICKETD_APPROVAL_SECRET", c.ApprovalSecret); err != nil {
+			return opts, err
 		}
 		opts.Secret = []byte(c.ApprovalSecret)
-	case c.Dev:
-		secret, _, err := devKey(c.DataDir, devApprovalSecretFile)
-		if err != nil {
-			return opts, fmt.Errorf("approval secret: %w", err)
-		}
-		opts.Secret = secret
 	}
-	base := c.PublicURL
-	opts.PageURL = func(id string) string { return base + "/console/approvals/" + id }
 	return opts, nil
 }

@@ -37,7 +37,7 @@ func TestApprovalOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	again, err := dev.approvalOptions()
-	if err != nil || string(again.Secret) != string(first.Secret) || len(first.Secret) < minApprovalSecret {
+	if err != nil || string(again.Secret) != string(first.Secret) || len(first.Secret) < minSecret {
 		t.Errorf("dev keys %q then %q (%v); want the same kept key", first.Secret, again.Secret, err)
 	}
 	if _, err := os.Stat(filepath.Join(dev.DataDir, devApprovalSecretFile)); err != nil {

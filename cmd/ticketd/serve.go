@@ -12,15 +12,14 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/internal/approval"
+	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/reconciler"
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
-	"github.com/ticketd/ticketd/internal/tracker/github"
 	"github.com/ticketd/ticketd/internal/webhooks"
-	"github.com/ticketd/ticketd/migrations"
 )
 
 // HTTP server limits. Tool calls are short, so generous fixed timeouts bound
@@ -47,7 +46,8 @@ const (
 // it stops accepting connections and lets in-flight requests finish. Ticket
 // writes already run detached from request cancellation, so a request cut
 // off at the deadline leaves its write committed or rolled back, never half
-// done.
+// done. In order: check the settings, open the store and the services over
+// it, start the workers beside the HTTP server, then serve and drain.
 func serve(ctx context.Context, self string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	pprofAddr := fs.String("pprof-addr", "", "serve net/http/pprof on this loopback address, e.g. 127.0.0.1:6060 (default off)")
@@ -58,15 +58,10 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 	if err != nil {
 		return err
 	}
-	edgeCfg, err := cfg.edge()
-	if err != nil {
-		return err
-	}
-	for _, w := range cfg.warnings() {
-		logger.Warn(w)
-	}
-	if w := cfg.cursorWarning(); w != "" {
-		logger.Warn(w)
+	for _, w := range append(cfg.warnings(), cfg.cursorWarning(), cfg.approvalWarning()) {
+		if w != "" {
+			logger.Warn(w)
+		}
 	}
 	if *pprofAddr != "" {
 		stopPprof, err := startPprof(ctx, *pprofAddr, logger)
@@ -85,60 +80,24 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 	}
 
 	// Telemetry: traces only when the standard OTEL_EXPORTER_OTLP_* variables
-	// ask for them (Setup runs before the database and the edge take their
-	// tracers), and the metrics every transport and the service report to.
-	stopTracing, err := observe.Setup(ctx)
+	// ask for them (before the database and the edge take their tracers),
+	// and the metrics every transport and the service report to.
+	flushTracing, err := startTracing(ctx, logger)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracingFlushTimeout)
-		defer cancel()
-		if err := stopTracing(flushCtx); err != nil {
-			logger.Warn("tracing", "error", err)
-		}
-	}()
+	defer flushTracing()
 	metrics := observe.New(observe.Options{Logger: logger, Actions: tickets.Actions(), ApprovalEvents: approval.Events(), ReconcileResults: tickets.ReconcileResults()})
-
-	approvals, err := cfg.approvalOptions()
-	if err != nil {
-		return err
-	}
-	approvals.OnEvent = metrics.Approval
-	store, svc, hooks, queue, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey, OnWrite: server.ObserveWrites(metrics),
-		Tracked: tickets.TrackedOptions{OnReconcile: metrics.Reconciliation}}, &approvals, logger)
+	store, svc, hooks, queue, err := openServices(ctx, cfg, cursorKey, metrics, logger)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	if err := collectStore(metrics, store); err != nil {
+	stopWorkers, err := startWorkers(ctx, hooks, queue, svc, logger)
+	if err != nil {
 		return err
 	}
-	// Deliveries run beside the HTTP server on every replica and stop after
-	// it, so a write accepted during the shutdown is still delivered (by
-	// this replica or, if it is killed first, by any other).
-	if err := hooks.Start(context.WithoutCancel(ctx)); err != nil {
-		return fmt.Errorf("start webhook delivery: %w", err)
-	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-		defer cancel()
-		if err := hooks.Stop(stopCtx); err != nil {
-			logger.Warn("webhook delivery did not stop cleanly; unfinished attempts are retried after restart", "err", err)
-		}
-	}()
-	// Reconciliation runs on every replica too: the queue hands each due
-	// operation to one of them.
-	if err := queue.Start(context.WithoutCancel(ctx), svc); err != nil {
-		return err
-	}
-	defer func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
-		defer cancel()
-		if err := queue.Stop(stopCtx); err != nil {
-			logger.Warn("reconciliation did not stop cleanly; its operations are picked up after restart", "err", err)
-		}
-	}()
+	defer stopWorkers()
 	if cfg.Dev {
 		if err := seedDev(ctx, svc); err != nil {
 			return err
@@ -150,18 +109,29 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		return err
 	}
 	defer closeProbe()
-	authServers, err := server.ParseAuthorizationServers(cfg.AuthorizationServers)
+	handler, err := newHandler(cfg, store, svc, hooks, verifier, metrics, readyCheck, logger)
 	if err != nil {
-		return fmt.Errorf("TICKETD_OAUTH_AUTHORIZATION_SERVERS: %w", err)
+		return err
+	}
+	return serveAndDrain(ctx, cfg, handler, metrics, logger, func(bound string) error {
+		return announceDev(cfg, self, bound, authCfg, stdout)
+	})
+}
+
+// newHandler builds the HTTP handler (server.New) over the opened services.
+func newHandler(cfg *config, store *db.DB, svc *tickets.Service, hooks *webhooks.Service, verifier *authn.Verifier, metrics *observe.Metrics, ready func(context.Context) error, logger *slog.Logger) (http.Handler, error) {
+	edgeCfg, err := cfg.edge()
+	if err != nil {
+		return nil, err
 	}
 	handler, err := server.New(server.Config{
-		AuthorizationServers: authServers,
+		AuthorizationServers: cfg.AuthorizationServers,
 		Service:              svc,
 		Verifier:             verifier,
 		PublicURL:            cfg.PublicURL,
 		Issuer:               cfg.Issuer,
 		Logger:               logger,
-		Ready:                readyCheck,
+		Ready:                ready,
 		Edge:                 edgeCfg,
 		Metrics:              metrics,
 		Webhooks:             hooks,
@@ -171,9 +141,82 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		MetricsElsewhere: cfg.MetricsAddr != "",
 	})
 	if err != nil {
-		return fmt.Errorf("build HTTP handler: %w", err)
+		return nil, fmt.Errorf("build HTTP handler: %w", err)
 	}
+	return handler, nil
+}
 
+// startTracing sets up tracing (observe.Setup); the returned flush sends
+// the spans still batched, within tracingFlushTimeout.
+func startTracing(ctx context.Context, logger *slog.Logger) (flush func(), err error) {
+	stop, err := observe.Setup(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		flushCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tracingFlushTimeout)
+		defer cancel()
+		if err := stop(flushCtx); err != nil {
+			logger.Warn("tracing", "error", err)
+		}
+	}, nil
+}
+
+// openServices opens the store and the services serve runs over it
+// (openStore), reporting to metrics: writes, reconciliations, approvals, and
+// the store's own gauges.
+func openServices(ctx context.Context, cfg *config, cursorKey []byte, metrics *observe.Metrics, logger *slog.Logger) (*db.DB, *tickets.Service, *webhooks.Service, *reconciler.Queue, error) {
+	approvals, err := cfg.approvalOptions()
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	approvals.OnEvent = metrics.Approval
+	store, svc, hooks, queue, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey, OnWrite: server.ObserveWrites(metrics),
+		Tracked: tickets.TrackedOptions{OnReconcile: metrics.Reconciliation}}, &approvals, logger)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if err := collectStore(metrics, store); err != nil {
+		_ = store.Close()
+		return nil, nil, nil, nil, err
+	}
+	return store, svc, hooks, queue, nil
+}
+
+// startWorkers starts webhook delivery and tracker reconciliation beside the
+// HTTP server; the returned stop ends them, after the server has drained.
+// Both run on every replica: a write accepted during the shutdown is still
+// delivered (by this replica or, if it is killed first, by any other), and
+// the queue hands each due operation to one of the replicas.
+func startWorkers(ctx context.Context, hooks *webhooks.Service, queue *reconciler.Queue, svc *tickets.Service, logger *slog.Logger) (stop func(), err error) {
+	if err := hooks.Start(context.WithoutCancel(ctx)); err != nil {
+		return nil, fmt.Errorf("start webhook delivery: %w", err)
+	}
+	stopHooks := func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		if err := hooks.Stop(stopCtx); err != nil {
+			logger.Warn("webhook delivery did not stop cleanly; unfinished attempts are retried after restart", "err", err)
+		}
+	}
+	if err := queue.Start(context.WithoutCancel(ctx), svc); err != nil {
+		stopHooks()
+		return nil, err
+	}
+	return func() {
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		defer cancel()
+		if err := queue.Stop(stopCtx); err != nil {
+			logger.Warn("reconciliation did not stop cleanly; its operations are picked up after restart", "err", err)
+		}
+		stopHooks()
+	}, nil
+}
+
+// serveAndDrain listens on TICKETD_ADDR (and TICKETD_METRICS_ADDR), calls
+// listening with the bound URL, and serves handler until ctx ends or serving
+// fails; then it lets in-flight requests finish for up to shutdownTimeout.
+func serveAndDrain(ctx context.Context, cfg *config, handler http.Handler, metrics *observe.Metrics, logger *slog.Logger, listening func(bound string) error) error {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.Addr)
 	if err != nil {
@@ -203,20 +246,9 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 	// says which port was picked.
 	bound := "http://" + ln.Addr().String()
 	logger.Info("listening", "url", bound, "public_url", cfg.PublicURL, "dev", cfg.Dev)
-	if cfg.Dev {
-		baseURL := cfg.PublicURL
-		if _, port, _ := net.SplitHostPort(cfg.Addr); cfg.derivedPublicURL && port == "0" {
-			baseURL = bound
-		}
-		now := time.Now()
-		tok, err := mintDevToken(authCfg, now)
-		if err == nil {
-			err = printDevBanner(stdout, banner{Self: self, BaseURL: baseURL, PublicURL: cfg.PublicURL, DataDir: cfg.DataDir, Token: tok, Expires: now.Add(defaultTokenTTL)})
-		}
-		if err != nil {
-			_ = srv.Close()
-			return err
-		}
+	if err := listening(bound); err != nil {
+		_ = srv.Close()
+		return err
 	}
 
 	select {
@@ -235,105 +267,22 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 	return nil
 }
 
-// prepare builds the logger and the cursor key serve and stdio need, from
-// settings parseConfig has already checked (validate).
-func (c *config) prepare(stderr io.Writer) (*slog.Logger, []byte, error) {
-	logger, err := c.logger(stderr)
+// announceDev prints --dev's banner (the URLs and a ready token) once the
+// server listens at bound; outside --dev it does nothing.
+func announceDev(cfg *config, self, bound string, authCfg authn.Config, stdout io.Writer) error {
+	if !cfg.Dev {
+		return nil
+	}
+	baseURL := cfg.PublicURL
+	if _, port, _ := net.SplitHostPort(cfg.Addr); cfg.derivedPublicURL && port == "0" {
+		baseURL = bound
+	}
+	now := time.Now()
+	tok, err := mintDevToken(authCfg, now)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	cursorKey, err := c.cursorKey()
-	if err != nil {
-		return nil, nil, err
-	}
-	return logger, cursorKey, nil
-}
-
-// openDB opens the configured database, creating --dev's data directory
-// first when the database lives in it.
-func openDB(ctx context.Context, cfg *config) (*db.DB, error) {
-	if err := ensureDevDir(cfg); err != nil {
-		return nil, err
-	}
-	store, err := db.OpenWith(ctx, cfg.DatabaseURL, db.Options{Session: cfg.DBSession})
-	if err != nil {
-		return nil, fmt.Errorf("database (TICKETD_DATABASE_URL): %w", err)
-	}
-	return store, nil
-}
-
-// openStore opens the database, applies migrations unless disabled, and
-// builds the ticket service on it with opts and the webhook outbox, so that
-// every write, whichever command makes it, is told to the registered
-// webhooks, and with the GitHub connector and the reconciliation queue, so
-// that a tracker-backed create made by any command is settled. The webhook
-// service delivers and the queue reconciles only once started (serve does).
-func openStore(ctx context.Context, cfg *config, opts tickets.Options, approvals *approval.Options, logger *slog.Logger) (*db.DB, *tickets.Service, *webhooks.Service, *reconciler.Queue, error) {
-	if opts.CursorKey == nil && cfg.Dev {
-		// Here, after every check, so a bad setting never writes the data
-		// directory.
-		key, err := devCursorKey(cfg.DataDir)
-		if err != nil {
-			return nil, nil, nil, nil, err
-		}
-		opts.CursorKey = key
-	}
-	store, err := openDB(ctx, cfg)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	// SQL spans under the request's; a no-op unless observe.Setup turned tracing on.
-	if err := observe.TraceGORM(store.Gorm); err != nil {
-		_ = store.Close()
-		return nil, nil, nil, nil, err
-	}
-	if cfg.Migrate {
-		v, err := migrateUp(ctx, store)
-		if err != nil {
-			_ = store.Close()
-			return nil, nil, nil, nil, err
-		}
-		logger.Info("database ready", "dialect", store.Dialect, "schema_version", v)
-	}
-	if cfg.ReadDatabaseURL != "" {
-		if err := store.AttachReplica(ctx, cfg.ReadDatabaseURL); err != nil {
-			_ = store.Close()
-			return nil, nil, nil, nil, fmt.Errorf("read replica (TICKETD_READ_DATABASE_URL): %w", err)
-		}
-		opts.Reads = store.Replica.Reads
-	}
-	hooks, err := webhooks.New(store, webhooks.Options{
-		RetryMin:    cfg.WebhookRetryMin,
-		MaxAttempts: cfg.WebhookMaxAttempts,
-		Concurrency: cfg.WebhookConcurrency,
-		RescueAfter: cfg.WebhookRescueAfter,
-		// Development receivers listen on loopback (examples/webhook-receiver).
-		AllowPrivate: cfg.WebhookAllowPrivate || cfg.Dev,
-		Logger:       logger,
-	})
-	if err != nil {
-		_ = store.Close()
-		return nil, nil, nil, nil, err
-	}
-	opts.Outbox = webhooks.TicketOutbox(hooks)
-	queue, err := reconciler.New(store, reconciler.Options{Logger: logger})
-	if err != nil {
-		_ = store.Close()
-		return nil, nil, nil, nil, err
-	}
-	opts.Tracked.Open = github.Opener(github.Options{Timeout: cfg.TrackerTimeout})
-	opts.Tracked.Scheduler = queue
-	opts.Tracked.Settle = cfg.ReconcileSettle
-	if cfg.TrackerTimeout > 0 {
-		// Room for a list of several pages, a create and a duplicate's
-		// comment and close within one lease.
-		opts.Tracked.Lease = 6 * cfg.TrackerTimeout
-	}
-	if approvals != nil {
-		opts.Approvals = approval.New(store.Gorm, *approvals)
-	}
-	svc := tickets.NewService(store.Gorm, opts)
-	return store, svc, hooks, queue, nil
+	return printDevBanner(stdout, banner{Self: self, BaseURL: baseURL, PublicURL: cfg.PublicURL, DataDir: cfg.DataDir, Token: tok, Expires: now.Add(defaultTokenTTL)})
 }
 
 // collectStore adds the database's gauges to metrics: the connection pool,
@@ -351,11 +300,7 @@ func collectStore(metrics *observe.Metrics, store *db.DB) error {
 			return err
 		}
 	}
-	return metrics.CollectOutboxPending(func(ctx context.Context) (int64, error) {
-		var n int64
-		err := store.Gorm.WithContext(ctx).Raw("SELECT count(*) FROM webhook_deliveries WHERE status = 'pending'").Scan(&n).Error
-		return n, err
-	})
+	return metrics.CollectOutboxPending(func(ctx context.Context) (int64, error) { return webhooks.PendingDeliveries(ctx, store.Gorm) })
 }
 
 // serveMetrics serves /metrics alone on addr (TICKETD_METRICS_ADDR) until
@@ -383,40 +328,4 @@ func serveMetrics(ctx context.Context, addr string, metrics *observe.Metrics, lo
 	}()
 	logger.Info("serving metrics", "url", "http://"+ln.Addr().String()+server.MetricsPath)
 	return srv, nil
-}
-
-func migrateUp(ctx context.Context, store *db.DB) (int64, error) {
-	sqlDB, err := store.Gorm.DB()
-	if err != nil {
-		return 0, fmt.Errorf("database handle: %w", err)
-	}
-	v, err := migrations.Up(ctx, sqlDB, string(store.Dialect))
-	if err != nil {
-		return 0, fmt.Errorf("migrate: %w", err)
-	}
-	// The webhook queue's own tables, versioned by River.
-	if err := webhooks.Migrate(ctx, store); err != nil {
-		return 0, fmt.Errorf("migrate: %w", err)
-	}
-	return v, nil
-}
-
-// openProbe opens the readiness check's own one-connection pool, so /readyz
-// answers from the database's state, never from the service's pool being
-// busy: with all 20 of its connections taken by a flood, a ping through it
-// would queue and time out, and a healthy replica would be taken out of
-// rotation just when it is needed.
-func openProbe(ctx context.Context, databaseURL string) (check func(context.Context) error, closeFn func(), err error) {
-	probe, err := db.Open(ctx, databaseURL)
-	if err != nil {
-		return nil, nil, fmt.Errorf("readiness probe database (TICKETD_DATABASE_URL): %w", err)
-	}
-	sqlDB, err := probe.Gorm.DB()
-	if err != nil {
-		_ = probe.Close()
-		return nil, nil, fmt.Errorf("readiness probe database handle: %w", err)
-	}
-	sqlDB.SetMaxOpenConns(1)
-	sqlDB.SetMaxIdleConns(1)
-	return sqlDB.PingContext, func() { _ = probe.Close() }, nil
 }

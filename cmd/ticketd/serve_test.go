@@ -65,6 +65,10 @@ func TestServeAnswersHealthAndMCPWithMintedToken(t *testing.T) {
 	if !strings.Contains(s.Stderr.String(), "TICKETD_CURSOR_SECRET is not set") {
 		t.Errorf("no warning about the missing cursor secret:\n%s", s.Stderr)
 	}
+	// Nor approval states: replicas must share the key that signs them.
+	if !strings.Contains(s.Stderr.String(), "TICKETD_APPROVAL_SECRET is not set") {
+		t.Errorf("no warning about the missing approval secret:\n%s", s.Stderr)
+	}
 }
 
 func TestServeRejectsRequestsWithoutToken(t *testing.T) {

@@ -3,11 +3,15 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/ticketd/ticketd/internal/server"
 )
 
-// text holds a typed setting's text until it is decoded, so the variable
+// text holds a setting's text until it is decoded, so the variable
 // and the flag are read the same way and checked once.
 type text struct {
 	value  string
@@ -26,7 +30,7 @@ func (t *text) Set(v string) error { t.value = v; return nil }
 // IsBoolFlag lets a switch be given alone (--read-only).
 func (t *text) IsBoolFlag() bool { return t.isBool }
 
-// decoder turns a typed setting's text into its config field.
+// decoder turns a setting's text into its config field.
 type decoder interface {
 	decode(text string) error
 	isBool() bool
@@ -90,8 +94,11 @@ type countDecoder struct {
 func atLeastInto(p *int, minimum int) decoder { return countDecoder{p, minimum} }
 
 func (d countDecoder) decode(text string) error {
-	n, err := strconv.Atoi(text)
-	if err != nil || n < d.min {
+	n, err := strconv.Atoi(strings.TrimSpace(text))
+	switch {
+	case (err != nil || n < 0) && d.min == 0:
+		return errors.New("want a whole number, 0 or more")
+	case err != nil || n < d.min:
 		return fmt.Errorf("want a whole number of at least %d", d.min)
 	}
 	*d.p = n
@@ -99,3 +106,86 @@ func (d countDecoder) decode(text string) error {
 }
 
 func (countDecoder) isBool() bool { return false }
+
+type stringDecoder struct{ p *string }
+
+func stringInto(p *string) decoder { return stringDecoder{p} }
+
+func (d stringDecoder) decode(text string) error { *d.p = text; return nil }
+
+func (stringDecoder) isBool() bool { return false }
+
+// listDecoder splits a comma-separated setting, dropping blanks; parse, if
+// set, checks the text and splits it instead.
+type listDecoder struct {
+	p     *[]string
+	parse func(string) ([]string, error)
+}
+
+func listInto(p *[]string) decoder { return listDecoder{p: p} }
+
+// urlListInto decodes TICKETD_OAUTH_AUTHORIZATION_SERVERS: issuer URLs,
+// each an absolute http(s) URL.
+func urlListInto(p *[]string) decoder {
+	return listDecoder{p: p, parse: server.ParseAuthorizationServers}
+}
+
+func (d listDecoder) decode(text string) error {
+	if d.parse != nil {
+		list, err := d.parse(text)
+		if err != nil {
+			return err
+		}
+		*d.p = list
+		return nil
+	}
+	var out []string
+	for _, s := range strings.Split(text, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	*d.p = out
+	return nil
+}
+
+func (listDecoder) isBool() bool { return false }
+
+// rateDecoder reads a tenant's requests per second; 0 turns the limit off.
+type rateDecoder struct{ p *float64 }
+
+func rateInto(p *float64) decoder { return rateDecoder{p} }
+
+func (d rateDecoder) decode(text string) error {
+	f, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
+	if err != nil || f < 0 || math.IsNaN(f) || f > 1e9 {
+		return errors.New("want a number of requests per second, 0 or more (0 turns the limit off)")
+	}
+	*d.p = f
+	return nil
+}
+
+func (rateDecoder) isBool() bool { return false }
+
+// concurrencyDecoder reads the tenant concurrency cap into a limits.Config
+// field: unset is 0 (derived from the database pool), 0 is no cap (-1, as
+// package limits reads a negative cap), else the cap.
+type concurrencyDecoder struct{ p *int }
+
+func concurrencyInto(p *int) decoder { return concurrencyDecoder{p} }
+
+func (d concurrencyDecoder) decode(text string) error {
+	if strings.TrimSpace(text) == "" {
+		*d.p = 0
+		return nil
+	}
+	if err := atLeastInto(d.p, 0).decode(text); err != nil {
+		return err
+	}
+	if *d.p == 0 {
+		*d.p = -1
+	}
+	return nil
+}
+
+func (concurrencyDecoder) isBool() bool { return false }

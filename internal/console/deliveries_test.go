@@ -52,7 +52,7 @@ func TestFailedDeliveriesPageRetriesWithTheSameWebhookID(t *testing.T) {
 	e := newEnv(t, console.Config{Webhooks: hooks})
 	// The console's service writes to its own database; the outbox needs
 	// this one, so write through a service over it.
-	svc := tickets.NewService(d.Gorm, tickets.Options{Outbox: webhooks.TicketOutbox(hooks)})
+	svc := tickets.NewService(d.Gorm, tickets.Options{Outbox: webhooks.TicketOutbox(hooks), Deliveries: hooks})
 	ticketstest.SeedSupport(t, svc, tenant)
 	mustCreate(t, svc, "alice", "Printer on fire")
 	var failed webhooks.Delivery

@@ -21,17 +21,15 @@ import (
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/server/servertest"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
 
 const (
-	issuer   = "https://ticketd.test"
 	audience = "https://ticketd.test/mcp"
 	tenant   = "acme"
 )
-
-var secret = []byte("console-tests-secret-of-at-least-32-bytes")
 
 // env is a console over a real service on SQLite, served by httptest.
 type env struct {
@@ -61,10 +59,7 @@ func newEnv(t testing.TB, cfg console.Config) *env {
 // serveConsole serves a console over svc, its sessions kept in sessionsDB.
 func serveConsole(t testing.TB, svc *tickets.Service, sessionsDB *gorm.DB, cfg console.Config) *env {
 	t.Helper()
-	v, err := authn.NewVerifier(context.Background(), authn.Config{Issuer: issuer, Audience: audience, HS256Secret: secret})
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := servertest.Verifier(t, audience)
 	cfg.Service, cfg.Verifier, cfg.Sessions = svc, v, console.NewSessions(sessionsDB)
 	e := &env{svc: svc, verifier: v}
 	mux := http.NewServeMux()
@@ -82,13 +77,9 @@ func serveConsole(t testing.TB, svc *tickets.Service, sessionsDB *gorm.DB, cfg c
 // token mints a token for subject with scopes, issued at issued.
 func token(t testing.TB, subject string, issued time.Time, scopes ...string) string {
 	t.Helper()
-	tok, err := authn.MintHS256(secret, authn.TokenRequest{
-		Issuer: issuer, Audience: audience, Tenant: tenant, Subject: subject, Scopes: scopes, TTL: time.Hour,
+	return servertest.Mint(t, authn.TokenRequest{
+		Issuer: servertest.Issuer, Audience: audience, Tenant: tenant, Subject: subject, Scopes: scopes, TTL: time.Hour,
 	}, issued)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
 }
 
 // client is a browser-like HTTP client: a cookie jar, and redirects not

@@ -26,7 +26,7 @@ func versionHeader(v string) http.Header {
 func TestMCPBodyRefusesBatchesInEveryVersion(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, nil)
-	url := guarded(t, s, mcpedge.Body(1 << 20))
+	url := guarded(t, s, mcpedge.Body(1<<20))
 	batch := " \n\t[" + `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_thing","arguments":{}}},` +
 		`{"jsonrpc":"2.0","id":2,"method":"ping"}]`
 	for _, v := range versions {
@@ -49,7 +49,7 @@ func TestMCPBodyRefusesBatchesInEveryVersion(t *testing.T) {
 func TestMCPBodyInvalidInputIsAToolError(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, nil)
-	url := guarded(t, s, mcpedge.Body(1 << 20))
+	url := guarded(t, s, mcpedge.Body(1<<20))
 	call := func(params string) string {
 		return `{"jsonrpc":"2.0","id":"call-1","method":"tools/call","params":` + params + `}`
 	}
@@ -141,7 +141,7 @@ func TestMCPBodyRefusalsWithoutAResult(t *testing.T) {
 func TestMCPBodyUndeclaredMethods(t *testing.T) {
 	t.Parallel()
 	s := newTestServer(t, nil)
-	url := guarded(t, s, mcpedge.Body(1 << 20))
+	url := guarded(t, s, mcpedge.Body(1<<20))
 	methods := []string{"prompts/list", "prompts/get", "resources/list", "resources/templates/list", "resources/read", "logging/setLevel", "completion/complete", "sampling/createMessage"}
 	for _, m := range methods {
 		t.Run(strings.ReplaceAll(m, "/", "_"), func(t *testing.T) {
@@ -194,7 +194,7 @@ func TestMCPBodyPassesValidInput(t *testing.T) {
 			next.ServeHTTP(w, r)
 		})
 	}
-	url := guarded(t, s, mcpedge.Body(1 << 20), record)
+	url := guarded(t, s, mcpedge.Body(1<<20), record)
 	session, _ := connect(t, url, "")
 	args := map[string]any{
 		"text": "😀 café \\ud800 \"quoted\"",

@@ -16,6 +16,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/ticketd/ticketd/internal/server/servertest"
 )
 
 const (
@@ -108,18 +110,16 @@ func requestScopes(_ context.Context, req mcp.Request) []string {
 	return nil
 }
 
-// bearer adds a fixed Authorization header to every request and records
-// the last response's WWW-Authenticate header and status.
+// bearer sends the test token (servertest.Bearer) and records the last
+// response's WWW-Authenticate header and status.
 type bearer struct {
-	token     string
+	next      http.RoundTripper
 	challenge atomic.Value
 	status    atomic.Int64
 }
 
 func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	resp, err := http.DefaultTransport.RoundTrip(r)
+	resp, err := b.next.RoundTrip(r)
 	if err == nil {
 		b.challenge.Store(resp.Header.Get("WWW-Authenticate"))
 		b.status.Store(int64(resp.StatusCode))
@@ -130,7 +130,7 @@ func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // connect opens a go-sdk client session to url with token.
 func connect(tb testing.TB, url, token string) (*mcp.ClientSession, *bearer) {
 	tb.Helper()
-	rt := &bearer{token: token}
+	rt := &bearer{next: servertest.Bearer(token, http.DefaultTransport)}
 	client := mcp.NewClient(&mcp.Implementation{Name: "edge-test-client", Version: "1"}, nil)
 	session, err := client.Connect(tb.Context(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: rt}}, nil)
 	if err != nil {

@@ -12,9 +12,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/ticketd/ticketd/internal/mcpedge"
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/limits"
+	"github.com/ticketd/ticketd/internal/mcpedge"
 	"github.com/ticketd/ticketd/internal/server"
 )
 
@@ -53,7 +53,7 @@ func TestMCPLimitsRateLimitedToolResult(t *testing.T) {
 	s := newTestServer(t, nil)
 	url := guarded(t, s,
 		auth.RequireBearerToken(verify, nil),
-		mcpedge.Body(1 << 20),
+		mcpedge.Body(1<<20),
 		mcpedge.Limits(mcpedge.LimitsOptions{
 			Limits:  newLimits(t, limits.Config{WritesPerSecond: 0.001, Burst: 1}),
 			Tenant:  tenantOf,

@@ -23,7 +23,7 @@ func scopedServer(t *testing.T) (*testServer, string) {
 	s.AddReceivingMiddleware(mcpedge.FilterTools(scopeFor, requestScopes))
 	url := guarded(t, s,
 		auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: metadataURL}),
-		mcpedge.Body(1 << 20),
+		mcpedge.Body(1<<20),
 		mcpedge.StepUp(mcpedge.StepUpOptions{ScopeFor: scopeFor, Scopes: tokenScopes, ResourceMetadataURL: metadataURL}),
 	)
 	return s, url

@@ -16,12 +16,12 @@ import (
 
 	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/server/servertest"
 	"github.com/ticketd/ticketd/internal/tickets"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 // approvalEnv serves a database with approval on (the defaults of
@@ -120,7 +120,7 @@ func TestFormApprovalWritesOnceAndReplaysWithoutAsking(t *testing.T) {
 		if !replay.Replayed || replay.TicketID != first.TicketID || alice.asked.Load() != 1 || env.CountTickets(t, "acme") != 1 {
 			t.Errorf("replay = %+v after %d asks; want the same ticket replayed without asking again", replay, alice.asked.Load())
 		}
-		st := servertest.Decode[wire.OperationStatus](t, servertest.Call(t, cs, mcptools.ToolGetOperationStatus,
+		st := servertest.Decode[contract.OperationStatus](t, servertest.Call(t, cs, mcptools.ToolGetOperationStatus,
 			map[string]any{"operation_id": op}))
 		if st.Approval == nil || st.Approval.DecidedBy != "alice" || st.Approval.DecidedVia != "form" || st.Approval.DecidedAt.IsZero() {
 			t.Errorf("get_operation_status approval = %+v; want decided by alice via form, with a time", st.Approval)

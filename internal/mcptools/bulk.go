@@ -6,9 +6,9 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 // ToolBulkUpdateTickets is bulk_update_tickets' contract name.
@@ -23,15 +23,15 @@ if_versions ({"SUP-42": version you read}): if any changed since, nothing is wri
 // BulkUpdateTicketsIn is the input of bulk_update_tickets.
 type BulkUpdateTicketsIn struct {
 	OperationID string `json:"operation_id"`
-	wire.BulkUpdateFields
+	contract.BulkUpdateFields
 }
 
 // BulkUpdateTicketsOut is bulk_update_tickets' success result.
 type BulkUpdateTicketsOut struct {
-	OperationID string          `json:"operation_id"`
-	Status      string          `json:"status"`
-	Replayed    bool            `json:"replayed"`
-	Tickets     []wire.BulkItem `json:"tickets"`
+	OperationID string              `json:"operation_id"`
+	Status      string              `json:"status"`
+	Replayed    bool                `json:"replayed"`
+	Tickets     []contract.BulkItem `json:"tickets"`
 }
 
 func (in BulkUpdateTicketsIn) operationID() string { return in.OperationID }
@@ -41,7 +41,7 @@ var bulkUpdateTickets = newTool(spec[BulkUpdateTicketsIn, BulkUpdateTicketsOut]{
 	destructive: true, versionConflicts: true, approvals: true,
 	input: func(s *jsonschema.Schema) {
 		s.Properties["operation_id"].Pattern = operationIDPattern
-		wire.ConstrainBulkUpdateFields(s)
+		contract.ConstrainBulkUpdateFields(s)
 	},
 	output: func(s *jsonschema.Schema) {
 		s.Properties["status"] = succeeded()
@@ -56,7 +56,7 @@ var bulkUpdateTickets = newTool(spec[BulkUpdateTicketsIn, BulkUpdateTicketsOut]{
 		}
 		return BulkUpdateTicketsOut{
 			OperationID: res.OperationID.String(), Status: string(operations.StatusSucceeded), Replayed: res.Replayed,
-			Tickets: wire.FromBulkItems(res.Items),
+			Tickets: contract.FromBulkItems(res.Items),
 		}, nil
 	},
 })

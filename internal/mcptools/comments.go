@@ -8,9 +8,9 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 // Comment tools' contract names.
@@ -31,16 +31,16 @@ Retry contract: a fresh random UUID (v4 or v7) as operation_id per intended comm
 type AddCommentIn struct {
 	OperationID string `json:"operation_id"`
 	ID          string `json:"id"`
-	wire.CommentFields
+	contract.CommentFields
 }
 
 // AddCommentOut is add_comment's success result.
 type AddCommentOut struct {
-	OperationID string       `json:"operation_id" jsonschema:"The operation_id, lower-cased."`
-	Status      string       `json:"status" jsonschema:"Always succeeded."`
-	Replayed    bool         `json:"replayed" jsonschema:"True when an earlier call with this operation_id added the comment and this call only returned it."`
-	TicketID    string       `json:"ticket_id"`
-	Comment     wire.Comment `json:"comment"`
+	OperationID string           `json:"operation_id" jsonschema:"The operation_id, lower-cased."`
+	Status      string           `json:"status" jsonschema:"Always succeeded."`
+	Replayed    bool             `json:"replayed" jsonschema:"True when an earlier call with this operation_id added the comment and this call only returned it."`
+	TicketID    string           `json:"ticket_id"`
+	Comment     contract.Comment `json:"comment"`
 }
 
 // ListCommentsIn is the input of list_comments.
@@ -52,8 +52,8 @@ type ListCommentsIn struct {
 
 // ListCommentsOut is list_comments' result.
 type ListCommentsOut struct {
-	Comments   []wire.Comment `json:"comments"`
-	NextCursor string         `json:"next_cursor,omitempty" jsonschema:"Present when there are more comments: pass it as cursor."`
+	Comments   []contract.Comment `json:"comments"`
+	NextCursor string             `json:"next_cursor,omitempty" jsonschema:"Present when there are more comments: pass it as cursor."`
 }
 
 func (in AddCommentIn) operationID() string { return in.OperationID }
@@ -64,11 +64,11 @@ var (
 		input: func(s *jsonschema.Schema) {
 			s.Properties["operation_id"].Pattern = operationIDPattern
 			s.Properties["id"].MinLength, s.Properties["id"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(maxTicketRef)
-			wire.ConstrainCommentFields(s)
+			contract.ConstrainCommentFields(s)
 		},
 		output: func(s *jsonschema.Schema) {
 			s.Properties["status"] = succeeded()
-			wire.ConstrainComment(s.Properties["comment"])
+			contract.ConstrainComment(s.Properties["comment"])
 		},
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in AddCommentIn) (AddCommentOut, error) {
 			res, err := svc.AddComment(ctx, c.caller(), c.operationID, in.ID, in.Body)
@@ -77,7 +77,7 @@ var (
 			}
 			return AddCommentOut{
 				OperationID: res.OperationID.String(), Status: string(operations.StatusSucceeded), Replayed: res.Replayed,
-				TicketID: res.Comment.TicketID.String(), Comment: wire.FromComment(res.Comment),
+				TicketID: res.Comment.TicketID.String(), Comment: contract.FromComment(res.Comment),
 			}, nil
 		},
 	})
@@ -91,15 +91,15 @@ var (
 			p["limit"].Default = json.RawMessage(fmt.Sprint(tickets.DefaultLimit))
 			p["cursor"].MaxLength = jsonschema.Ptr(maxCursor)
 		},
-		output: func(s *jsonschema.Schema) { wire.ConstrainComment(s.Properties["comments"].Items) },
+		output: func(s *jsonschema.Schema) { contract.ConstrainComment(s.Properties["comments"].Items) },
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in ListCommentsIn) (ListCommentsOut, error) {
 			page, err := svc.ListComments(ctx, c.principal.Tenant, in.ID, tickets.ListParams{Limit: in.Limit, Cursor: in.Cursor})
 			if err != nil {
 				return ListCommentsOut{}, err
 			}
-			out := ListCommentsOut{Comments: make([]wire.Comment, len(page.Comments)), NextCursor: page.NextCursor}
+			out := ListCommentsOut{Comments: make([]contract.Comment, len(page.Comments)), NextCursor: page.NextCursor}
 			for i, cm := range page.Comments {
-				out.Comments[i] = wire.FromComment(cm)
+				out.Comments[i] = contract.FromComment(cm)
 			}
 			return out, nil
 		},

@@ -7,12 +7,12 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/faultproxy"
 	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/server/servertest"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 const tenant = "acme"
@@ -178,7 +178,7 @@ func TestOperationIDsAreTenantScoped(t *testing.T) {
 		args := ticketArgs(newOperationID(t))
 		ticketA := created(t, servertest.Call(t, a, mcptools.ToolCreateTicket, args))
 
-		st := servertest.Decode[wire.OperationStatus](t,
+		st := servertest.Decode[contract.OperationStatus](t,
 			servertest.Call(t, b, mcptools.ToolGetOperationStatus, map[string]any{"operation_id": args["operation_id"]}))
 		if st.Status != "not_found" || st.TicketID != "" || st.Ticket != nil {
 			t.Errorf("tenant B sees tenant A's operation: %+v", st)
@@ -222,7 +222,7 @@ func TestCommitReplyLost(t *testing.T) {
 		t.Errorf("text %q should point to get_operation_status", text(res))
 	}
 
-	st := servertest.Decode[wire.OperationStatus](t,
+	st := servertest.Decode[contract.OperationStatus](t,
 		servertest.Call(t, cs, mcptools.ToolGetOperationStatus, map[string]any{"operation_id": args["operation_id"]}))
 	if st.Status != "succeeded" || st.Ticket == nil || st.TicketID != st.Ticket.ID {
 		t.Fatalf("status after a lost COMMIT reply = %+v, want succeeded with the ticket", st)

@@ -13,9 +13,9 @@ import (
 
 	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/tickets"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 // ErrorDetail is the error member of a tool error result (docs/contract.md#error-codes).
@@ -36,8 +36,8 @@ type ErrorOut struct {
 	Status      string      `json:"status,omitempty" jsonschema:"unknown with outcome_unknown, pending with operation_in_progress."`
 	// CurrentVersion and Ticket come with version_conflict, so the caller
 	// can decide again without another round trip.
-	CurrentVersion int64        `json:"current_version,omitempty" jsonschema:"With version_conflict: the ticket's version now."`
-	Ticket         *wire.Ticket `json:"ticket,omitempty" jsonschema:"With version_conflict: the ticket as it is now."`
+	CurrentVersion int64            `json:"current_version,omitempty" jsonschema:"With version_conflict: the ticket's version now."`
+	Ticket         *contract.Ticket `json:"ticket,omitempty" jsonschema:"With version_conflict: the ticket as it is now."`
 	// The approval fields come with approval_required (docs/contract.md#approval).
 	ApprovalURL string     `json:"approval_url,omitempty" jsonschema:"With approval_required: the page where the user approves or declines this exact change (signed in as you)."`
 	ApprovalID  string     `json:"approval_id,omitempty" jsonschema:"With approval_required: the approval's ID."`
@@ -86,7 +86,7 @@ func failure[T any](err error, operationID string) (*mcp.CallToolResult, outcome
 	res, out := errorResult(code, code.Message(err), operationID, err, next)
 	var stale *tickets.VersionConflictError
 	if errors.As(err, &stale) {
-		t := wire.FromTicket(stale.Current)
+		t := contract.FromTicket(stale.Current)
 		out.CurrentVersion, out.Ticket = stale.Current.Version, &t
 	}
 	var ask *approval.RequiredError

@@ -28,16 +28,14 @@ var versions = []string{"2026-07-28", "2025-11-25"}
 // the server sent, so a test can see what the Go client's types hide (the
 // unexported resultType).
 type recorder struct {
-	token string
-	mu    sync.Mutex
-	last  []byte
+	next http.RoundTripper // servertest.Bearer, which sends the token
+	mu   sync.Mutex
+	last []byte
 }
 
 func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	req = req.Clone(req.Context())
-	req.Header.Set("Authorization", "Bearer "+r.token)
 	isCall := bytes.Contains(peek(req), []byte(`"method":"tools/call"`))
-	resp, err := http.DefaultTransport.RoundTrip(req)
+	resp, err := r.next.RoundTrip(req)
 	if err != nil || !isCall {
 		return resp, err
 	}
@@ -142,7 +140,7 @@ func TestEveryErrorFitsEveryToolAtBothVersions(t *testing.T) {
 			// A tenant per version: each meets the read limit on its own.
 			tenant := "acme-" + version
 			env.SeedProject(t, tenant)
-			rec := &recorder{token: env.Token(t, tenant, authn.ScopeRead, authn.ScopeWrite)}
+			rec := &recorder{next: servertest.Bearer(env.Token(t, tenant, authn.ScopeRead, authn.ScopeWrite), http.DefaultTransport)}
 			cs, err := servertest.DialWith(env.Endpoint, rec, version)
 			if err != nil {
 				t.Fatal(err)

@@ -8,9 +8,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/server/servertest"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 // newOperationID returns a fresh v7 operation ID, as an agent would make.
@@ -111,6 +111,6 @@ func callSettled(cs *mcp.ClientSession, tool string, args map[string]any) (*mcp.
 
 // summaryPage is a list_tickets answer with its default detail.
 type summaryPage struct {
-	Tickets    []wire.TicketSummary `json:"tickets"`
-	NextCursor string               `json:"next_cursor"`
+	Tickets    []contract.TicketSummary `json:"tickets"`
+	NextCursor string                   `json:"next_cursor"`
 }

@@ -9,12 +9,12 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/faultproxy"
 	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/server/servertest"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 // lifecycleWrite is a write on an existing ticket that must keep the retry
@@ -59,11 +59,11 @@ var lifecycleWrites = []lifecycleWrite{
 // it replayed and the identity of what it did (the version an update
 // produced, the comment added).
 type writeOut struct {
-	Status   string       `json:"status"`
-	Replayed bool         `json:"replayed"`
-	TicketID string       `json:"ticket_id"`
-	Version  int64        `json:"version"`
-	Comment  wire.Comment `json:"comment"`
+	Status   string           `json:"status"`
+	Replayed bool             `json:"replayed"`
+	TicketID string           `json:"ticket_id"`
+	Version  int64            `json:"version"`
+	Comment  contract.Comment `json:"comment"`
 }
 
 func (o writeOut) outcome() string {
@@ -214,7 +214,7 @@ func TestLifecycleWriteIDsAreTenantScoped(t *testing.T) {
 		op := newOperationID(t)
 		wrote(t, servertest.Call(t, a, w.tool, w.args(op, ticketA)))
 
-		st := servertest.Decode[wire.OperationStatus](t,
+		st := servertest.Decode[contract.OperationStatus](t,
 			servertest.Call(t, b, mcptools.ToolGetOperationStatus, map[string]any{"operation_id": op}))
 		if st.Status != "not_found" || st.TicketID != "" {
 			t.Errorf("tenant B sees tenant A's operation: %+v", st)
@@ -251,7 +251,7 @@ func TestLifecycleWriteCommitReplyLost(t *testing.T) {
 				t.Errorf("outcome_unknown error = %+v, want status unknown with the operation_id", e)
 			}
 
-			st := servertest.Decode[wire.OperationStatus](t,
+			st := servertest.Decode[contract.OperationStatus](t,
 				servertest.Call(t, cs, mcptools.ToolGetOperationStatus, map[string]any{"operation_id": args["operation_id"]}))
 			if st.Status != "succeeded" || st.Action != w.tool || st.TicketID != ticket || st.Ticket == nil ||
 				!strings.Contains(st.NextStep, w.tool) {

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/server/servertest"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 // defaultPageBudget is the budget (docs/contract.md#lists-and-the-context-budget) for a default list_tickets page
@@ -97,8 +97,8 @@ func TestFullPagesStopAt64KiB(t *testing.T) {
 			t.Errorf("page %d is %d bytes of structured content, over %d", pages, size, mcptools.PageBytes)
 		}
 		page := servertest.Decode[struct {
-			Tickets    []wire.Ticket `json:"tickets"`
-			NextCursor string        `json:"next_cursor"`
+			Tickets    []contract.Ticket `json:"tickets"`
+			NextCursor string            `json:"next_cursor"`
 		}](t, res)
 		for _, tk := range page.Tickets {
 			if tk.Description == "" {

@@ -4,11 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/server/servertest"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 // TestPreviewTicketPredictsAndWritesNothing walks one operation ID through
@@ -89,7 +89,7 @@ func TestGetOperationStatusOfUnusedIDIsNotFound(t *testing.T) {
 	if res.IsError {
 		t.Fatalf("not_found must be a normal result: %s", text(res))
 	}
-	st := servertest.Decode[wire.OperationStatus](t, res)
+	st := servertest.Decode[contract.OperationStatus](t, res)
 	if st.Status != "not_found" || st.OperationID != id || st.Action != "" || !strings.Contains(st.NextStep, "update_ticket") {
 		t.Errorf("status of an unused ID = %+v", st)
 	}

@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/operations"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 // operationIDPattern accepts exactly what operations.ParseID accepts: a
@@ -48,10 +48,10 @@ const (
 // definitions builds each shared definition but the error's, which
 // depends on the tool (errorOutputSchema).
 var definitions = map[string]func() *jsonschema.Schema{
-	defTicket: wire.TicketSchema,
+	defTicket: contract.TicketSchema,
 	defDelivery: func() *jsonschema.Schema {
-		s := inferred[wire.Delivery]()
-		s.Properties["status"].Enum = stringEnum(wire.DeliveryStatuses...)
+		s := inferred[contract.Delivery]()
+		s.Properties["status"].Enum = stringEnum(contract.DeliveryStatuses...)
 		s.Properties["attempts"].Minimum = jsonschema.Ptr(0.0)
 		return s
 	},
@@ -76,7 +76,7 @@ var definitions = map[string]func() *jsonschema.Schema{
 // the ticket's properties, the summary's required ones, and the ticket's
 // others all present or all absent (each requires the next, in a ring).
 func ticketOrSummary() *jsonschema.Schema {
-	full, summary := wire.TicketSchema(), wire.TicketSummarySchema()
+	full, summary := contract.TicketSchema(), contract.TicketSummarySchema()
 	terse(full)
 	terse(summary)
 	for name, p := range summary.Properties {
@@ -261,11 +261,11 @@ func errorOutputSchema(shape errorShape) *jsonschema.Schema {
 	return s
 }
 
-// inferred and stringEnum are the wire package's, named short for the many
+// inferred and stringEnum are the contract package's, named short for the many
 // uses here.
-func inferred[T any]() *jsonschema.Schema { return wire.Infer[T]() }
+func inferred[T any]() *jsonschema.Schema { return contract.Infer[T]() }
 
-func stringEnum[S ~string](values ...S) []any { return wire.StringEnum(values...) }
+func stringEnum[S ~string](values ...S) []any { return contract.StringEnum(values...) }
 
 // succeeded is the status of a write's success result: always succeeded,
 // said as a const (shorter than a one-value enum with its type).

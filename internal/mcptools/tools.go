@@ -10,10 +10,10 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 // Tool names. They are part of the public contract.
@@ -53,14 +53,14 @@ Urgent needs a person's approval (it pages on-call): your client may ask; else g
 // comes from the caller's token.
 type CreateTicketIn struct {
 	OperationID string `json:"operation_id"`
-	wire.TicketFields
+	contract.TicketFields
 }
 
 // PreviewTicketIn is the input of preview_ticket: create_ticket's, with the
 // operation ID optional.
 type PreviewTicketIn struct {
 	OperationID string `json:"operation_id,omitempty"`
-	wire.TicketFields
+	contract.TicketFields
 }
 
 // GetOperationStatusIn is the input of get_operation_status.
@@ -75,17 +75,17 @@ type GetTicketIn struct {
 
 // ListTicketsIn is the input of list_tickets. Every field is optional.
 type ListTicketsIn struct {
-	ProjectID    string        `json:"project_id,omitempty"`
-	Status       wire.Statuses `json:"status,omitempty"`
-	Query        string        `json:"query,omitempty"`
-	Assignee     string        `json:"assignee,omitempty"`
-	Label        string        `json:"label,omitempty"`
-	Priority     string        `json:"priority,omitempty"`
-	UpdatedSince string        `json:"updated_since,omitempty"`
-	Sort         string        `json:"sort,omitempty"`
-	Detail       string        `json:"detail,omitempty"`
-	Limit        int           `json:"limit,omitempty"`
-	Cursor       string        `json:"cursor,omitempty"`
+	ProjectID    string            `json:"project_id,omitempty"`
+	Status       contract.Statuses `json:"status,omitempty"`
+	Query        string            `json:"query,omitempty"`
+	Assignee     string            `json:"assignee,omitempty"`
+	Label        string            `json:"label,omitempty"`
+	Priority     string            `json:"priority,omitempty"`
+	UpdatedSince string            `json:"updated_since,omitempty"`
+	Sort         string            `json:"sort,omitempty"`
+	Detail       string            `json:"detail,omitempty"`
+	Limit        int               `json:"limit,omitempty"`
+	Cursor       string            `json:"cursor,omitempty"`
 }
 
 // ListProjectsIn is the (empty) input of list_projects.
@@ -93,11 +93,11 @@ type ListProjectsIn struct{}
 
 // CreateTicketOut is create_ticket's success result.
 type CreateTicketOut struct {
-	OperationID string      `json:"operation_id" jsonschema:"The operation_id, lower-cased."`
-	Status      string      `json:"status" jsonschema:"Always succeeded."`
-	Replayed    bool        `json:"replayed" jsonschema:"True when an earlier call with this operation_id created the ticket and this call only returned it."`
-	TicketID    string      `json:"ticket_id" jsonschema:"The ticket's durable ID."`
-	Ticket      wire.Ticket `json:"ticket"`
+	OperationID string          `json:"operation_id" jsonschema:"The operation_id, lower-cased."`
+	Status      string          `json:"status" jsonschema:"Always succeeded."`
+	Replayed    bool            `json:"replayed" jsonschema:"True when an earlier call with this operation_id created the ticket and this call only returned it."`
+	TicketID    string          `json:"ticket_id" jsonschema:"The ticket's durable ID."`
+	Ticket      contract.Ticket `json:"ticket"`
 }
 
 // PreviewTicket is the normalised ticket a preview shows.
@@ -120,11 +120,11 @@ type PreviewTicketOut struct {
 
 // GetTicketOut is get_ticket's result.
 type GetTicketOut struct {
-	Ticket wire.Ticket `json:"ticket"`
+	Ticket contract.Ticket `json:"ticket"`
 }
 
-// ListTicketsOut is list_tickets' result. Tickets holds wire.TicketSummary
-// values, or wire.Ticket values with detail "full".
+// ListTicketsOut is list_tickets' result. Tickets holds contract.TicketSummary
+// values, or contract.Ticket values with detail "full".
 type ListTicketsOut struct {
 	Tickets    []any  `json:"tickets"`
 	NextCursor string `json:"next_cursor,omitempty"`
@@ -132,8 +132,8 @@ type ListTicketsOut struct {
 
 // ListProjectsOut is list_projects' result.
 type ListProjectsOut struct {
-	Projects []wire.Project `json:"projects"`
-	NextStep string         `json:"next_step,omitempty" jsonschema:"Present when there are no projects: what an operator must do before tickets can be filed."`
+	Projects []contract.Project `json:"projects"`
+	NextStep string             `json:"next_step,omitempty" jsonschema:"Present when there are no projects: what an operator must do before tickets can be filed."`
 }
 
 // noProjectsNextStep is list_projects' next_step for a tenant without a
@@ -159,7 +159,7 @@ var (
 		name: ToolCreateTicket, title: "Create ticket", description: descCreateTicket, scope: authn.ScopeWrite, approvals: true,
 		input: func(s *jsonschema.Schema) {
 			s.Properties["operation_id"].Pattern = operationIDPattern
-			wire.ConstrainTicketFields(s)
+			contract.ConstrainTicketFields(s)
 		},
 		output: func(s *jsonschema.Schema) {
 			s.Properties["status"] = succeeded()
@@ -173,7 +173,7 @@ var (
 			// Every answer names the operation in its stored (lower-case) form.
 			return CreateTicketOut{
 				OperationID: res.OperationID.String(), Status: string(operations.StatusSucceeded), Replayed: res.Replayed,
-				TicketID: res.Ticket.ID.String(), Ticket: wire.FromTicket(res.Ticket),
+				TicketID: res.Ticket.ID.String(), Ticket: contract.FromTicket(res.Ticket),
 			}, nil
 		},
 	})
@@ -182,7 +182,7 @@ var (
 		name: ToolPreviewTicket, title: "Preview ticket", description: descPreviewTicket, scope: authn.ScopeRead, readOnly: true,
 		input: func(s *jsonschema.Schema) {
 			s.Properties["operation_id"].Pattern = operationIDPattern
-			wire.ConstrainTicketFields(s)
+			contract.ConstrainTicketFields(s)
 		},
 		output: func(s *jsonschema.Schema) {
 			s.Properties["would"].Enum = stringEnum(tickets.WouldCreate, tickets.WouldReplay, tickets.WouldConflict)
@@ -207,25 +207,25 @@ var (
 		},
 	})
 
-	getOperationStatus = newTool(spec[GetOperationStatusIn, wire.OperationStatus]{
+	getOperationStatus = newTool(spec[GetOperationStatusIn, contract.OperationStatus]{
 		name: ToolGetOperationStatus, title: "Get operation status", description: descGetOperationStatus, scope: authn.ScopeRead, readOnly: true,
 		input: func(s *jsonschema.Schema) { s.Properties["operation_id"].Pattern = operationIDPattern },
 		output: func(s *jsonschema.Schema) {
-			wire.ConstrainOperationStatus(s, slices.Concat(wire.LedgerStatuses, []string{wire.StatusNotFound})...)
+			contract.ConstrainOperationStatus(s, slices.Concat(contract.LedgerStatuses, []string{contract.StatusNotFound})...)
 			s.Properties["ticket"] = ref(defTicket)
 			s.Properties["deliveries"].Items = ref(defDelivery)
 		},
-		handle: func(ctx context.Context, svc *tickets.Service, c call, in GetOperationStatusIn) (wire.OperationStatus, error) {
+		handle: func(ctx context.Context, svc *tickets.Service, c call, in GetOperationStatusIn) (contract.OperationStatus, error) {
 			st, err := svc.GetOperation(ctx, c.principal.Tenant, c.operationID)
 			if errors.Is(err, operations.ErrNotFound) {
 				// Proof that nothing ran under this ID for this tenant: an
 				// answer, not an error.
-				return wire.OperationNotFound(c.echo()), nil
+				return operationNotFound(c.echo()), nil
 			}
 			if err != nil {
-				return wire.OperationStatus{}, err
+				return contract.OperationStatus{}, err
 			}
-			return wire.FromOperation(st), nil
+			return contract.FromOperation(st, operationNextStep), nil
 		},
 	})
 
@@ -243,7 +243,7 @@ var (
 			if err != nil {
 				return GetTicketOut{}, err
 			}
-			return GetTicketOut{Ticket: wire.FromTicket(tk)}, nil
+			return GetTicketOut{Ticket: contract.FromTicket(tk)}, nil
 		},
 	})
 
@@ -252,14 +252,14 @@ var (
 		input: func(s *jsonschema.Schema) {
 			p := s.Properties
 			p["project_id"].MaxLength = jsonschema.Ptr(tickets.MaxProjectID)
-			p["status"] = wire.StatusFilterSchema()
+			p["status"] = contract.StatusFilterSchema()
 			p["query"].MaxLength = jsonschema.Ptr(tickets.MaxQuery)
 			p["assignee"].MaxLength = jsonschema.Ptr(tickets.MaxAssignee)
 			p["label"].MaxLength = jsonschema.Ptr(tickets.MaxLabel)
 			p["priority"].Enum = stringEnum(tickets.Priorities...)
 			p["updated_since"].Format = "date-time"
 			p["sort"].Enum = stringEnum(tickets.Sorts...)
-			p["detail"].Enum = []any{wire.DetailSummary, wire.DetailFull}
+			p["detail"].Enum = []any{contract.DetailSummary, contract.DetailFull}
 			p["limit"].Minimum, p["limit"].Maximum = jsonschema.Ptr(1.0), jsonschema.Ptr(float64(tickets.MaxTicketLimit))
 			p["cursor"].MaxLength = jsonschema.Ptr(maxCursor)
 		},
@@ -267,13 +267,13 @@ var (
 			s.Properties["tickets"].Items = ticketOrSummary()
 		},
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in ListTicketsIn) (ListTicketsOut, error) {
-			since, err := wire.ParseUpdatedSince(in.UpdatedSince)
+			since, err := contract.ParseUpdatedSince(in.UpdatedSince)
 			if err != nil {
 				return ListTicketsOut{}, err
 			}
-			item := func(t tickets.Ticket) any { return wire.SummaryOf(t) }
-			if in.Detail == wire.DetailFull {
-				item = func(t tickets.Ticket) any { return wire.FromTicket(t) }
+			item := func(t tickets.Ticket) any { return contract.SummaryOf(t) }
+			if in.Detail == contract.DetailFull {
+				item = func(t tickets.Ticket) any { return contract.FromTicket(t) }
 			}
 			page, err := svc.ListTickets(ctx, c.caller(), tickets.ListTicketsParams{
 				ProjectID: in.ProjectID, Statuses: in.Status.Domain(), Query: in.Query, Assignee: in.Assignee, Label: in.Label,
@@ -299,9 +299,9 @@ var (
 			if err != nil {
 				return ListProjectsOut{}, err
 			}
-			out := ListProjectsOut{Projects: make([]wire.Project, len(ps))}
+			out := ListProjectsOut{Projects: make([]contract.Project, len(ps))}
 			for i, pr := range ps {
-				out.Projects[i] = wire.FromProject(pr)
+				out.Projects[i] = contract.FromProject(pr)
 			}
 			if len(ps) == 0 {
 				out.NextStep = fmt.Sprintf(noProjectsNextStep, quote(c.principal.Tenant), quote(c.principal.Tenant))
@@ -314,6 +314,34 @@ var (
 func (in CreateTicketIn) operationID() string       { return in.OperationID }
 func (in PreviewTicketIn) operationID() string      { return in.OperationID }
 func (in GetOperationStatusIn) operationID() string { return in.OperationID }
+
+// operationNotFound is the status of an operation ID that nothing ran
+// under, for any action: the lookup is by ID alone, so it names none.
+func operationNotFound(operationID string) contract.OperationStatus {
+	return contract.OperationStatus{
+		OperationID: operationID, Status: contract.StatusNotFound,
+		NextStep: "Nothing ran under this operation_id for your tenant: no ticket was created, updated or commented on with it. It is safe to make the call you intended (create_ticket, update_ticket or add_comment) with this operation_id now.",
+	}
+}
+
+// operationNextStep is get_operation_status's next_step: what to do about
+// an operation of action in status s, naming the tool to retry.
+func operationNextStep(action string, s operations.Status) string {
+	verb := action
+	if verb == "" {
+		verb = "the call"
+	}
+	switch s {
+	case operations.StatusSucceeded:
+		return contract.Done(action) + "; do not make it again. Retrying " + verb + " with the same operation_id and input returns this outcome and changes nothing."
+	case operations.StatusPending:
+		return "The operation is still running; check again in a moment with the same operation_id."
+	case operations.StatusFailed:
+		return "The operation was rejected for the reason in error; it changed nothing."
+	default:
+		return "The outcome is not known yet; check again shortly, or retry " + verb + " with the same operation_id and input (never a new one)."
+	}
+}
 
 func nonNil(s []string) []string {
 	if s == nil {

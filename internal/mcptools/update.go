@@ -6,9 +6,9 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 // ToolUpdateTicket is update_ticket's contract name.
@@ -25,18 +25,18 @@ type UpdateTicketIn struct {
 	OperationID string `json:"operation_id"`
 	ID          string `json:"id"`
 	IfVersion   *int64 `json:"if_version,omitempty"`
-	wire.TicketUpdateFields
+	contract.TicketUpdateFields
 }
 
 // UpdateTicketOut is update_ticket's success result.
 type UpdateTicketOut struct {
-	OperationID string                 `json:"operation_id" jsonschema:"The operation_id, lower-cased."`
-	Status      string                 `json:"status" jsonschema:"Always succeeded."`
-	Replayed    bool                   `json:"replayed" jsonschema:"True when an earlier call with this operation_id made the change and this call only reported it."`
-	TicketID    string                 `json:"ticket_id"`
-	Version     int64                  `json:"version" jsonschema:"The version this operation produced (on a replay, the original's; the ticket may be later now)."`
-	Changes     map[string]wire.Change `json:"changes" jsonschema:"What this operation changed, field by field; {} when nothing needed changing."`
-	Ticket      wire.Ticket            `json:"ticket" jsonschema:"The ticket as it is now."`
+	OperationID string                     `json:"operation_id" jsonschema:"The operation_id, lower-cased."`
+	Status      string                     `json:"status" jsonschema:"Always succeeded."`
+	Replayed    bool                       `json:"replayed" jsonschema:"True when an earlier call with this operation_id made the change and this call only reported it."`
+	TicketID    string                     `json:"ticket_id"`
+	Version     int64                      `json:"version" jsonschema:"The version this operation produced (on a replay, the original's; the ticket may be later now)."`
+	Changes     map[string]contract.Change `json:"changes" jsonschema:"What this operation changed, field by field; {} when nothing needed changing."`
+	Ticket      contract.Ticket            `json:"ticket" jsonschema:"The ticket as it is now."`
 }
 
 func (in UpdateTicketIn) operationID() string { return in.OperationID }
@@ -48,7 +48,7 @@ var updateTicket = newTool(spec[UpdateTicketIn, UpdateTicketOut]{
 		p["operation_id"].Pattern = operationIDPattern
 		p["id"].MinLength, p["id"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(maxTicketRef)
 		p["if_version"].Minimum = jsonschema.Ptr(1.0)
-		wire.ConstrainTicketUpdateFields(s)
+		contract.ConstrainTicketUpdateFields(s)
 	},
 	output: func(s *jsonschema.Schema) {
 		s.Properties["status"] = succeeded()
@@ -62,8 +62,8 @@ var updateTicket = newTool(spec[UpdateTicketIn, UpdateTicketOut]{
 		}
 		return UpdateTicketOut{
 			OperationID: res.OperationID.String(), Status: string(operations.StatusSucceeded), Replayed: res.Replayed,
-			TicketID: res.Ticket.ID.String(), Version: res.Version, Changes: wire.FromChanges(res.Changes),
-			Ticket: wire.FromTicket(res.Ticket),
+			TicketID: res.Ticket.ID.String(), Version: res.Version, Changes: contract.FromChanges(res.Changes),
+			Ticket: contract.FromTicket(res.Ticket),
 		}, nil
 	},
 })

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 func TestBulkUpdateTickets(t *testing.T) {
@@ -23,14 +23,14 @@ func TestBulkUpdateTickets(t *testing.T) {
 		}
 		key := newKey()
 		body := fmt.Sprintf(`{"ids":[%q,%q],"status":"in_progress","add_labels":["triaged"]}`, a.Key, strings.ToLower(b.Key))
-		first := decode[wire.BulkResult](t, bulk(key, body), http.StatusOK)
+		first := decode[contract.BulkResult](t, bulk(key, body), http.StatusOK)
 		if len(first.Tickets) != 2 || first.Tickets[0].Key != a.Key || first.Tickets[1].Version != 2 ||
 			first.Tickets[1].Ticket.Status != "in_progress" {
 			t.Fatalf("bulk = %+v; want both tickets at v2 in_progress, in the order named", first)
 		}
 		patch(t, e, tok, a.Key, newKey(), "", `{"priority":"low"}`) // a moves on to v3
 		again := bulk(key, body)
-		replay := decode[wire.BulkResult](t, again, http.StatusOK)
+		replay := decode[contract.BulkResult](t, again, http.StatusOK)
 		if again.header.Get("Idempotent-Replayed") != "true" || replay.Tickets[0].Version != 2 || replay.Tickets[0].Ticket.Version != 3 {
 			t.Errorf("replay = %+v (replayed %q); want the recorded v2 and the ticket as it is now (v3)", replay, again.header.Get("Idempotent-Replayed"))
 		}

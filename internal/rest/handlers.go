@@ -7,10 +7,10 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tracker"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 // Handlers decode, call the service with the principal's tenant, and map the
@@ -18,13 +18,13 @@ import (
 
 // newProjectBody is POST /api/v1/projects.
 type newProjectBody struct {
-	ID      string        `json:"id"`
-	Key     string        `json:"key"`
-	Name    string        `json:"name"`
-	Backend *wire.Backend `json:"backend,omitempty"`
+	ID      string            `json:"id"`
+	Key     string            `json:"key"`
+	Name    string            `json:"name"`
+	Backend *contract.Backend `json:"backend,omitempty"`
 }
 
-// ticketList holds wire.Ticket values, or wire.TicketSummary values with
+// ticketList holds contract.Ticket values, or contract.TicketSummary values with
 // detail=summary.
 type ticketList struct {
 	Tickets    []any  `json:"tickets"`
@@ -32,12 +32,12 @@ type ticketList struct {
 }
 
 type operationList struct {
-	Operations []wire.OperationStatus `json:"operations"`
-	NextCursor string                 `json:"next_cursor,omitempty"`
+	Operations []contract.OperationStatus `json:"operations"`
+	NextCursor string                     `json:"next_cursor,omitempty"`
 }
 
 type projectList struct {
-	Projects []wire.Project `json:"projects"`
+	Projects []contract.Project `json:"projects"`
 }
 
 // createTicket is POST /api/v1/tickets. The Idempotency-Key is the operation
@@ -52,7 +52,7 @@ func (a *api) createTicket(w http.ResponseWriter, r *http.Request) {
 	key := id.String() // the stored, lower-case form every answer echoes
 	// The body is create_ticket's arguments without operation_id, which
 	// travels in Idempotency-Key.
-	var body wire.TicketFields
+	var body contract.TicketFields
 	if err := decodeJSON(w, r, &body); err != nil {
 		fail(w, r, err, key)
 		return
@@ -64,11 +64,11 @@ func (a *api) createTicket(w http.ResponseWriter, r *http.Request) {
 	}
 	if res.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
-		writeJSON(w, http.StatusOK, wire.FromTicket(res.Ticket))
+		writeJSON(w, http.StatusOK, contract.FromTicket(res.Ticket))
 		return
 	}
 	w.Header().Set("Location", "/api/v1/tickets/"+res.Ticket.ID.String())
-	writeJSON(w, http.StatusCreated, wire.FromTicket(res.Ticket))
+	writeJSON(w, http.StatusCreated, contract.FromTicket(res.Ticket))
 }
 
 // getTicket is GET /api/v1/tickets/{id-or-key}. Another tenant's ticket is
@@ -80,7 +80,7 @@ func (a *api) getTicket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setETag(w, t.Version)
-	writeJSON(w, http.StatusOK, wire.FromTicket(t))
+	writeJSON(w, http.StatusOK, contract.FromTicket(t))
 }
 
 // listTickets is GET /api/v1/tickets, newest first unless sort says
@@ -93,16 +93,16 @@ func (a *api) listTickets(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, "")
 		return
 	}
-	since, err := wire.ParseUpdatedSince(q.Get("updated_since"))
+	since, err := contract.ParseUpdatedSince(q.Get("updated_since"))
 	if err != nil {
 		fail(w, r, err, "")
 		return
 	}
-	item := func(t tickets.Ticket) any { return wire.FromTicket(t) }
+	item := func(t tickets.Ticket) any { return contract.FromTicket(t) }
 	switch q.Get("detail") {
-	case "", wire.DetailFull:
-	case wire.DetailSummary:
-		item = func(t tickets.Ticket) any { return wire.SummaryOf(t) }
+	case "", contract.DetailFull:
+	case contract.DetailSummary:
+		item = func(t tickets.Ticket) any { return contract.SummaryOf(t) }
 	default:
 		fail(w, r, invalid("detail", fmt.Sprintf("must be summary or full, got %q", q.Get("detail"))), "")
 		return
@@ -144,7 +144,7 @@ func (a *api) getOperation(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, id.String())
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.FromOperation(st))
+	writeJSON(w, http.StatusOK, contract.FromOperation(st, operationNextStep))
 }
 
 // listOperations is GET /api/v1/operations, newest first; status=unknown or
@@ -162,9 +162,9 @@ func (a *api) listOperations(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, "")
 		return
 	}
-	out := operationList{Operations: make([]wire.OperationStatus, len(page.Operations)), NextCursor: page.NextCursor}
+	out := operationList{Operations: make([]contract.OperationStatus, len(page.Operations)), NextCursor: page.NextCursor}
 	for i, rec := range page.Operations {
-		out.Operations[i] = wire.FromOperation(tickets.OperationStatus{Record: rec})
+		out.Operations[i] = contract.FromOperation(tickets.OperationStatus{Record: rec}, operationNextStep)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -180,9 +180,9 @@ func (a *api) listProjects(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, "")
 		return
 	}
-	out := projectList{Projects: make([]wire.Project, len(ps))}
+	out := projectList{Projects: make([]contract.Project, len(ps))}
 	for i, p := range ps {
-		out.Projects[i] = wire.FromProject(p)
+		out.Projects[i] = contract.FromProject(p)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -203,5 +203,20 @@ func (a *api) createProject(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, "")
 		return
 	}
-	writeJSON(w, http.StatusCreated, wire.FromProject(p))
+	writeJSON(w, http.StatusCreated, contract.FromProject(p))
+}
+
+// operationNextStep is an operation status's next_step for an operator:
+// what to do about an operation in status s, in terms of requests.
+func operationNextStep(action string, s operations.Status) string {
+	switch s {
+	case operations.StatusSucceeded:
+		return contract.Done(action) + "; do not send it again. The same request with the same Idempotency-Key returns this outcome and changes nothing."
+	case operations.StatusPending:
+		return "The operation is still running; GET it again in a moment."
+	case operations.StatusFailed:
+		return "The operation was rejected for the reason in error; it changed nothing."
+	default:
+		return "The outcome is not known yet; GET it again shortly, or send the same request with the same Idempotency-Key (never a new one)."
+	}
 }

@@ -2,13 +2,11 @@ package rest_test
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,11 +14,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ticketd/ticketd/internal/authn"
-	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/logtest"
 	"github.com/ticketd/ticketd/internal/server"
+	"github.com/ticketd/ticketd/internal/server/servertest"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 	"github.com/ticketd/ticketd/internal/webhooks"
@@ -29,13 +27,15 @@ import (
 const (
 	tenantA          = "acme"
 	tenantB          = "globex"
-	issuer           = "https://issuer.test"
+	issuer           = servertest.Issuer
 	publicURL        = "http://ticketd.test"
 	audience         = publicURL + "/mcp"
 	resourceMetadata = publicURL + "/.well-known/oauth-protected-resource/mcp"
 )
 
-var secret = []byte("rest-test-secret-0123456789abcdef")
+// secret signs the tokens the harness's verifier accepts, for tokens made
+// wrong on purpose.
+var secret = servertest.Secret
 
 // env is one router over one database, served over real HTTP.
 type env struct {
@@ -55,44 +55,32 @@ func newEnv(tb testing.TB, d *db.DB) *env {
 }
 
 // serveEnv serves svc (and hooks, when not nil) behind the real edge, as the
-// binary does: the edge assigns request IDs and writes the log line.
+// binary does (servertest): the edge assigns request IDs and writes the log
+// line.
 func serveEnv(tb testing.TB, d *db.DB, svc *tickets.Service, hooks *webhooks.Service) *env {
 	tb.Helper()
 	logs := &logtest.Buffer{}
-	h, err := server.New(server.Config{
-		Service: svc, Verifier: verifier(tb), PublicURL: publicURL, Issuer: issuer,
-		Logger: slog.New(slog.NewJSONHandler(logs, nil)), Webhooks: hooks, ConsoleSessions: console.NewSessions(d.Gorm),
+	se := servertest.Start(tb, d, servertest.Options{
+		Service: svc, Webhooks: hooks, PublicURL: publicURL,
+		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
 		// The public URL is a name; the test server is reached by address.
 		Edge: server.Edge{AllowedHosts: []string{"127.0.0.1"}},
 	})
-	if err != nil {
-		tb.Fatalf("server.New: %v", err)
-	}
-	srv := httptest.NewServer(h)
-	tb.Cleanup(srv.Close)
-	return &env{d: d, svc: svc, url: srv.URL, logs: logs}
+	return &env{d: d, svc: svc, url: se.URL, logs: logs}
 }
 
 // verifier accepts the tokens token mints.
 func verifier(tb testing.TB) *authn.Verifier {
 	tb.Helper()
-	v, err := authn.NewVerifier(context.Background(), authn.Config{Issuer: issuer, Audience: audience, HS256Secret: secret})
-	if err != nil {
-		tb.Fatalf("verifier: %v", err)
-	}
-	return v
+	return servertest.Verifier(tb, audience)
 }
 
 // token mints a real HS256 JWT for tenant with scopes.
 func token(tb testing.TB, tenant string, scopes ...string) string {
 	tb.Helper()
-	tok, err := authn.MintHS256(secret, authn.TokenRequest{
+	return servertest.Mint(tb, authn.TokenRequest{
 		Issuer: issuer, Audience: audience, Tenant: tenant, Subject: "operator@" + tenant, Scopes: scopes, TTL: time.Hour,
 	}, time.Now())
-	if err != nil {
-		tb.Fatalf("mint token: %v", err)
-	}
-	return tok
 }
 
 func admin(tb testing.TB, tenant string) string { return token(tb, tenant, authn.ScopeAdmin) }

@@ -8,18 +8,18 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/tickets"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 type commentList struct {
-	Comments   []wire.Comment `json:"comments"`
-	NextCursor string         `json:"next_cursor,omitempty"`
+	Comments   []contract.Comment `json:"comments"`
+	NextCursor string             `json:"next_cursor,omitempty"`
 }
 
 type eventList struct {
-	Events     []wire.Event `json:"events"`
-	NextCursor string       `json:"next_cursor,omitempty"`
+	Events     []contract.Event `json:"events"`
+	NextCursor string           `json:"next_cursor,omitempty"`
 }
 
 // setETag tags a response with the ticket's version, the value If-Match
@@ -68,7 +68,7 @@ func (a *api) updateTicket(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, key)
 		return
 	}
-	var body wire.TicketUpdateFields
+	var body contract.TicketUpdateFields
 	if err := decodeJSON(w, r, &body); err != nil {
 		fail(w, r, err, key)
 		return
@@ -89,7 +89,7 @@ func (a *api) updateTicket(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	setETag(w, res.Ticket.Version)
-	writeJSON(w, http.StatusOK, wire.FromTicket(res.Ticket))
+	writeJSON(w, http.StatusOK, contract.FromTicket(res.Ticket))
 }
 
 // addComment is POST /api/v1/tickets/{id-or-key}/comments: add_comment with
@@ -102,7 +102,7 @@ func (a *api) addComment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := id.String() // the stored, lower-case form every answer echoes
-	var body wire.CommentFields
+	var body contract.CommentFields
 	if err := decodeJSON(w, r, &body); err != nil {
 		fail(w, r, err, key)
 		return
@@ -114,13 +114,13 @@ func (a *api) addComment(w http.ResponseWriter, r *http.Request) {
 	}
 	if res.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
-		writeJSON(w, http.StatusOK, wire.FromComment(res.Comment))
+		writeJSON(w, http.StatusOK, contract.FromComment(res.Comment))
 		return
 	}
 	// Comments are read as the ticket's list, oldest first; that list is
 	// where the new one lives.
 	w.Header().Set("Location", "/api/v1/tickets/"+res.Comment.TicketID.String()+"/comments")
-	writeJSON(w, http.StatusCreated, wire.FromComment(res.Comment))
+	writeJSON(w, http.StatusCreated, contract.FromComment(res.Comment))
 }
 
 // listComments is GET /api/v1/tickets/{id-or-key}/comments, oldest first.
@@ -136,9 +136,9 @@ func (a *api) listComments(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, "")
 		return
 	}
-	out := commentList{Comments: make([]wire.Comment, len(page.Comments)), NextCursor: page.NextCursor}
+	out := commentList{Comments: make([]contract.Comment, len(page.Comments)), NextCursor: page.NextCursor}
 	for i, c := range page.Comments {
-		out.Comments[i] = wire.FromComment(c)
+		out.Comments[i] = contract.FromComment(c)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -157,9 +157,9 @@ func (a *api) listEvents(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, "")
 		return
 	}
-	out := eventList{Events: make([]wire.Event, len(page.Events)), NextCursor: page.NextCursor}
+	out := eventList{Events: make([]contract.Event, len(page.Events)), NextCursor: page.NextCursor}
 	for i, e := range page.Events {
-		out.Events[i] = wire.FromEvent(e)
+		out.Events[i] = contract.FromEvent(e)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -176,7 +176,7 @@ func (a *api) bulkUpdateTickets(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := id.String() // the stored, lower-case form every answer echoes
-	var body wire.BulkUpdateFields
+	var body contract.BulkUpdateFields
 	if err := decodeJSON(w, r, &body); err != nil {
 		fail(w, r, err, key)
 		return
@@ -189,5 +189,5 @@ func (a *api) bulkUpdateTickets(w http.ResponseWriter, r *http.Request) {
 	if res.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	writeJSON(w, http.StatusOK, wire.BulkResult{OperationID: res.OperationID.String(), Tickets: wire.FromBulkItems(res.Items)})
+	writeJSON(w, http.StatusOK, contract.BulkResult{OperationID: res.OperationID.String(), Tickets: contract.FromBulkItems(res.Items)})
 }

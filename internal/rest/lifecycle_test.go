@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 func patch(tb testing.TB, e *env, tok, ref, key, ifMatch, body string) resp {
@@ -87,21 +87,21 @@ func TestComments(t *testing.T) {
 		}
 		key := newKey()
 		first := post(key, `{"body":"  Replaced the fuser. "}`)
-		c := decode[wire.Comment](t, first, http.StatusCreated)
+		c := decode[contract.Comment](t, first, http.StatusCreated)
 		if c.Body != "Replaced the fuser." || c.TicketID != tk.ID || first.header.Get("Location") != "/api/v1/tickets/"+tk.ID+"/comments" {
 			t.Errorf("comment = %+v (Location %q)", c, first.header.Get("Location"))
 		}
 		again := post(key, `{"body":"Replaced the fuser."}`)
-		if got := decode[wire.Comment](t, again, http.StatusOK); got.ID != c.ID || again.header.Get("Idempotent-Replayed") != "true" {
+		if got := decode[contract.Comment](t, again, http.StatusOK); got.ID != c.ID || again.header.Get("Idempotent-Replayed") != "true" {
 			t.Errorf("replay = %+v (replayed %q), want comment %s replayed", got, again.header.Get("Idempotent-Replayed"), c.ID)
 		}
 		wantProblem(t, post(key, `{"body":"Something else"}`), http.StatusUnprocessableEntity, "idempotency_conflict")
 		wantProblem(t, post(newKey(), `{"body":"   "}`), http.StatusBadRequest, "invalid_input")
-		decode[wire.Comment](t, post(newKey(), `{"body":"Second note."}`), http.StatusCreated)
+		decode[contract.Comment](t, post(newKey(), `{"body":"Second note."}`), http.StatusCreated)
 
 		page := decode[struct {
-			Comments   []wire.Comment `json:"comments"`
-			NextCursor string         `json:"next_cursor"`
+			Comments   []contract.Comment `json:"comments"`
+			NextCursor string             `json:"next_cursor"`
 		}](t, do(t, e, req{path: "/api/v1/tickets/" + tk.ID + "/comments?limit=1", token: tok}), http.StatusOK)
 		if len(page.Comments) != 1 || page.Comments[0].ID != c.ID || page.NextCursor == "" {
 			t.Errorf("first page = %+v, want the first comment and a cursor", page)
@@ -118,12 +118,12 @@ func TestEventsAreOldestFirst(t *testing.T) {
 	tok := token(t, "acme", authn.ScopeRead, authn.ScopeWrite)
 	tk := createTicket(t, e, "acme", "Printer on fire")
 	decode[ticket](t, patch(t, e, tok, tk.Key, newKey(), "", `{"priority":"urgent"}`), http.StatusOK)
-	decode[wire.Comment](t, do(t, e, req{method: http.MethodPost, path: "/api/v1/tickets/" + tk.Key + "/comments", token: tok,
+	decode[contract.Comment](t, do(t, e, req{method: http.MethodPost, path: "/api/v1/tickets/" + tk.Key + "/comments", token: tok,
 		key: newKey(), body: `{"body":"On it."}`}), http.StatusCreated)
 
 	type eventPage struct {
-		Events     []wire.Event `json:"events"`
-		NextCursor string       `json:"next_cursor"`
+		Events     []contract.Event `json:"events"`
+		NextCursor string           `json:"next_cursor"`
 	}
 	var kinds []string
 	path := "/api/v1/tickets/" + tk.Key + "/events?limit=2"

@@ -10,11 +10,11 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/rest"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/webhooks"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 var update = flag.Bool("update", false, "regenerate the generated parts of openapi.json")
@@ -66,26 +66,26 @@ func generateOpenAPI(raw []byte) ([]byte, error) {
 		return err
 	}
 	for name, s := range map[string]*jsonschema.Schema{
-		"NewTicket":           wire.TicketFieldsSchema(),
-		"TicketUpdate":        wire.TicketUpdateFieldsSchema(),
-		"BulkUpdate":          wire.BulkUpdateFieldsSchema(),
-		"BulkResult":          wire.BulkResultSchema(),
-		"NewComment":          wire.CommentFieldsSchema(),
-		"Comment":             wire.CommentSchema(),
-		"Event":               wire.EventSchema(),
-		"Ticket":              wire.TicketSchema(),
-		"TicketSummary":       wire.TicketSummarySchema(),
-		"Project":             wire.Infer[wire.Project](),
-		"OperationStatus":     wire.OperationStatusSchema(wire.LedgerStatuses...),
-		"Priority":            {Type: "string", Enum: wire.StringEnum(tickets.Priorities...)},
-		"TicketStatus":        {Type: "string", Enum: wire.StringEnum(tickets.Statuses...)},
+		"NewTicket":           contract.TicketFieldsSchema(),
+		"TicketUpdate":        contract.TicketUpdateFieldsSchema(),
+		"BulkUpdate":          contract.BulkUpdateFieldsSchema(),
+		"BulkResult":          contract.BulkResultSchema(),
+		"NewComment":          contract.CommentFieldsSchema(),
+		"Comment":             contract.CommentSchema(),
+		"Event":               contract.EventSchema(),
+		"Ticket":              contract.TicketSchema(),
+		"TicketSummary":       contract.TicketSummarySchema(),
+		"Project":             contract.Infer[contract.Project](),
+		"OperationStatus":     contract.OperationStatusSchema(contract.LedgerStatuses...),
+		"Priority":            {Type: "string", Enum: contract.StringEnum(tickets.Priorities...)},
+		"TicketStatus":        {Type: "string", Enum: contract.StringEnum(tickets.Statuses...)},
 		"NewWebhook":          newWebhookSchema(),
-		"Webhook":             wire.Infer[rest.Webhook](),
-		"WebhookList":         wire.Infer[rest.WebhookList](),
-		"WebhookDelivery":     wire.Infer[rest.WebhookDelivery](),
-		"WebhookDeliveryList": wire.Infer[rest.WebhookDeliveryList](),
+		"Webhook":             contract.Infer[rest.Webhook](),
+		"WebhookList":         contract.Infer[rest.WebhookList](),
+		"WebhookDelivery":     contract.Infer[rest.WebhookDelivery](),
+		"WebhookDeliveryList": contract.Infer[rest.WebhookDeliveryList](),
 		"Resolution":          resolutionSchema(),
-		"Backend":             wire.Infer[wire.Backend](),
+		"Backend":             contract.Infer[contract.Backend](),
 	} {
 		if err := described(name, s); err != nil {
 			return nil, err
@@ -107,11 +107,11 @@ func generateOpenAPI(raw []byte) ([]byte, error) {
 		"QueryFilter":           {Type: "string", MaxLength: jsonschema.Ptr(tickets.MaxQuery)},
 		"AssigneeFilter":        {Type: "string", MaxLength: jsonschema.Ptr(tickets.MaxAssignee)},
 		"LabelFilter":           {Type: "string", MaxLength: jsonschema.Ptr(tickets.MaxLabel)},
-		"OperationStatusFilter": {Type: "string", Enum: wire.StringEnum(wire.LedgerStatuses...)},
+		"OperationStatusFilter": {Type: "string", Enum: contract.StringEnum(contract.LedgerStatuses...)},
 		"TicketLimit": {Type: "integer", Minimum: jsonschema.Ptr(1.0), Maximum: jsonschema.Ptr(float64(tickets.MaxTicketLimit)),
 			Default: json.RawMessage(fmt.Sprint(tickets.DefaultTicketLimit))},
-		"TicketSort":   {Type: "string", Enum: wire.StringEnum(tickets.Sorts...)},
-		"TicketDetail": {Type: "string", Enum: []any{wire.DetailSummary, wire.DetailFull}, Default: json.RawMessage(`"` + wire.DetailFull + `"`)},
+		"TicketSort":   {Type: "string", Enum: contract.StringEnum(tickets.Sorts...)},
+		"TicketDetail": {Type: "string", Enum: []any{contract.DetailSummary, contract.DetailFull}, Default: json.RawMessage(`"` + contract.DetailFull + `"`)},
 	} {
 		if err := setSchema(param, s); err != nil {
 			return nil, err
@@ -126,8 +126,8 @@ func generateOpenAPI(raw []byte) ([]byte, error) {
 
 // newWebhookSchema is the registration body with its event vocabulary.
 func newWebhookSchema() *jsonschema.Schema {
-	s := wire.Infer[rest.NewWebhook]()
-	s.Properties["events"].Items.Enum = wire.StringEnum(webhooks.EventTypes...)
+	s := contract.Infer[rest.NewWebhook]()
+	s.Properties["events"].Items.Enum = contract.StringEnum(webhooks.EventTypes...)
 	return s
 }
 
@@ -146,8 +146,8 @@ func asJSON(s *jsonschema.Schema) (any, error) {
 
 // resolutionSchema is the resolve body with its outcome vocabulary.
 func resolutionSchema() *jsonschema.Schema {
-	s := wire.Infer[rest.Resolution]()
-	s.Properties["outcome"].Enum = wire.StringEnum(tickets.ResolveSucceeded, tickets.ResolveNotCreated)
+	s := contract.Infer[rest.Resolution]()
+	s.Properties["outcome"].Enum = contract.StringEnum(tickets.ResolveSucceeded, tickets.ResolveNotCreated)
 	s.Properties["reason"].MinLength, s.Properties["reason"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(tickets.MaxReason)
 	return s
 }

@@ -13,10 +13,10 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/rest"
 	"github.com/ticketd/ticketd/internal/webhooks"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 // loadOpenAPI parses the document the router embeds.
@@ -100,7 +100,7 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 	})
 	t.Run("SchemasMatchTheWireTypes", func(t *testing.T) {
 		for schema, v := range map[string]any{
-			"Ticket": wire.Ticket{}, "Project": wire.Project{}, "OperationStatus": wire.OperationStatus{},
+			"Ticket": contract.Ticket{}, "Project": contract.Project{}, "OperationStatus": contract.OperationStatus{},
 		} {
 			s, _ := deref(doc, map[string]any{"$ref": "#/components/schemas/" + schema}).(map[string]any)
 			props, _ := s["properties"].(map[string]any)

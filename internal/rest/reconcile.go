@@ -5,9 +5,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 // Resolution is the body of POST /api/v1/operations/{operation_id}/resolve:
@@ -44,7 +44,7 @@ func (a *api) reconcileOperation(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, id.String())
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.FromOperation(st))
+	writeJSON(w, http.StatusOK, contract.FromOperation(st, operationNextStep))
 }
 
 // resolveOperation is POST /api/v1/operations/{operation_id}/resolve
@@ -70,5 +70,5 @@ func (a *api) resolveOperation(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, echo)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.FromOperation(st))
+	writeJSON(w, http.StatusOK, contract.FromOperation(st, operationNextStep))
 }

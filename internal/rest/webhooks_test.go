@@ -39,7 +39,7 @@ func newWebhookEnv(tb testing.TB, d *db.DB) (*env, *webhooks.Service) {
 		defer cancel()
 		_ = hooks.Stop(ctx)
 	})
-	svc := tickets.NewService(d.Gorm, tickets.Options{Outbox: webhooks.TicketOutbox(hooks)})
+	svc := tickets.NewService(d.Gorm, tickets.Options{Outbox: webhooks.TicketOutbox(hooks), Deliveries: hooks})
 	ticketstest.SeedSupport(tb, svc, tenantA)
 	return serveEnv(tb, d, svc, hooks), hooks
 }

@@ -9,11 +9,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/server/servertest"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 // TestOneOperationAcrossTransports proves MCP and REST share one key space and
@@ -36,7 +36,7 @@ func TestOneOperationAcrossTransports(t *testing.T) {
 		}
 		created := servertest.Decode[mcptools.CreateTicketOut](t, res)
 
-		post := func(body string) (*http.Response, wire.Ticket) {
+		post := func(body string) (*http.Response, contract.Ticket) {
 			t.Helper()
 			req, err := http.NewRequest(http.MethodPost, env.URL+"/api/v1/tickets", strings.NewReader(body))
 			if err != nil {
@@ -50,7 +50,7 @@ func TestOneOperationAcrossTransports(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer resp.Body.Close()
-			var tk wire.Ticket
+			var tk contract.Ticket
 			_ = json.NewDecoder(resp.Body).Decode(&tk)
 			return resp, tk
 		}

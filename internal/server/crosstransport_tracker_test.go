@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/mcptools"
@@ -20,7 +21,6 @@ import (
 	"github.com/ticketd/ticketd/internal/tracker"
 	"github.com/ticketd/ticketd/internal/tracker/github"
 	"github.com/ticketd/ticketd/internal/tracker/githubtest"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 const trackerRepo = "acme/widgets"
@@ -47,7 +47,7 @@ func startTracker(t *testing.T, d *db.DB) *trackerEnv {
 	e := &trackerEnv{Env: env, gh: gh, tenant: tenant,
 		admin: env.Token(t, tenant, authn.ScopeRead, authn.ScopeWrite, authn.ScopeAdmin),
 		agent: env.Token(t, tenant, authn.ScopeRead, authn.ScopeWrite)}
-	var p wire.Project
+	var p contract.Project
 	e.rest(t, "POST", "/api/v1/projects", e.admin, "", map[string]any{"id": "widgets", "key": "WID", "name": "Widgets",
 		"backend": map[string]any{"kind": "github", "repository": trackerRepo, "api_url": apiURL, "token_env": "GH_TOKEN"}}, http.StatusCreated, &p)
 	if p.ID != "widgets" || strings.Contains(mustJSON(t, p), "ghp_cross") {
@@ -112,11 +112,11 @@ func (e *trackerEnv) marked(key string) []githubtest.Issue {
 
 // restUntilCreated retries POST /tickets with key until it answers a ticket,
 // failing on any answer that claims a clean failure meanwhile.
-func (e *trackerEnv) restUntilCreated(t *testing.T, key string, body map[string]any) (*http.Response, wire.Ticket) {
+func (e *trackerEnv) restUntilCreated(t *testing.T, key string, body map[string]any) (*http.Response, contract.Ticket) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		var tk wire.Ticket
+		var tk contract.Ticket
 		resp, raw := e.rest(t, "POST", "/api/v1/tickets", e.agent, key, body, 0, &tk)
 		switch resp.StatusCode {
 		case http.StatusCreated, http.StatusOK:
@@ -165,7 +165,7 @@ func TestTrackerBackedCreateAcrossTransports(t *testing.T) {
 				if n, m := e.gh.CreateRequests(), len(e.marked(key)); n != 1 || m != 1 {
 					t.Errorf("create requests %d, issues %d; want 1 and 1", n, m)
 				}
-				st := servertest.Decode[wire.OperationStatus](t, servertest.Call(t, cs, mcptools.ToolGetOperationStatus, map[string]any{"operation_id": key}))
+				st := servertest.Decode[contract.OperationStatus](t, servertest.Call(t, cs, mcptools.ToolGetOperationStatus, map[string]any{"operation_id": key}))
 				if st.Status != "succeeded" || st.Downstream == nil || st.Downstream.System != "github" || st.Downstream.Status != "succeeded" ||
 					st.Downstream.Attempts != 1 || st.Downstream.ExternalID != trackerRepo+"#1" || len(st.History) == 0 {
 					t.Errorf("get_operation_status = %+v", st)
@@ -214,7 +214,7 @@ func TestTrackerBackedCreateAcrossTransports(t *testing.T) {
 				t.Fatalf("after the settle window: ticket %+v; want the re-sent issue #2", tk)
 			}
 			e.gh.LagLists(0)
-			var st wire.OperationStatus
+			var st contract.OperationStatus
 			e.rest(t, "POST", "/api/v1/operations/"+key+"/reconcile", e.admin, "", nil, http.StatusOK, &st)
 			issues := e.marked(key)
 			if len(issues) != 2 || issues[0].State != "open" || issues[1].State != "closed" || !strings.Contains(issues[1].Comments[0].Body, "Duplicate of #1") {
@@ -251,7 +251,7 @@ func TestTrackerBackedCreateAcrossTransports(t *testing.T) {
 				}
 			}
 			e.rest(t, "POST", "/api/v1/operations/"+found+"/resolve", e.agent, "", map[string]any{"outcome": "succeeded", "external_id": "#1", "reason": "x"}, http.StatusForbidden, nil)
-			var st wire.OperationStatus
+			var st contract.OperationStatus
 			e.rest(t, "POST", "/api/v1/operations/"+found+"/resolve", e.admin, "", map[string]any{"outcome": "succeeded", "external_id": trackerRepo + "#1", "reason": "seen in the repository"}, http.StatusOK, &st)
 			last := st.History[len(st.History)-1]
 			if st.Status != "succeeded" || last.Kind != "resolved" || last.Actor == "ticketd" || !strings.Contains(last.Detail, "seen in the repository") {

@@ -119,8 +119,8 @@ func (s *Service) BulkUpdateTickets(ctx context.Context, c Caller, opID operatio
 			if len(changes) == 0 {
 				continue
 			}
-			err = s.enqueue(tx, OutboxTicketUpdated, t.eventID, id, tenant, next.UpdatedAt,
-				outboxData{Ticket: toOutboxTicket(next), Changes: outboxChanges(changes)})
+			err = s.enqueue(tx, WriteEvent{ID: t.eventID, Tenant: tenant, Kind: EventUpdated, OperationID: id,
+				At: next.UpdatedAt, Ticket: next, Changes: changes})
 			if err != nil {
 				return err
 			}

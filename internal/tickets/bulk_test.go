@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/db"
@@ -25,15 +24,11 @@ type countingOutbox struct {
 	ids []string
 }
 
-func (o *countingOutbox) Enqueue(_ *gorm.DB, ev tickets.OutboxEvent) error {
+func (o *countingOutbox) Enqueue(_ *gorm.DB, ev tickets.WriteEvent) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.ids = append(o.ids, ev.ID.String())
 	return nil
-}
-
-func (o *countingOutbox) Deliveries(context.Context, string, uuid.UUID) ([]tickets.Delivery, error) {
-	return nil, nil
 }
 
 func (o *countingOutbox) total(tb testing.TB) int {

@@ -122,10 +122,8 @@ func (s *Service) AddComment(ctx context.Context, c Caller, opID operations.ID, 
 		if added, now, err = insertComment(tx, tenant, author, id, commentID, eventID, t.ID, body); err != nil {
 			return err
 		}
-		return s.enqueue(tx, OutboxCommentCreated, eventID, id, tenant, added.CreatedAt, outboxData{
-			Ticket:  toOutboxTicket(now),
-			Comment: &outboxComment{ID: added.ID, Author: added.Author, Body: added.Body, CreatedAt: added.CreatedAt},
-		})
+		return s.enqueue(tx, WriteEvent{ID: eventID, Tenant: tenant, Kind: EventCommented, OperationID: id,
+			At: added.CreatedAt, Ticket: now, Comment: &added})
 	})
 	if err != nil {
 		return CommentResult{OperationID: id}, fmt.Errorf("add comment: %w", err)

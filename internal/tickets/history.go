@@ -228,6 +228,19 @@ func insertEvent(tx *gorm.DB, tenant string, e Event) error {
 	return nil
 }
 
+// enqueue hands a write's event to the outbox inside the write's
+// transaction; with no outbox it does nothing. A failure rolls the write
+// back: a committed write is always told.
+func (s *Service) enqueue(tx *gorm.DB, ev WriteEvent) error {
+	if s.outbox == nil {
+		return nil
+	}
+	if err := s.outbox.Enqueue(tx, ev); err != nil {
+		return fmt.Errorf("%w: enqueue %s event: %v", ErrUnavailable, ev.Kind, err)
+	}
+	return nil
+}
+
 func (s *Service) eventByID(ctx context.Context, tenant, id string) (Event, error) {
 	var row eventRow
 	err := s.db.WithContext(ctx).Where("tenant_id = ? AND id = ?", tenant, id).Take(&row).Error

@@ -2,13 +2,11 @@ package tickets_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/db"
@@ -20,24 +18,14 @@ import (
 // outboxFunc is an Outbox whose Enqueue runs a function inside the write's
 // transaction: the test's way to see a create's number before COMMIT, to
 // fail the write after the number was taken, or to hold it open.
-type outboxFunc func(ev tickets.OutboxEvent) error
+type outboxFunc func(ev tickets.WriteEvent) error
 
-func (f outboxFunc) Enqueue(_ *gorm.DB, ev tickets.OutboxEvent) error { return f(ev) }
-
-func (outboxFunc) Deliveries(context.Context, string, uuid.UUID) ([]tickets.Delivery, error) {
-	return nil, nil
-}
+func (f outboxFunc) Enqueue(_ *gorm.DB, ev tickets.WriteEvent) error { return f(ev) }
 
 // eventTicket reads the ticket's title and number from a created event.
-func eventTicket(tb testing.TB, ev tickets.OutboxEvent) (title string, number int64) {
+func eventTicket(tb testing.TB, ev tickets.WriteEvent) (title string, number int64) {
 	tb.Helper()
-	var data struct {
-		Ticket struct{ Title, Key string }
-	}
-	if err := json.Unmarshal(ev.Data, &data); err != nil {
-		tb.Fatalf("event data: %v", err)
-	}
-	return data.Ticket.Title, keyNumber(tb, data.Ticket.Key)
+	return ev.Ticket.Title, keyNumber(tb, ev.Ticket.Key)
 }
 
 func keyNumber(tb testing.TB, key string) int64 {
@@ -60,7 +48,7 @@ func TestRolledBackCreateNeverReusesItsNumber(t *testing.T) {
 	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
 		ctx := context.Background()
 		var failed int64
-		svc := tickets.NewService(d.Gorm, tickets.Options{Outbox: outboxFunc(func(ev tickets.OutboxEvent) error {
+		svc := tickets.NewService(d.Gorm, tickets.Options{Outbox: outboxFunc(func(ev tickets.WriteEvent) error {
 			if title, n := eventTicket(t, ev); title == "doomed" {
 				failed = n
 				return errors.New("outbox refused the event")
@@ -112,7 +100,7 @@ func TestCreatesInOneProjectDoNotWaitForEachOther(t *testing.T) {
 	d := dbtest.Postgres(t)
 	ctx := context.Background()
 	held, release := make(chan int64, 1), make(chan struct{})
-	svc := tickets.NewService(d.Gorm, tickets.Options{Outbox: outboxFunc(func(ev tickets.OutboxEvent) error {
+	svc := tickets.NewService(d.Gorm, tickets.Options{Outbox: outboxFunc(func(ev tickets.WriteEvent) error {
 		if title, n := eventTicket(t, ev); title == "held" {
 			held <- n
 			<-release

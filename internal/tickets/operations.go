@@ -74,8 +74,8 @@ func (s *Service) statusOf(ctx context.Context, tenant string, rec operations.Re
 		}
 		st.Approval = &a
 	}
-	if s.outbox != nil && rec.Status == operations.StatusSucceeded {
-		if st.Deliveries, err = s.outbox.Deliveries(ctx, tenant, id); err != nil {
+	if s.deliveries != nil && rec.Status == operations.StatusSucceeded {
+		if st.Deliveries, err = s.deliveries.OperationDeliveries(ctx, tenant, id); err != nil {
 			return OperationStatus{}, fmt.Errorf("%w: get operation: deliveries: %v", ErrUnavailable, err)
 		}
 	}

@@ -40,6 +40,9 @@ type Options struct {
 	// Outbox receives every write's event in the write's transaction; nil
 	// tells nobody.
 	Outbox Outbox
+	// Deliveries, when set, says in GetOperation what webhooks have been
+	// told of the operation's events.
+	Deliveries DeliveryLog
 	// CursorKey signs pagination cursors. Replicas behind one load balancer
 	// need the same key; empty means a random key per process.
 	CursorKey []byte
@@ -70,7 +73,9 @@ type Service struct {
 	cursors cursor.Codec
 	onWrite func(action string, replayed bool, err error)
 	outbox  Outbox
-	tracked TrackedOptions
+	// deliveries reads what webhooks were told; nil reports none.
+	deliveries DeliveryLog
+	tracked    TrackedOptions
 	// backends caches each project's backend (nil: local); a project's
 	// backend never changes once created.
 	backends sync.Map
@@ -84,7 +89,7 @@ func NewService(db *gorm.DB, opts Options) *Service {
 	if reads == nil {
 		reads = db
 	}
-	return &Service{db: db, reads: reads, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey), onWrite: opts.OnWrite, outbox: opts.Outbox,
+	return &Service{db: db, reads: reads, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey), onWrite: opts.OnWrite, outbox: opts.Outbox, deliveries: opts.Deliveries,
 		tracked: opts.Tracked.withDefaults(), approvals: opts.Approvals}
 }
 
@@ -150,7 +155,7 @@ func (s *Service) CreateTicket(ctx context.Context, c Caller, opID operations.ID
 		if created, err = insertTicket(tx, tenant, reporter, ticketID, eventID, id, n); err != nil {
 			return err
 		}
-		return s.enqueue(tx, OutboxTicketCreated, eventID, id, tenant, created.CreatedAt, outboxData{Ticket: toOutboxTicket(created)})
+		return s.enqueue(tx, WriteEvent{ID: eventID, Tenant: tenant, Kind: EventCreated, OperationID: id, At: created.CreatedAt, Ticket: created})
 	})
 	if err != nil {
 		return CreateResult{OperationID: id}, fmt.Errorf("create ticket: %w", err)

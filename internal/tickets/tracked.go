@@ -719,7 +719,8 @@ func (s *Service) succeed(ctx context.Context, key operations.Key, row downstrea
 			if err := setExternal(tx, key.Tenant, ticketID, extID, extURL); err != nil {
 				return err
 			}
-			if err := s.enqueue(tx, OutboxTicketCreated, eventID, key.OperationID, key.Tenant, created.CreatedAt, outboxData{Ticket: toOutboxTicket(created)}); err != nil {
+			if err := s.enqueue(tx, WriteEvent{ID: eventID, Tenant: key.Tenant, Kind: EventCreated, OperationID: key.OperationID,
+				At: created.CreatedAt, Ticket: created}); err != nil {
 				return err
 			}
 		} else if deref(row.ExternalID) != extID {

@@ -238,8 +238,8 @@ func (s *Service) UpdateTicket(ctx context.Context, c Caller, opID operations.ID
 		if err != nil {
 			return err
 		}
-		return s.enqueue(tx, OutboxTicketUpdated, eventID, id, tenant, res.Ticket.UpdatedAt,
-			outboxData{Ticket: toOutboxTicket(res.Ticket), Changes: outboxChanges(res.Changes)})
+		return s.enqueue(tx, WriteEvent{ID: eventID, Tenant: tenant, Kind: EventUpdated, OperationID: id,
+			At: res.Ticket.UpdatedAt, Ticket: res.Ticket, Changes: res.Changes})
 	})
 	if err != nil {
 		return UpdateResult{OperationID: id}, fmt.Errorf("update ticket %s: %w", t.Key, err)

@@ -24,7 +24,7 @@ func TestBulkUpdateIsOneEventPerChangedTicket(t *testing.T) {
 		hooks := newService(t, d, fastOptions(), true)
 		sub, secret := subscribe(t, hooks, rec.srv.URL+"/hooks")
 		rec.verifyWith(secret)
-		svc := ticketService(t, d, webhooks.TicketOutbox(hooks))
+		svc := ticketService(t, d, hooks, webhooks.TicketOutbox(hooks))
 		var refs []string
 		for range 3 {
 			res, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "alice"}, ticketstest.OpID(uuid.NewString()), tickets.NewTicket{ProjectID: "support", Title: "Printer on fire"})

@@ -2,26 +2,132 @@ package webhooks
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/riverqueue/river"
 	"gorm.io/gorm"
 
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
 // TicketOutbox returns s as the outbox of tickets.Service: every ticket
-// write's event is enqueued in the write's transaction, and the operation
-// views read its deliveries back.
+// write's event is enqueued in the write's transaction, named and shaped
+// here (ticketEvent).
 func TicketOutbox(s *Service) tickets.Outbox { return ticketOutbox{s} }
 
 type ticketOutbox struct{ s *Service }
 
-func (o ticketOutbox) Enqueue(tx *gorm.DB, ev tickets.OutboxEvent) error {
-	return o.s.Enqueue(tx, Event(ev))
+func (o ticketOutbox) Enqueue(tx *gorm.DB, ev tickets.WriteEvent) error {
+	e, err := ticketEvent(ev)
+	if err != nil {
+		return err
+	}
+	return o.s.Enqueue(tx, e)
 }
 
-func (o ticketOutbox) Deliveries(ctx context.Context, tenant string, operationID uuid.UUID) ([]tickets.Delivery, error) {
-	ds, err := o.s.DeliveriesFor(ctx, tenant, operationID)
+// eventTypes names each kind of ticket write's event (docs/contract.md#webhooks).
+var eventTypes = map[tickets.EventKind]string{
+	tickets.EventCreated:   TypeTicketCreated,
+	tickets.EventUpdated:   TypeTicketUpdated,
+	tickets.EventCommented: TypeCommentCreated,
+}
+
+// ticketData is an event's data: the ticket as the write left it, in the
+// shape the API answers with, plus what changed (ticket.updated) or the
+// comment (comment.created), in the API's shapes too.
+type ticketData struct {
+	Ticket  contract.Ticket            `json:"ticket"`
+	Changes map[string]contract.Change `json:"changes,omitempty"`
+	Comment *contract.Comment          `json:"comment,omitempty"`
+}
+
+// ticketEvent is a ticket write's event as the outbox stores and sends it.
+func ticketEvent(ev tickets.WriteEvent) (Event, error) {
+	typ, ok := eventTypes[ev.Kind]
+	if !ok {
+		return Event{}, fmt.Errorf("%w: no event type for a %q write", ErrInvalid, ev.Kind)
+	}
+	data := ticketData{Ticket: contract.FromTicket(ev.Ticket)}
+	if ev.Kind == tickets.EventUpdated {
+		data.Changes = contract.FromChanges(ev.Changes)
+	}
+	if ev.Comment != nil {
+		c := contract.FromComment(*ev.Comment)
+		data.Comment = &c
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return Event{}, fmt.Errorf("encode %s event: %w", typ, err)
+	}
+	return Event{ID: ev.ID, Tenant: ev.Tenant, Type: typ, OperationID: ev.OperationID, TicketID: ev.Ticket.ID,
+		OccurredAt: ev.At, Data: raw}, nil
+}
+
+// Enqueue writes ev to the outbox inside tx, the transaction of the write
+// that caused it: one pending delivery and one queued job per active
+// subscription of ev.Tenant that asked for ev.Type. Nothing is sent before
+// tx commits, and nothing ever if it rolls back. Errors: ErrInvalid,
+// ErrNoTransaction.
+func (s *Service) Enqueue(tx *gorm.DB, ev Event) error {
+	if err := ev.validate(); err != nil {
+		return err
+	}
+	sqlTx, err := sqlTxOf(tx)
+	if err != nil {
+		return err
+	}
+	var subs []subscriptionRow
+	err = tx.Session(&gorm.Session{NewDB: true}).Where("tenant_id = ? AND status = ?", ev.Tenant, SubscriptionActive).
+		Order("id").Limit(s.opts.MaxSubscriptions).Find(&subs).Error
+	if err != nil {
+		return fmt.Errorf("read webhooks of %s: %w", ev.Tenant, err)
+	}
+	body, err := ev.body()
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	var rows []deliveryRow
+	for _, sub := range subs {
+		sd, err := sub.domain()
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(sd.Events, ev.Type) {
+			continue
+		}
+		rows = append(rows, deliveryRow{
+			TenantID: ev.Tenant, ID: uuid.Must(uuid.NewV7()), SubscriptionID: sub.ID, WebhookID: ev.ID,
+			EventType: ev.Type, OperationID: nullUUID(ev.OperationID), TicketID: nullUUID(ev.TicketID),
+			Payload: string(body), Status: StatusPending, CreatedAt: now, UpdatedAt: now,
+		})
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	if err := tx.Session(&gorm.Session{NewDB: true}).Create(&rows).Error; err != nil {
+		return fmt.Errorf("insert webhook deliveries: %w", err)
+	}
+	jobs := make([]river.InsertManyParams, len(rows))
+	for i, r := range rows {
+		jobs[i] = river.InsertManyParams{Args: deliveryArgs{Tenant: r.TenantID, DeliveryID: r.ID, SubscriptionID: r.SubscriptionID}, InsertOpts: s.insertOpts()}
+	}
+	if _, err := s.client.InsertManyTx(tx.Statement.Context, sqlTx, jobs); err != nil {
+		return fmt.Errorf("queue webhook deliveries: %w", err)
+	}
+	return nil
+}
+
+// OperationDeliveries says what registered webhooks have been told of one
+// operation's events, one entry per delivery: s is tickets.Service's
+// DeliveryLog.
+func (s *Service) OperationDeliveries(ctx context.Context, tenant string, operationID uuid.UUID) ([]tickets.Delivery, error) {
+	ds, err := s.DeliveriesFor(ctx, tenant, operationID)
 	if err != nil {
 		return nil, err
 	}
@@ -30,4 +136,14 @@ func (o ticketOutbox) Deliveries(ctx context.Context, tenant string, operationID
 		out[i] = tickets.Delivery{WebhookID: d.SubscriptionID, Status: d.Status, Attempts: d.Attempts, LastError: d.LastError}
 	}
 	return out, nil
+}
+
+// PendingDeliveries counts the deliveries of every tenant still waiting in
+// the outbox, for the ticketd_outbox_pending gauge.
+func PendingDeliveries(ctx context.Context, db *gorm.DB) (int64, error) {
+	var n int64
+	if err := db.WithContext(ctx).Model(&deliveryRow{}).Where("status = ?", StatusPending).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("count pending webhook deliveries: %w", err)
+	}
+	return n, nil
 }

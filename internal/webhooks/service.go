@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -192,61 +191,6 @@ func (s *Service) Stop(ctx context.Context) error {
 		if err := s.client.StopAndCancel(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("stop webhook workers: %w", err)
 		}
-	}
-	return nil
-}
-
-// Enqueue writes ev to the outbox inside tx, the transaction of the write
-// that caused it: one pending delivery and one queued job per active
-// subscription of ev.Tenant that asked for ev.Type. Nothing is sent before
-// tx commits, and nothing ever if it rolls back. Errors: ErrInvalid,
-// ErrNoTransaction.
-func (s *Service) Enqueue(tx *gorm.DB, ev Event) error {
-	if err := ev.validate(); err != nil {
-		return err
-	}
-	sqlTx, err := sqlTxOf(tx)
-	if err != nil {
-		return err
-	}
-	var subs []subscriptionRow
-	err = tx.Session(&gorm.Session{NewDB: true}).Where("tenant_id = ? AND status = ?", ev.Tenant, SubscriptionActive).
-		Order("id").Limit(s.opts.MaxSubscriptions).Find(&subs).Error
-	if err != nil {
-		return fmt.Errorf("read webhooks of %s: %w", ev.Tenant, err)
-	}
-	body, err := ev.body()
-	if err != nil {
-		return err
-	}
-	now := time.Now().UTC()
-	var rows []deliveryRow
-	for _, sub := range subs {
-		sd, err := sub.domain()
-		if err != nil {
-			return err
-		}
-		if !slices.Contains(sd.Events, ev.Type) {
-			continue
-		}
-		rows = append(rows, deliveryRow{
-			TenantID: ev.Tenant, ID: uuid.Must(uuid.NewV7()), SubscriptionID: sub.ID, WebhookID: ev.ID,
-			EventType: ev.Type, OperationID: nullUUID(ev.OperationID), TicketID: nullUUID(ev.TicketID),
-			Payload: string(body), Status: StatusPending, CreatedAt: now, UpdatedAt: now,
-		})
-	}
-	if len(rows) == 0 {
-		return nil
-	}
-	if err := tx.Session(&gorm.Session{NewDB: true}).Create(&rows).Error; err != nil {
-		return fmt.Errorf("insert webhook deliveries: %w", err)
-	}
-	jobs := make([]river.InsertManyParams, len(rows))
-	for i, r := range rows {
-		jobs[i] = river.InsertManyParams{Args: deliveryArgs{Tenant: r.TenantID, DeliveryID: r.ID, SubscriptionID: r.SubscriptionID}, InsertOpts: s.insertOpts()}
-	}
-	if _, err := s.client.InsertManyTx(tx.Statement.Context, sqlTx, jobs); err != nil {
-		return fmt.Errorf("queue webhook deliveries: %w", err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -13,18 +14,21 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/examples/webhook-receiver/receiver"
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 	"github.com/ticketd/ticketd/internal/webhooks"
 )
 
-// ticketService returns the real ticket service writing its events to out,
-// with project "support" (SUP) for the test tenant.
-func ticketService(tb testing.TB, d *db.DB, out tickets.Outbox) *tickets.Service {
+// ticketService returns the real ticket service writing its events to out
+// and reading their deliveries from hooks, with project "support" (SUP) for
+// the test tenant.
+func ticketService(tb testing.TB, d *db.DB, hooks *webhooks.Service, out tickets.Outbox) *tickets.Service {
 	tb.Helper()
-	svc := tickets.NewService(d.Gorm, tickets.Options{Outbox: out})
+	svc := tickets.NewService(d.Gorm, tickets.Options{Outbox: out, Deliveries: hooks})
 	ticketstest.SeedSupport(tb, svc, tenant)
 	return svc
 }
@@ -45,7 +49,7 @@ func TestTicketWritesAreDeliveredSignedWithTheirEventID(t *testing.T) {
 			got = append(got, ev)
 			return nil
 		}
-		svc := ticketService(t, d, webhooks.TicketOutbox(hooks))
+		svc := ticketService(t, d, hooks, webhooks.TicketOutbox(hooks))
 
 		created, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "alice"}, ticketstest.OpID(uuid.NewString()), tickets.NewTicket{ProjectID: "support", Title: "Printer on fire"})
 		if err != nil {
@@ -123,7 +127,7 @@ type failingOutbox struct{ tickets.Outbox }
 
 var errAfterEnqueue = errors.New("failed after enqueue")
 
-func (o failingOutbox) Enqueue(tx *gorm.DB, ev tickets.OutboxEvent) error {
+func (o failingOutbox) Enqueue(tx *gorm.DB, ev tickets.WriteEvent) error {
 	if err := o.Outbox.Enqueue(tx, ev); err != nil {
 		return err
 	}
@@ -137,7 +141,7 @@ func TestRolledBackTicketWriteEnqueuesNothing(t *testing.T) {
 		rec := newRecorder(t)
 		hooks := newService(t, d, fastOptions(), false)
 		subscribe(t, hooks, rec.srv.URL+"/hooks")
-		svc := ticketService(t, d, failingOutbox{webhooks.TicketOutbox(hooks)})
+		svc := ticketService(t, d, hooks, failingOutbox{webhooks.TicketOutbox(hooks)})
 
 		_, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "alice"}, ticketstest.OpID(uuid.NewString()), tickets.NewTicket{ProjectID: "support", Title: "Printer on fire"})
 		if !errors.Is(err, tickets.ErrUnavailable) {
@@ -153,6 +157,65 @@ func TestRolledBackTicketWriteEnqueuesNothing(t *testing.T) {
 		}
 		if jobs := dbtest.CountRows(t, d, "river_job", ""); jobs != 0 {
 			t.Errorf("river jobs after rollback: %d, want 0", jobs)
+		}
+	})
+}
+
+// TestWebhookTicketIsTheAPITicket checks that a receiver reads a ticket and
+// a comment exactly as the API answers them (contract.FromTicket and
+// FromComment): an unassigned ticket's assignee is there as null, not left
+// out, as the webhook's own ticket shape once did.
+func TestWebhookTicketIsTheAPITicket(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		rec := newRecorder(t)
+		hooks := newService(t, d, fastOptions(), true)
+		_, secret := subscribe(t, hooks, rec.srv.URL+"/hooks")
+		ref := rec.verifyWith(secret)
+		var mu sync.Mutex
+		got := map[string]json.RawMessage{}
+		ref.Act = func(ev receiver.Event) error {
+			mu.Lock()
+			defer mu.Unlock()
+			got[ev.Type] = ev.Data
+			return nil
+		}
+		svc := ticketService(t, d, hooks, webhooks.TicketOutbox(hooks))
+		created, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "alice"}, operations.NewID(), tickets.NewTicket{ProjectID: "support", Title: "Printer on fire"})
+		if err != nil {
+			t.Fatalf("create: %v", err)
+		}
+		commented, err := svc.AddComment(ctx, tickets.Caller{Tenant: tenant, Subject: "bob"}, operations.NewID(), created.Ticket.Key, "on it")
+		if err != nil {
+			t.Fatalf("comment: %v", err)
+		}
+		for _, op := range []uuid.UUID{created.OperationID, commented.OperationID} {
+			waitStatus(t, hooks, op, webhooks.StatusDelivered)
+		}
+		apiTicket, err := json.Marshal(contract.FromTicket(created.Ticket))
+		if err != nil {
+			t.Fatal(err)
+		}
+		apiComment, err := json.Marshal(contract.FromComment(commented.Comment))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for typ, data := range got {
+			if ticket := mustField(t, data, "ticket"); string(ticket) != string(apiTicket) {
+				t.Errorf("%s ticket = %s\nthe API's = %s", typ, ticket, apiTicket)
+			}
+		}
+		if comment := mustField(t, got[webhooks.TypeCommentCreated], "comment"); string(comment) != string(apiComment) {
+			t.Errorf("comment.created comment = %s\nthe API's = %s", comment, apiComment)
+		}
+		if a := mustField(t, got[webhooks.TypeTicketCreated], "ticket"); !strings.Contains(string(a), `"assignee":null`) {
+			t.Errorf("unassigned ticket in ticket.created = %s; want \"assignee\":null", a)
+		}
+		if len(got) != 2 {
+			t.Errorf("receiver got %d event types, want ticket.created and comment.created", len(got))
 		}
 	})
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/webhooks/ssrf"
 )
 
@@ -213,11 +214,12 @@ type NewSubscription struct {
 	Description string
 }
 
-// Delivery statuses.
+// Delivery statuses: the contract's vocabulary (contract.DeliveryStatuses),
+// which operation statuses and the REST deliveries show as stored.
 const (
-	StatusPending   = "pending"
-	StatusDelivered = "delivered"
-	StatusFailed    = "failed"
+	StatusPending   = contract.DeliveryPending
+	StatusDelivered = contract.DeliveryDelivered
+	StatusFailed    = contract.DeliveryFailed
 )
 
 // Attempt outcomes.

@@ -5,6 +5,7 @@
 package servertest
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -24,10 +25,14 @@ import (
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
+	"github.com/ticketd/ticketd/internal/webhooks"
 )
 
 // Issuer is the issuer every Env's verifier accepts.
 const Issuer = "https://issuer.test"
+
+// Secret signs the tokens every Env's verifier accepts (Verifier, Mint).
+var Secret = []byte("servertest-secret-of-at-least-32-bytes!")
 
 // CallTimeout bounds each MCP call a helper makes, so a hung server fails
 // the test instead of stalling the run.
@@ -35,12 +40,13 @@ const CallTimeout = 30 * time.Second
 
 // Env is one running ticketd HTTP server.
 type Env struct {
-	// URL is the server's origin (its PublicURL); Endpoint is URL+"/mcp",
-	// also every token's audience.
-	URL, Endpoint string
-	DB            *db.DB
-	Service       *tickets.Service
-	// Secret signs tokens the verifier accepts.
+	// URL is where the server listens, its PublicURL unless
+	// Options.PublicURL named another; Endpoint is URL+"/mcp". Audience is
+	// PublicURL+"/mcp", every token's audience.
+	URL, Endpoint, Audience string
+	DB                      *db.DB
+	Service                 *tickets.Service
+	// Secret signs tokens the verifier accepts (the package's Secret).
 	Secret []byte
 	// Metrics are the server's, served at URL+"/metrics"; Service reports
 	// its writes to them.
@@ -62,6 +68,16 @@ type Options struct {
 	Tracked tickets.TrackedOptions
 	// AuthorizationServers is server.Config.AuthorizationServers.
 	AuthorizationServers []string
+	// PublicURL, when set, is the origin the server says it is at (so the
+	// tokens' audience) instead of its listening address; list the address
+	// in Edge.AllowedHosts for the server to answer requests made to it.
+	PublicURL string
+	// Service, when set, is served instead of the one Start builds; its
+	// writes reach Metrics only if it was built to report them
+	// (server.ObserveWrites), and Approval and Tracked do not apply to it.
+	Service *tickets.Service
+	// Webhooks serves the REST webhook routes; nil leaves them out.
+	Webhooks *webhooks.Service
 	// Approval, when set, gates the service's writes behind approvals
 	// (docs/contract.md#approval); its PageURL defaults to the Env's console. Nil: nobody
 	// is asked, as every test that is not about approval wants.
@@ -91,12 +107,16 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 		gate = approval.New(d.Gorm, ao)
 		svcOpts.Approvals = gate
 	}
+	public := cmp.Or(opts.PublicURL, base)
 	e := &Env{
-		URL: base, Endpoint: base + server.MCPPath, DB: d,
-		Service:   tickets.NewService(d.Gorm, svcOpts),
-		Secret:    []byte("servertest-secret-of-at-least-32-bytes!"),
+		URL: base, Endpoint: base + server.MCPPath, Audience: public + server.MCPPath, DB: d,
+		Service:   opts.Service,
+		Secret:    Secret,
 		Metrics:   metrics,
 		Approvals: gate,
+	}
+	if e.Service == nil {
+		e.Service = tickets.NewService(d.Gorm, svcOpts)
 	}
 	ready := opts.Ready
 	if ready == nil {
@@ -108,16 +128,10 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 			return sqlDB.PingContext(ctx)
 		}
 	}
-	v, err := authn.NewVerifier(context.Background(), authn.Config{
-		Issuer: Issuer, Audience: e.Endpoint, HS256Secret: e.Secret,
-	})
-	if err != nil {
-		tb.Fatalf("servertest: verifier: %v", err)
-	}
 	h, err := server.New(server.Config{
-		Service: e.Service, Verifier: v, PublicURL: base, Issuer: Issuer, Logger: opts.Logger,
+		Service: e.Service, Verifier: Verifier(tb, e.Audience), PublicURL: public, Issuer: Issuer, Logger: opts.Logger,
 		Ready: ready, Metrics: metrics, Edge: opts.Edge, AuthorizationServers: opts.AuthorizationServers,
-		ConsoleSessions: console.NewSessions(d.Gorm),
+		ConsoleSessions: console.NewSessions(d.Gorm), Webhooks: opts.Webhooks,
 	})
 	if err != nil {
 		tb.Fatalf("servertest: server.New: %v", err)
@@ -133,7 +147,7 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 func (e *Env) Token(tb testing.TB, tenant string, scopes ...string) string {
 	tb.Helper()
 	return e.Mint(tb, authn.TokenRequest{
-		Issuer: Issuer, Audience: e.Endpoint, Tenant: tenant, Subject: "agent", Scopes: scopes, TTL: time.Hour,
+		Issuer: Issuer, Audience: e.Audience, Tenant: tenant, Subject: "agent", Scopes: scopes, TTL: time.Hour,
 	}, time.Now())
 }
 
@@ -141,11 +155,29 @@ func (e *Env) Token(tb testing.TB, tenant string, scopes ...string) string {
 // are deliberately wrong (expired, another audience or issuer).
 func (e *Env) Mint(tb testing.TB, req authn.TokenRequest, now time.Time) string {
 	tb.Helper()
-	tok, err := authn.MintHS256(e.Secret, req, now)
+	return Mint(tb, req, now)
+}
+
+// Mint signs req with Secret as issued at now: with Issuer and the
+// verifier's audience, a token Verifier accepts.
+func Mint(tb testing.TB, req authn.TokenRequest, now time.Time) string {
+	tb.Helper()
+	tok, err := authn.MintHS256(Secret, req, now)
 	if err != nil {
 		tb.Fatalf("servertest: mint token: %v", err)
 	}
 	return tok
+}
+
+// Verifier accepts the tokens Mint signs for Issuer and audience, for tests
+// that serve one handler (the console, the REST router) without Start.
+func Verifier(tb testing.TB, audience string) *authn.Verifier {
+	tb.Helper()
+	v, err := authn.NewVerifier(context.Background(), authn.Config{Issuer: Issuer, Audience: audience, HS256Secret: Secret})
+	if err != nil {
+		tb.Fatalf("servertest: verifier: %v", err)
+	}
+	return v
 }
 
 // Connect opens an MCP client session to the Env's endpoint as token.

@@ -1,4 +1,4 @@
-package wire
+package contract
 
 import (
 	"github.com/google/jsonschema-go/jsonschema"
@@ -20,7 +20,7 @@ type BulkUpdateFields struct {
 	RemoveLabels []string         `json:"remove_labels,omitempty"`
 }
 
-// Bulk is the one mapping from the wire fields to the domain's bulk update.
+// Bulk is the one mapping from the contract's fields to the domain's bulk update.
 func (f BulkUpdateFields) Bulk() tickets.BulkUpdate {
 	u := TicketUpdateFields{Priority: f.Priority, Status: f.Status, Assignee: f.Assignee,
 		AddLabels: f.AddLabels, RemoveLabels: f.RemoveLabels}.Update(nil)

@@ -1,4 +1,4 @@
-package wire
+package contract
 
 import (
 	"encoding/json"
@@ -24,7 +24,7 @@ type TicketFields struct {
 	Labels      []string `json:"labels,omitempty"`
 }
 
-// NewTicket is the one mapping from the wire fields to the domain's input.
+// NewTicket is the one mapping from the contract's fields to the domain's input.
 func (f TicketFields) NewTicket() tickets.NewTicket {
 	return tickets.NewTicket{
 		ProjectID: f.ProjectID, Title: f.Title, Description: f.Description,
@@ -159,8 +159,19 @@ func ConstrainOperationStatus(s *jsonschema.Schema, statuses ...string) {
 // DownstreamStatuses are the statuses of an operation's effect in a tracker.
 var DownstreamStatuses = []string{tickets.DownstreamPending, tickets.DownstreamSucceeded, tickets.DownstreamUnknown, tickets.DownstreamFailed}
 
+// The statuses a webhook delivery can have. The contract declares them
+// because internal/webhooks, which stores them, speaks the contract (its
+// payloads carry Ticket) and so cannot be imported here; webhooks spells
+// its statuses with these. The other vocabularies come from their owners
+// (tickets, operations), which the contract imports.
+const (
+	DeliveryPending   = "pending"
+	DeliveryDelivered = "delivered"
+	DeliveryFailed    = "failed"
+)
+
 // DeliveryStatuses are the statuses a webhook delivery can have.
-var DeliveryStatuses = []string{"pending", "delivered", "failed"}
+var DeliveryStatuses = []string{DeliveryPending, DeliveryDelivered, DeliveryFailed}
 
 // LedgerStatuses are the statuses an operation record can have.
 var LedgerStatuses = []string{

@@ -1,6 +1,11 @@
-// Package wire holds the JSON shapes that both transports return, so a
-// ticket or an operation status reads the same over MCP and over REST.
-package wire
+// Package contract is the public contract both transports speak
+// (docs/contract.md): the shapes MCP and REST return (ticket, comment,
+// event, operation status) and accept (TicketFields, TicketUpdateFields,
+// CommentFields, BulkUpdateFields), their JSON Schemas, and the closed
+// vocabularies they declare, so a ticket reads the same over MCP, over REST
+// and in a webhook's payload. What a transport says in its own words (next
+// steps, tool descriptions) stays in that transport.
+package contract
 
 import (
 	"time"
@@ -181,12 +186,17 @@ type Delivery struct {
 	LastError string `json:"last_error,omitempty" jsonschema:"why the last attempt did not deliver"`
 }
 
-// FromOperation converts the service's answer for a recorded operation.
-func FromOperation(st tickets.OperationStatus) OperationStatus {
+// NextStep says what to do about an operation of action in status s, in a
+// transport's own words (the MCP tools' names, or REST's requests).
+type NextStep func(action string, s operations.Status) string
+
+// FromOperation converts the service's answer for a recorded operation; next
+// writes its next_step.
+func FromOperation(st tickets.OperationStatus, next NextStep) OperationStatus {
 	r := st.Record
 	out := OperationStatus{
 		OperationID: r.OperationID.String(), Action: r.Action, Status: string(r.Status), Error: r.Error,
-		CreatedAt: &r.CreatedAt, UpdatedAt: &r.UpdatedAt, NextStep: nextStep(r.Action, r.Status),
+		CreatedAt: &r.CreatedAt, UpdatedAt: &r.UpdatedAt, NextStep: next(r.Action, r.Status),
 		Version: st.Version,
 	}
 	switch {
@@ -222,38 +232,17 @@ func FromOperation(st tickets.OperationStatus) OperationStatus {
 	return out
 }
 
-// OperationNotFound is the status of an operation ID that nothing ran
-// under, for any action: the lookup is by ID alone, so it names none.
-func OperationNotFound(operationID string) OperationStatus {
-	return OperationStatus{
-		OperationID: operationID, Status: StatusNotFound,
-		NextStep: "Nothing ran under this operation_id for your tenant: no ticket was created, updated or commented on with it. It is safe to make the call you intended (create_ticket, update_ticket or add_comment) with this operation_id now.",
-	}
-}
-
-// nextStep says what to do about an operation of action in status s, in
-// the words of that action.
-func nextStep(action string, s operations.Status) string {
-	done, verb := "The operation took effect", action
+// Done says what a succeeded operation of action did, naming the fields
+// of OperationStatus that show it; each transport's NextStep goes on from
+// it.
+func Done(action string) string {
 	switch action {
 	case tickets.ActionCreateTicket:
-		done = "The ticket was created (see ticket_id)"
+		return "The ticket was created (see ticket_id)"
 	case tickets.ActionUpdateTicket:
-		done = "The update was applied (version is the version it produced; the ticket may have changed since)"
+		return "The update was applied (version is the version it produced; the ticket may have changed since)"
 	case tickets.ActionAddComment:
-		done = "The comment was added (see comment_id)"
+		return "The comment was added (see comment_id)"
 	}
-	if verb == "" {
-		verb = "the call"
-	}
-	switch s {
-	case operations.StatusSucceeded:
-		return done + "; do not make it again. Retrying " + verb + " with the same operation_id and input returns this outcome and changes nothing."
-	case operations.StatusPending:
-		return "The operation is still running; check again in a moment with the same operation_id."
-	case operations.StatusFailed:
-		return "The operation was rejected for the reason in error; it changed nothing."
-	default:
-		return "The outcome is not known yet; check again shortly, or retry " + verb + " with the same operation_id and input (never a new one)."
-	}
+	return "The operation took effect"
 }

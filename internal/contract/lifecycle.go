@@ -1,4 +1,4 @@
-package wire
+package contract
 
 import (
 	"time"
@@ -21,7 +21,7 @@ type TicketUpdateFields struct {
 	RemoveLabels []string `json:"remove_labels,omitempty"`
 }
 
-// Update is the one mapping from the wire fields to the domain's update.
+// Update is the one mapping from the contract's fields to the domain's update.
 func (f TicketUpdateFields) Update(ifVersion *int64) tickets.TicketUpdate {
 	u := tickets.TicketUpdate{
 		IfVersion: ifVersion, Title: f.Title, Description: f.Description, Assignee: f.Assignee,
