@@ -17,10 +17,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ticketd/ticketd/internal/approval"
+	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
-	"github.com/ticketd/ticketd/internal/wire"
 )
 
 // The package's tests validate every structured result any tool answers
@@ -222,9 +222,9 @@ func TestRicherResultsFitTheirSchemas(t *testing.T) {
 		Labels: []string{"hardware"}, Reporter: "agent", CreatedAt: now, UpdatedAt: now,
 		ExternalID: "acme/support#12", ExternalURL: "https://github.com/acme/support/issues/12",
 	}
-	full := wire.FromTicket(tk)
+	full := contract.FromTicket(tk)
 	opID := uuid.Must(uuid.NewV7())
-	changes := wire.FromChanges(tickets.Changes{"title": {From: "Printer", To: "Printer on fire"}})
+	changes := contract.FromChanges(tickets.Changes{"title": {From: "Printer", To: "Printer on fire"}})
 	check := func(tool string, isError bool, v any) {
 		t.Helper()
 		b, err := json.Marshal(v)
@@ -239,12 +239,12 @@ func TestRicherResultsFitTheirSchemas(t *testing.T) {
 
 	check(ToolCreateTicket, false, ok(CreateTicketOut{OperationID: opID.String(), Status: "succeeded", TicketID: full.ID, Ticket: full}))
 	check(ToolGetTicket, false, ok(GetTicketOut{Ticket: full}))
-	check(ToolListTickets, false, ok(ListTicketsOut{Tickets: []any{wire.SummaryOf(tk), full}, NextCursor: "next"}))
+	check(ToolListTickets, false, ok(ListTicketsOut{Tickets: []any{contract.SummaryOf(tk), full}, NextCursor: "next"}))
 	check(ToolUpdateTicket, false, ok(UpdateTicketOut{OperationID: opID.String(), Status: "succeeded", TicketID: full.ID,
 		Version: tk.Version, Changes: changes, Ticket: full}))
 	check(ToolBulkUpdateTickets, false, ok(BulkUpdateTicketsOut{OperationID: opID.String(), Status: "succeeded",
-		Tickets: []wire.BulkItem{{TicketID: full.ID, Key: full.Key, Version: tk.Version, Changes: changes, Ticket: full}}}))
-	check(ToolListComments, false, ok(ListCommentsOut{Comments: []wire.Comment{}, NextCursor: "next"}))
+		Tickets: []contract.BulkItem{{TicketID: full.ID, Key: full.Key, Version: tk.Version, Changes: changes, Ticket: full}}}))
+	check(ToolListComments, false, ok(ListCommentsOut{Comments: []contract.Comment{}, NextCursor: "next"}))
 	next := now.Add(time.Minute)
 	for _, status := range []operations.Status{operations.StatusPending, operations.StatusSucceeded, operations.StatusFailed, operations.StatusUnknown} {
 		st := tickets.OperationStatus{
@@ -261,7 +261,7 @@ func TestRicherResultsFitTheirSchemas(t *testing.T) {
 		if status == operations.StatusFailed {
 			st.Record.Error = "the tracker refused the issue"
 		}
-		check(ToolGetOperationStatus, false, ok(wire.FromOperation(st)))
+		check(ToolGetOperationStatus, false, ok(contract.FromOperation(st, operationNextStep)))
 	}
 
 	// Errors: every code for every tool, then the members only some
