@@ -3,6 +3,7 @@ package operations
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -11,13 +12,18 @@ import (
 // tenant's records: the tenant is part of the key.
 func (l *Ledger) Lookup(ctx context.Context, key Key) (Record, error) {
 	rec, _, err := l.lookup(ctx, key, Replay{})
+	if errors.Is(err, ErrNotFound) {
+		return Record{}, fmt.Errorf("%w (key %s)", ErrNotFound, key)
+	}
 	return rec, err
 }
 
 // lookup reads key's record and, when replay names a result and the
 // record succeeded, that result's row into replay.Into, in one query; it
 // reports whether the row was read. The columns are scanned by hand: GORM's
-// reflective Scan was most of a replay's allocations in the store.
+// reflective Scan was most of a replay's allocations in the store. A
+// missing record is the bare ErrNotFound: every fresh write meets it, and
+// RunReplaying only tests for it.
 func (l *Ledger) lookup(ctx context.Context, key Key, replay Replay) (Record, bool, error) {
 	var (
 		row  record
@@ -39,7 +45,7 @@ func (l *Ledger) lookup(ctx context.Context, key Key, replay Replay) (Record, bo
 		if err := rows.Err(); err != nil {
 			return Record{}, false, fmt.Errorf("%w: look up operation: %v", ErrUnavailable, err)
 		}
-		return Record{}, false, fmt.Errorf("%w (key %s)", ErrNotFound, key)
+		return Record{}, false, ErrNotFound
 	}
 	dest := []any{&row.Fingerprint, &row.Status, &row.ResultID, &row.Error, &row.ApprovalID, &row.CreatedAt, &row.UpdatedAt}
 	var found bool
