@@ -131,3 +131,42 @@ start
 "$LOAD" -url "$URL" -token "$TOK_B" -workers 1 -requests 20 -retry-ratio 0 >/dev/null # B has tickets to list
 tenant_b alone create_ticket '{}'
 tenant_b alone list_tickets '{"limit":20}'
+
+echo "-- tenant A floods with 400 creators"
+attack flood -workers 400 -duration 25s -retry-ratio 0
+FLOOD=$ATTACK
+sleep 5
+tenant_b flood create_ticket '{}'
+for _ in $(seq 3); do curl -s -o /dev/null -w "   readyz under the flood: %{http_code} in %{time_total}s\n" "http://127.0.0.1:$PORT/readyz"; done
+attack_ran flood "$FLOOD"
+
+echo "-- tenant A runs 64 hostile lists (limit 100 of its large tickets)"
+attack lists -workers 64 -duration 20s -timeout 30s -tool list_tickets -args '{"limit":100}'
+LISTS=$ATTACK
+sleep 5
+tenant_b lists list_tickets '{"limit":20}'
+attack_ran lists "$LISTS"
+
+echo "-- tenant A stalls 104 uploads at 1 KiB/s"
+head -c $((256 << 10)) /dev/zero | tr '\0' ' ' >"$WORK/big.json"
+head -c $((8 << 10)) /dev/zero | tr '\0' ' ' >"$WORK/small.json"
+for i in $(seq 104); do
+	body=$WORK/big.json; [ "$i" -gt 64 ] && body=$WORK/small.json
+	curl -s -o /dev/null --limit-rate 1k --max-time 60 -X POST -H "Authorization: Bearer $TOK_A" -H "Content-Type: application/json" \
+		-H "Accept: application/json, text/event-stream" --data-binary @"$body" "$URL" &
+	STALLS+=($!)
+done
+sleep 3
+held=0
+for p in "${STALLS[@]}"; do kill -0 "$p" 2>/dev/null && held=$((held + 1)); done
+[ "$held" -gt 0 ] || fail "no stalled upload was still held when tenant B started"
+echo "   A stalls: $held of 104 uploads still sending (the rest refused at A's own cap)"
+tenant_b stalls create_ticket '{}'
+tenant_b stalls list_tickets '{"limit":20}'
+curl -s -o /dev/null -w "   readyz under the stalls: %{http_code}\n" "http://127.0.0.1:$PORT/readyz"
+for p in "${STALLS[@]}"; do kill "$p" 2>/dev/null || true; done
+STALLS=()
+
+echo "== tenant B's p50 under each attack, against alone (goal: within 3x)"
+echo "   create_ticket: alone $(p50 alone create_ticket) ms; flood $(p50 flood create_ticket) ms ($(ratio flood create_ticket)); stalls $(p50 stalls create_ticket) ms ($(ratio stalls create_ticket))"
+echo "   list_tickets:  alone $(p50 alone list_tickets) ms; hostile lists $(p50 lists list_tickets) ms ($(ratio lists list_tickets)); stalls $(p50 stalls list_tickets) ms ($(ratio stalls list_tickets))"

@@ -75,6 +75,7 @@ type config struct {
 	AllowedOrigins []string
 	AllowedHosts   []string
 	Limits         limits.Config
+	WorkSlots      int // 0: derived (limits.WorkSlotsFor)
 	ReadOnly       bool
 
 	// Approval (docs/contract.md#approval), parsed and checked by approvalOptions().
@@ -144,6 +145,7 @@ var settings = []setting{
 	{groupEdge, "TICKETD_RATE_LIMIT_READS", "rate-limit-reads", "200", "reads per second per tenant (0 = no limit)", func(c *config) decoder { return rateInto(&c.Limits.ReadsPerSecond) }},
 	{groupEdge, "TICKETD_RATE_LIMIT_BURST", "rate-limit-burst", "0", "requests a tenant may send at once above its rate (0 = twice the rate)", func(c *config) decoder { return atLeastInto(&c.Limits.Burst, 0) }},
 	{groupEdge, "TICKETD_TENANT_CONCURRENCY", "tenant-concurrency", "", "requests in flight per tenant, below the database pool (default three quarters of it: 15 on PostgreSQL, 3 on SQLite)", func(c *config) decoder { return concurrencyInto(&c.Limits.Concurrency) }},
+	{groupEdge, "TICKETD_WORK_SLOTS", "work-slots", "0", "the `count` of writes and list pages run at once across all tenants, shared out in turn (0 = two per core, below the database pool)", func(c *config) decoder { return atLeastInto(&c.WorkSlots, 0) }},
 	{groupApprove, "TICKETD_APPROVAL", "approval", "on", "on: urgent tickets and large bulk updates need a person's yes before they are written; off: nobody is asked", func(c *config) decoder { return stringInto(&c.Approval) }},
 	{groupApprove, "TICKETD_APPROVAL_BULK_THRESHOLD", "approval-bulk-threshold", "10", "bulk updates of at least this many tickets need approval", func(c *config) decoder { return stringInto(&c.ApprovalBulkThreshold) }},
 	{groupApprove, "TICKETD_APPROVAL_SECRET", "approval-secret", "", "key signing approval request states, at least 32 bytes; give replicas the same one (default: with --dev kept in DATA_DIR, else random per process)", func(c *config) decoder { return stringInto(&c.ApprovalSecret) }},

@@ -18,6 +18,7 @@ func (c *config) edge() (server.Edge, error) {
 		AllowedOrigins: c.AllowedOrigins,
 		AllowedHosts:   c.AllowedHosts,
 		Limits:         c.Limits,
+		WorkSlots:      c.WorkSlots,
 		ReadOnly:       c.ReadOnly,
 	}
 	// The cap sits below the database pool, so one tenant cannot hold

@@ -24,6 +24,7 @@ import (
 // SIGKILL before it records anything. The restarted ticketd's
 // reconciliation job finds the issue by its marker and settles the
 // operation with it: one create request, one issue, and a retry replays it.
+// Then the same for a comment on that issue, killing the restarted ticketd.
 func TestKill9BetweenSendAndRecordSettlesWithoutASecondIssue(t *testing.T) {
 	t.Parallel()
 	rawURL := dbtest.PostgresURL(t)
@@ -58,51 +59,15 @@ func TestKill9BetweenSendAndRecordSettlesWithoutASecondIssue(t *testing.T) {
 		"backend": map[string]any{"kind": "github", "repository": "acme/widgets", "api_url": apiURL, "token_env": "GH_TOKEN_KILL9"}},
 		http.StatusCreated, nil)
 	key := uuid.NewString()
-	go func() {
-		// Its answer never comes: ticketd dies first.
-		body, _ := json.Marshal(map[string]any{"project_id": "widgets", "title": "Widget jams"})
-		req, _ := http.NewRequest("POST", base+"/api/v1/tickets", bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", key)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			_ = resp.Body.Close()
-		}
-	}()
+	sendUnanswered(base+"/api/v1/tickets", token, key, map[string]any{"project_id": "widgets", "title": "Widget jams"})
 	waitFor(t, func() bool { return len(gh.Issues("acme/widgets")) == 1 })
 	first.kill9(t)
 
 	second := startBinary(t, bin, addr, env)
-	var st struct {
-		Status     string `json:"status"`
-		Downstream struct {
-			Status     string `json:"status"`
-			Attempts   int    `json:"attempts"`
-			ExternalID string `json:"external_id"`
-		} `json:"downstream"`
-		History []struct {
-			Kind string `json:"kind"`
-		} `json:"history"`
+	logs := func() string {
+		return "first ticketd:\n" + first.stderr.String() + "\nsecond ticketd:\n" + second.stderr.String()
 	}
-	defer func() {
-		if t.Failed() {
-			t.Logf("status %+v\nfirst ticketd:\n%s\nsecond ticketd:\n%s", st, first.stderr.String(), second.stderr.String())
-		}
-	}()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		api(t, "GET", base+"/api/v1/operations/"+key, token, nil, http.StatusOK, &st)
-		if st.Status == "succeeded" {
-			break
-		}
-		if st.Status != "pending" && st.Status != "unknown" {
-			t.Fatalf("operation became %s; want it settled as succeeded", st.Status)
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("reconciliation did not settle the operation within 60s")
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	st := waitSettled(t, base, token, key, logs)
 	if st.Downstream.ExternalID != "acme/widgets#1" || st.Downstream.Attempts != 1 {
 		t.Errorf("downstream = %+v; want the one issue, from one attempt", st.Downstream)
 	}
@@ -117,5 +82,76 @@ func TestKill9BetweenSendAndRecordSettlesWithoutASecondIssue(t *testing.T) {
 		http.StatusOK, &ticket, "Idempotency-Key", key)
 	if !strings.HasSuffix(ticket.ExternalURL, "/acme/widgets/issues/1") {
 		t.Errorf("replayed ticket's external_url = %q", ticket.ExternalURL)
+	}
+
+	// The same for a comment on the issue: made, its answer held, ticketd killed.
+	gh.FailComments(githubtest.HangAfterCreate)
+	ckey := uuid.NewString()
+	sendUnanswered(base+"/api/v1/tickets/WID-1/comments", token, ckey, map[string]any{"body": "Seen on line 3."})
+	waitFor(t, func() bool { return len(gh.Issues("acme/widgets")[0].Comments) == 1 })
+	second.kill9(t)
+	third := startBinary(t, bin, addr, env)
+	cst := waitSettled(t, base, token, ckey, func() string {
+		return "second ticketd:\n" + second.stderr.String() + "\nthird ticketd:\n" + third.stderr.String()
+	})
+	comments := gh.Issues("acme/widgets")[0].Comments
+	if n := gh.CommentRequests(); n != 1 || len(comments) != 1 || cst.Downstream.Attempts != 1 ||
+		!strings.Contains(comments[0].Body, tracker.ActionMarker("acme", "add_comment", ckey)) {
+		t.Fatalf("comment requests %d, comments %+v, downstream %+v; want one, with the operation's marker", n, comments, cst.Downstream)
+	}
+	api(t, "POST", base+"/api/v1/tickets/WID-1/comments", token, map[string]any{"body": "Seen on line 3."},
+		http.StatusOK, nil, "Idempotency-Key", ckey)
+}
+
+// sendUnanswered posts body with key in the background: its answer never
+// comes, since ticketd dies first.
+func sendUnanswered(url, token, key string, body map[string]any) {
+	go func() {
+		raw, _ := json.Marshal(body)
+		req, _ := http.NewRequest("POST", url, bytes.NewReader(raw))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_ = resp.Body.Close()
+		}
+	}()
+}
+
+type settledStatus struct {
+	Status     string `json:"status"`
+	Downstream struct {
+		Status     string `json:"status"`
+		Attempts   int    `json:"attempts"`
+		ExternalID string `json:"external_id"`
+	} `json:"downstream"`
+	History []struct {
+		Kind string `json:"kind"`
+	} `json:"history"`
+}
+
+// waitSettled polls key's operation until the restarted ticketd's job
+// settles it as succeeded, failing on any other settling.
+func waitSettled(t *testing.T, base, token, key string, logs func() string) settledStatus {
+	t.Helper()
+	var st settledStatus
+	defer func() {
+		if t.Failed() {
+			t.Logf("status %+v\n%s", st, logs())
+		}
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		api(t, "GET", base+"/api/v1/operations/"+key, token, nil, http.StatusOK, &st)
+		if st.Status == "succeeded" {
+			return st
+		}
+		if st.Status != "pending" && st.Status != "unknown" {
+			t.Fatalf("operation became %s; want it settled as succeeded", st.Status)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("reconciliation did not settle the operation within 60s")
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -55,15 +55,18 @@ type Config struct {
 // first (docs/architecture.md#the-edge-in-the-order-it-is-wired):
 //
 //	countRefusals → Origin → SingleAuthorization → scopedChallenge →
-//	auth.RequireBearerToken → noteCaller → Concurrency → Bodies → Body →
-//	requireTicketdScope → StepUp → Limits → the SDK's handler
+//	auth.RequireBearerToken → noteCaller → Concurrency → Bodies →
+//	EarlyLimits → Body → requireTicketdScope → StepUp → Limits → the SDK's
+//	handler
 //
 // Origin refuses before anything runs; SingleAuthorization bounds the
 // header before any token is parsed; the token is verified before a byte of
 // the body is read, so Concurrency and Bodies count every upload against
 // its own tenant first (docs/contract.md#fair-share): a tenant's stalled
 // uploads fill its own slots and its share of the body budget, never
-// everyone's. Body feeds the checks after it the peeked Call, so their
+// everyone's. EarlyLimits refuses a call to a spent bucket before the
+// message is checked in full, when it is sure of it. Body feeds the checks
+// after it the peeked Call, so their
 // refusals answer the request's id; StepUp's 403s are cheap and draw on no
 // bucket.
 func Chain(c Config) func(http.Handler) http.Handler {
@@ -81,6 +84,7 @@ func Chain(c Config) func(http.Handler) http.Handler {
 		noteCaller(c.Caller),
 		c.Concurrency,
 		c.Bodies,
+		EarlyLimits(EarlyLimitsOptions{Limits: c.Limits, Tenant: tenant, KindFor: kindFor(c.ScopeFor), ScopeFor: c.ScopeFor, Scopes: c.Scopes}),
 		Body(c.MaxBodyBytes),
 		requireTicketdScope(c.ResourceMetadataURL, c.ChallengeScopes, c.Scopes),
 		StepUp(StepUpOptions{ScopeFor: c.ScopeFor, Scopes: c.Scopes, ResourceMetadataURL: c.ResourceMetadataURL}),

@@ -44,7 +44,7 @@ func Limits(opts LimitsOptions) func(http.Handler) http.Handler {
 			call, _ := CallFrom(r.Context())
 			if ok && call.Method == "tools/call" {
 				if ok, wait := opts.Limits.Allow(tenant, opts.KindFor(call.Tool)); !ok {
-					refuseMCP(w, r, call, wait, "this tenant's rate limit for this kind of call is reached")
+					refuseMCP(w, r, call, opts.Limits.Hold(r.Context(), wait), "this tenant's rate limit for this kind of call is reached")
 					return
 				}
 			}

@@ -84,8 +84,8 @@ func TestMCPLimitsRateLimitedToolResult(t *testing.T) {
 	if err := json.Unmarshal(raw, &out); err != nil || !res.IsError {
 		t.Fatalf("second write answered %s (isError %v)", raw, res.IsError)
 	}
-	if out.Error.Code != "rate_limited" || !out.Error.Retryable || out.Error.RetryAfterMS < 999_000 {
-		t.Errorf("error = %+v, want rate_limited, retryable, retry_after_ms about 1000000", out.Error)
+	if out.Error.Code != "rate_limited" || !out.Error.Retryable || out.Error.RetryAfterMS < 998_000 {
+		t.Errorf("error = %+v, want rate_limited, retryable, retry_after_ms about 1000000 less the second the refusal was held", out.Error)
 	}
 	// Reads have their own (here unlimited) bucket, and another tenant its own.
 	if res := call("read_thing"); res.IsError {

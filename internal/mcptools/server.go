@@ -17,10 +17,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/limits"
 	"github.com/ticketd/ticketd/internal/mcpedge"
 	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/stdioguard"
@@ -51,6 +53,14 @@ type Options struct {
 	// half of MaxConcurrentPages or of the cores, whichever is fewer, and
 	// at least 1.
 	MaxPagesPerTenant int
+	// Work bounds the writes and list pages run at once and shares them
+	// out among waiting tenants in turn (limits.Work); nil bounds nothing
+	// beyond the page slots.
+	Work *limits.Work
+	// HoldRefusal holds a refusal of Work's before it is answered and
+	// returns what is left of its wait (limits.Tenants.Hold); nil answers
+	// at once.
+	HoldRefusal func(ctx context.Context, wait time.Duration) time.Duration
 }
 
 // NewServer returns the MCP server exposing ticketd's tools over svc. It
@@ -88,11 +98,13 @@ func NewServer(svc *tickets.Service, logger *slog.Logger, opts Options) *mcp.Ser
 	}
 	// The first middleware is the outermost: the log line sees the result
 	// after a panic was turned into an error, after the answer to an unknown
-	// tool had its name bounded, and after the SDK's argument
+	// tool had its name bounded, enum arguments folded to lower case as
+	// REST reads them, and after the SDK's argument
 	// rejections were given the contract's error shape. FilterTools is
 	// innermost: it only edits a tools/list result.
 	s.AddReceivingMiddleware(logCalls(logger, opts.Metrics), recoverPanics(logger), boundUnknownTools(),
-		boundPages(opts.MaxConcurrentPages, opts.MaxPagesPerTenant), shapeArgumentErrors(),
+		foldEnums(Tools()), boundPages(opts.MaxConcurrentPages, opts.MaxPagesPerTenant),
+		shareWork(opts.Work, opts.HoldRefusal), shapeArgumentErrors(),
 		mcpedge.FilterTools(ScopeFor(opts), callerScopes))
 	return s
 }

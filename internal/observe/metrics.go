@@ -176,7 +176,7 @@ func New(opts Options) *Metrics {
 	}
 	m.reconciles = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ticketd_reconciliations_total",
-		Help: "Looks at an external tracker for an operation's effect, by result (found, waiting, resent, duplicate, verified, error, resolved).",
+		Help: "Looks at an external tracker for an operation's effect, by result (found, waiting, resent, duplicate, verified, held, error, resolved).",
 	}, []string{"result"})
 	for _, r := range opts.ReconcileResults {
 		m.reconciles.WithLabelValues(r)

@@ -14,7 +14,7 @@ import (
 // an operator's finding about an unknown or pending operation.
 type Resolution struct {
 	Outcome    string `json:"outcome" jsonschema:"succeeded (it happened) or not_created (it did not)"`
-	ExternalID string `json:"external_id,omitempty" jsonschema:"with succeeded: the tracker issue it made, e.g. owner/name#12"`
+	ExternalID string `json:"external_id,omitempty" jsonschema:"with succeeded: the issue it made or edited (owner/name#12), or the comment it made (owner/name#12/comments/345)"`
 	Reason     string `json:"reason" jsonschema:"why you believe it; kept in the operation's history with who and when"`
 }
 

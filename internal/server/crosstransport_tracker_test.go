@@ -41,7 +41,7 @@ func startTracker(t *testing.T, d *db.DB) *trackerEnv {
 		Open: github.Opener(github.Options{Timeout: time.Second, Getenv: func(string) string { return "ghp_cross" }}),
 		// Shorter than a request may take on a loaded machine would invite
 		// the duplicate the settle window exists to prevent.
-		Settle: 2 * time.Second, Lease: 10 * time.Second,
+		Settle: 3 * time.Second, Lease: 10 * time.Second,
 	}})
 	tenant := "t" + uuid.NewString()[:8] // subtests share the database
 	e := &trackerEnv{Env: env, gh: gh, tenant: tenant,
@@ -148,7 +148,7 @@ func TestTrackerBackedCreateAcrossTransports(t *testing.T) {
 			t.Run("UnansweredMCPCreateIsUnknownThenRESTRetryFindsIt", func(t *testing.T) {
 				t.Parallel()
 				e := startTracker(t, d)
-				e.gh.SlowDelay = 1500 * time.Millisecond // past the client's 1s, within the 2s settle window
+				e.gh.SlowDelay = 1500 * time.Millisecond // past the client's 1s, well within the 3s settle window
 				e.gh.FailCreates(fault)
 				key := uuid.NewString()
 				cs := e.Connect(t, e.agent)

@@ -33,6 +33,12 @@ type Edge struct {
 	// ReadOnly serves read tools only and refuses REST writes
 	// (TICKETD_READ_ONLY).
 	ReadOnly bool
+	// WorkSlots bounds the writes and list pages run at once across all
+	// tenants, shared out in turn among the tenants waiting
+	// (TICKETD_WORK_SLOTS); limits.WorkSlotsFor(PoolSize) if zero. Each
+	// tenant may have as many calls waiting as its concurrency cap allows
+	// (at least twice the slots); the rest are refused.
+	WorkSlots int
 	// BodyBudget bounds the request body bytes held at once across all
 	// requests; DefaultBodyBudget if zero. One tenant may hold a quarter
 	// of it (BodyShareOf).
@@ -56,6 +62,7 @@ func BodyShareOf(budget int64) int64 { return max(tickets.MaxInputBytes, budget/
 type guards struct {
 	tenants *limits.Tenants
 	budget  *limits.Bodies
+	work    *limits.Work
 	// origin writes its 403 as a JSON error (the MCP endpoint's),
 	// apiOrigin as a problem document.
 	origin, apiOrigin        func(http.Handler) http.Handler
@@ -77,11 +84,18 @@ func newGuards(e Edge, public string) (*guards, error) {
 	if g.tenants, err = limits.New(tenantLimits); err != nil {
 		return nil, fmt.Errorf("server: tenant limits: %w", err)
 	}
+	// Each tenant's calls may all wait their turn, up to its concurrency
+	// cap: the cap refuses the excess before the body is read, which costs
+	// less than a refusal after it.
+	slots := cmp.Or(e.WorkSlots, limits.WorkSlotsFor(e.PoolSize))
+	if g.work, err = limits.NewWork(slots, max(2*slots, g.tenants.Concurrency())); err != nil {
+		return nil, fmt.Errorf("server: work slots: %w", err)
+	}
 	bodyBudget := cmp.Or(e.BodyBudget, DefaultBodyBudget)
 	if g.budget, err = limits.NewBodies(bodyBudget, min(bodyBudget, BodyShareOf(bodyBudget)), min(bodyBudget, tickets.MaxInputBytes)); err != nil {
 		return nil, fmt.Errorf("server: body budget: %w", err)
 	}
-	opts := OriginOptions{PublicURL: public, AllowedOrigins: e.AllowedOrigins, AllowedHosts: e.AllowedHosts}
+	opts := OriginOptions{PublicURL: public, AllowedOrigins: e.AllowedOrigins, AllowedHosts: e.AllowedHosts, Reject: noteMCPRefusal}
 	if g.origin, err = Origin(opts); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -121,7 +135,7 @@ func (w *wiring) api() http.Handler {
 	if w.cfg.Edge.ReadOnly {
 		steps = append(steps, refuseWrites)
 	}
-	return chain(restAPI, steps...)
+	return countGuarded(w.metrics, restAPI, steps...)
 }
 
 // refuseWrites answers every REST request but GET, HEAD and OPTIONS with 403

@@ -41,7 +41,7 @@ func Concurrency(opts ConcurrencyOptions) func(http.Handler) http.Handler {
 			}
 			release, wait, ok := opts.Limits.Acquire(tenant)
 			if !ok {
-				w.Header().Set("Retry-After", retryAfterSeconds(wait))
+				w.Header().Set("Retry-After", retryAfterSeconds(opts.Limits.Hold(r.Context(), wait)))
 				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "too many requests from this tenant at once; retry after the Retry-After delay")
 				return
 			}
@@ -87,7 +87,7 @@ func Limit(opts LimitOptions) func(http.Handler) http.Handler {
 				return
 			}
 			if ok, wait := opts.Limits.Allow(tenant, kind(r)); !ok {
-				w.Header().Set("Retry-After", retryAfterSeconds(wait))
+				w.Header().Set("Retry-After", retryAfterSeconds(opts.Limits.Hold(r.Context(), wait)))
 				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "this tenant's rate limit is reached; retry after the Retry-After delay")
 				return
 			}

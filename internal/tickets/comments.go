@@ -108,11 +108,11 @@ func (s *Service) AddComment(ctx context.Context, c Caller, opID operations.ID, 
 		return CommentResult{OperationID: id}, err
 	}
 	t, err := s.GetTicket(ctx, tenant, ticketRef)
-	if err == nil {
-		err = untracked(t)
-	}
 	if err != nil {
 		return CommentResult{OperationID: id}, fmt.Errorf("add comment: %w", err)
+	}
+	if t.ExternalID != "" {
+		return s.commentTracked(ctx, tenant, author, id, t, body)
 	}
 	key := operations.Key{Tenant: tenant, Action: ActionAddComment, OperationID: id}
 	commentID, eventID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())

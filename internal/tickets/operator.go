@@ -12,7 +12,6 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/operations"
-	"github.com/ticketd/ticketd/internal/tracker"
 )
 
 // What an operator can find about an operation (docs/contract.md#tracker-backed-projects).
@@ -88,7 +87,7 @@ func (s *Service) ReconcileOperation(ctx context.Context, c Caller, id operation
 }
 
 // ResolveOperation records an operator's finding about an operation that is
-// unknown or pending: it happened (with the tracker issue it made) or it did
+// unknown or pending: it happened (with the tracker issue or comment it made, or the issue it edited) or it did
 // not. The finding is audited in the operation's history (actor, time,
 // reason), and every later retry of the operation ID answers it.
 //
@@ -157,26 +156,10 @@ func (s *Service) resolve(ctx context.Context, key operations.Key, actor string,
 	if r.Outcome == ResolveNotCreated {
 		return s.fail(ctx, key, fmt.Sprintf("not created (resolved by %s: %s)", actor, r.Reason), "resolved", actor)
 	}
-	b, err := s.projectBackend(ctx, key.Tenant, row.ProjectID)
-	if err != nil || b == nil {
-		return errors.Join(s.release(ctx, key, row, nil), fmt.Errorf("%w: project backend: %v", ErrUnavailable, err))
-	}
-	number, err := issueNumber(b.Repository, r.ExternalID)
-	if err != nil {
+	if err := s.resolveFound(ctx, key, row, actor, r); err != nil {
 		return errors.Join(s.release(ctx, key, row, nil), err)
 	}
-	t, err := s.tracked.Open(*b)
-	if err != nil {
-		return errors.Join(s.release(ctx, key, row, nil), fmt.Errorf("%w: %v", ErrUnavailable, err))
-	}
-	issue, err := t.GetIssue(ctx, number)
-	switch {
-	case errors.Is(err, tracker.ErrRejected):
-		return errors.Join(s.release(ctx, key, row, nil), invalidField("external_id", "%s has no issue #%d (%v)", b.Repository, number, err))
-	case err != nil:
-		return errors.Join(s.release(ctx, key, row, nil), fmt.Errorf("%w: read issue #%d: %v", ErrUnavailable, number, err))
-	}
-	return s.succeed(ctx, key, row, issue, b.Repository, row.duplicates(), "resolved", actor, r.Reason)
+	return nil
 }
 
 // issueNumber reads "owner/name#12", "#12" or "12" as an issue of repo.

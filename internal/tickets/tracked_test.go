@@ -22,7 +22,7 @@ import (
 const (
 	fakeToken = "ghp_test"
 	repo      = "acme/widgets"
-	settle    = time.Second
+	settle    = 2 * time.Second
 )
 
 type trackedEnv struct {
@@ -67,7 +67,7 @@ func newTracked(t *testing.T, d *db.DB, queue bool) *trackedEnv {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			_ = q.Stop(ctx)
 		})
@@ -144,12 +144,6 @@ func TestTrackedCreate(t *testing.T) {
 			if n := e.gh.CreateRequests(); n != 1 {
 				t.Errorf("create requests = %d, want 1", n)
 			}
-			if _, err := e.svc.UpdateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(newID()), res.Ticket.Key, tickets.TicketUpdate{Title: &res.Ticket.Title}); !errors.Is(err, tickets.ErrInvalid) {
-				t.Errorf("update of a tracker-backed ticket: %v; want it refused, not applied to the local row alone", err)
-			}
-			if _, err := e.svc.AddComment(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(newID()), res.Ticket.Key, "hello"); !errors.Is(err, tickets.ErrInvalid) {
-				t.Errorf("comment on a tracker-backed ticket: %v; want it refused", err)
-			}
 			st, err := e.svc.GetOperation(ctx, e.tenant, ticketstest.OpID(id))
 			if err != nil || st.Downstream == nil || st.Downstream.Status != tickets.DownstreamSucceeded || st.Downstream.Attempts != 1 || st.Downstream.ExternalID != repo+"#1" {
 				t.Fatalf("status = %+v, %v", st.Downstream, err)
@@ -172,7 +166,7 @@ func TestTrackedCreate(t *testing.T) {
 				if !errors.Is(err, operations.ErrOutcomeUnknown) {
 					t.Fatalf("first call: %v; want outcome unknown", err)
 				}
-				res := e.eventually(t, id, ghTicket("Lost answer"), 5*time.Second)
+				res := e.eventually(t, id, ghTicket("Lost answer"), 10*time.Second)
 				if !res.Replayed || res.Ticket.ExternalID != repo+"#1" {
 					t.Errorf("retry = %+v", res)
 				}
@@ -195,7 +189,7 @@ func TestTrackedCreate(t *testing.T) {
 			if _, err := e.svc.CreateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ghTicket("Slow")); !errors.Is(err, operations.ErrOutcomeUnknown) {
 				t.Fatalf("immediate retry: %v; want outcome unknown", err)
 			}
-			e.eventually(t, id, ghTicket("Slow"), 5*time.Second)
+			e.eventually(t, id, ghTicket("Slow"), 10*time.Second)
 			if n, m := e.gh.CreateRequests(), len(e.markedIssues(id)); n != 1 || m != 1 {
 				t.Errorf("create requests %d, issues %d; want 1 and 1", n, m)
 			}
@@ -214,7 +208,7 @@ func TestTrackedCreate(t *testing.T) {
 				if len(e.gh.Issues(repo)) != 0 {
 					t.Fatal("a rate-limited create made an issue")
 				}
-				e.eventually(t, id, ghTicket("Limited"), 5*time.Second)
+				e.eventually(t, id, ghTicket("Limited"), 10*time.Second)
 				if n, m := e.gh.CreateRequests(), len(e.markedIssues(id)); n != 2 || m != 1 {
 					t.Errorf("create requests %d, issues %d; want 2 and 1", n, m)
 				}
@@ -230,7 +224,7 @@ func TestTrackedCreate(t *testing.T) {
 			if _, err := e.svc.CreateTicket(ctx, tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ghTicket("Lagging")); !errors.Is(err, operations.ErrOutcomeUnknown) {
 				t.Fatalf("first call: %v; want outcome unknown", err)
 			}
-			res := e.eventually(t, id, ghTicket("Lagging"), 5*time.Second)
+			res := e.eventually(t, id, ghTicket("Lagging"), 10*time.Second)
 			if res.Ticket.ExternalID != repo+"#2" || len(e.markedIssues(id)) != 2 {
 				t.Fatalf("after re-send: ticket %s, %d issues; want #2 and two issues", res.Ticket.ExternalID, len(e.markedIssues(id)))
 			}

@@ -220,11 +220,13 @@ func (s *Service) UpdateTicket(ctx context.Context, c Caller, opID operations.ID
 	// the same intent.
 	n.Assignee = resolveMe(n.Assignee, actor)
 	t, err := s.GetTicket(ctx, tenant, ticketRef)
-	if err == nil {
-		err = untracked(t)
-	}
 	if err != nil {
 		return UpdateResult{OperationID: id}, fmt.Errorf("update ticket: %w", err)
+	}
+	if t.ExternalID != "" {
+		if res, handled, err := s.updateTracked(ctx, tenant, actor, id, t, n); handled {
+			return res, err
+		}
 	}
 	key := operations.Key{Tenant: tenant, Action: ActionUpdateTicket, OperationID: id}
 	eventID := uuid.Must(uuid.NewV7())

@@ -36,7 +36,9 @@ type Issue struct {
 	Title     string
 	Body      string
 	State     string // open or closed
+	Labels    []string
 	CreatedAt time.Time
+	UpdatedAt time.Time // any change: an edit, a comment, a label
 }
 
 // NewIssue is what ticketd asks the tracker to create.
@@ -49,6 +51,7 @@ type NewIssue struct {
 // Comment is a comment on an issue.
 type Comment struct {
 	ID        int64
+	Issue     int64 // the number of the issue it is on
 	URL       string
 	Body      string
 	CreatedAt time.Time
@@ -71,7 +74,12 @@ type Tracker interface {
 	// EditIssue sets the given fields (nil leaves a field as it is).
 	EditIssue(ctx context.Context, number int64, edit IssueEdit) (Issue, error)
 	CreateComment(ctx context.Context, number int64, body string) (Comment, error)
+	// ListComments lists the issue's comments updated at or after since,
+	// every page, oldest first.
 	ListComments(ctx context.Context, number int64, since time.Time) ([]Comment, error)
+	// GetComment reads one comment by its ID (consistent, unlike the list).
+	GetComment(ctx context.Context, commentID int64) (Comment, error)
+	DeleteComment(ctx context.Context, commentID int64) error
 }
 
 // IssueEdit sets fields of an issue; nil fields are left alone.
@@ -109,8 +117,15 @@ func (e *RateLimitError) Error() string {
 	return fmt.Sprintf("tracker rate limit: %s (retry after %s)", e.Message, e.RetryAfter)
 }
 
-// Marker is the text ticketd puts in every issue or comment it sends for an
+// Marker is the text ticketd puts in every issue it creates for an
 // operation, so reconciliation can tell whether an earlier attempt landed.
 func Marker(tenant, operationID string) string {
 	return fmt.Sprintf("<!-- ticketd:operation=%s/%s -->", tenant, operationID)
+}
+
+// ActionMarker is Marker for an action other than a create (a comment):
+// it names the action too, so one operation ID used for a create and for
+// a comment can never be mistaken for the other.
+func ActionMarker(tenant, action, operationID string) string {
+	return fmt.Sprintf("<!-- ticketd:operation=%s/%s action=%s -->", tenant, operationID, action)
 }

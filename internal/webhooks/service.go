@@ -60,9 +60,12 @@ func New(d *db.DB, opts Options) (*Service, error) {
 	}
 	s.http = &http.Client{
 		Transport: &http.Transport{
-			DialContext:            s.guard.DialContext,
-			ForceAttemptHTTP2:      true,
-			MaxIdleConnsPerHost:    2,
+			DialContext:       s.guard.DialContext,
+			ForceAttemptHTTP2: true,
+			// As many as one subscription may have in flight: with 2, a
+			// busy receiver's other attempts each opened and closed a
+			// connection of their own.
+			MaxIdleConnsPerHost:    opts.SubscriptionShare,
 			IdleConnTimeout:        90 * time.Second,
 			TLSHandshakeTimeout:    opts.AttemptTimeout,
 			ResponseHeaderTimeout:  opts.AttemptTimeout,

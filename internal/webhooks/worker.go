@@ -102,6 +102,11 @@ func (s *Service) lockRow(tx *gorm.DB) *gorm.DB {
 // claim takes the next attempt of a delivery, or returns nil when there is
 // nothing to send (delivered, failed, deleted, or its webhook disabled).
 func (s *Service) claim(ctx context.Context, args deliveryArgs) (*claimed, error) {
+	if s.dialect == db.Postgres {
+		if c, ok, err := s.claimAtOnce(ctx, args); err != nil || ok {
+			return c, err
+		}
+	}
 	var c *claimed
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var row deliveryRow
@@ -237,6 +242,9 @@ func (s *Service) record(ctx context.Context, c *claimed, r result, final bool) 
 	if r.errText != "" {
 		t := truncate(r.errText)
 		errText = &t
+	}
+	if s.dialect == db.Postgres && !r.gone {
+		return s.recordAtOnce(ctx, c, r, status, code, errText, now)
 	}
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		err := tx.Model(&attemptRow{}).Where("tenant_id = ? AND delivery_id = ? AND attempt = ?", c.tenant, c.deliveryID, c.attempt).

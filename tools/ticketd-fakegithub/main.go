@@ -8,8 +8,10 @@
 // -fail queues faults for the coming creates, comma-separated: drop (the
 // issue is created, the answer lost), slow (created after -slow), 502
 // (created, then 502), ratelimit (403 secondary rate limit, nothing
-// created), 429, duplicate (filed twice). -lag hides issues younger than it
-// from lists, as a lagging index would. GET /_issues/OWNER/NAME lists the
+// created), 429, duplicate (filed twice). -fail-comments and -fail-edits
+// queue the same faults for the coming comments and edits (a comment is
+// what is created; an edit is applied, never twice). -lag hides issues and
+// comments younger than it from lists, as a lagging index would. GET /_issues/OWNER/NAME lists the
 // issues it holds, for looking.
 package main
 
@@ -51,22 +53,22 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	token := fs.String("token", "ghp_local", "the token requests must bear (Authorization: Bearer …)")
 	fail := fs.String("fail", "", "faults for the coming creates, comma-separated: drop, slow, 502, ratelimit, 429, duplicate")
 	slow := fs.Duration("slow", 15*time.Second, "how long a slow create takes")
-	lag := fs.Duration("lag", 0, "hide issues younger than this from lists")
+	failComments := fs.String("fail-comments", "", "faults for the coming comments, as -fail")
+	failEdits := fs.String("fail-edits", "", "faults for the coming edits, as -fail")
+	lag := fs.Duration("lag", 0, "hide issues and comments younger than this from lists")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	gh := githubtest.New(*token)
 	gh.SlowDelay = *slow
 	gh.LagLists(*lag)
-	for _, name := range strings.Split(*fail, ",") {
-		if name = strings.TrimSpace(name); name == "" {
-			continue
+	for flagName, q := range map[string]struct {
+		list  string
+		queue func(...githubtest.Fault)
+	}{"fail": {*fail, gh.FailCreates}, "fail-comments": {*failComments, gh.FailComments}, "fail-edits": {*failEdits, gh.FailEdits}} {
+		if err := queueFaults(flagName, q.list, q.queue); err != nil {
+			return err
 		}
-		f, ok := faults[name]
-		if !ok {
-			return fmt.Errorf("-fail %q: want drop, slow, 502, ratelimit, 429 or duplicate", name)
-		}
-		gh.FailCreates(f)
 	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", *addr)
@@ -100,6 +102,21 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	defer cancel()
 	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
+	}
+	return nil
+}
+
+// queueFaults queues the comma-separated faults of list with queue.
+func queueFaults(flagName, list string, queue func(...githubtest.Fault)) error {
+	for _, name := range strings.Split(list, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		f, ok := faults[name]
+		if !ok {
+			return fmt.Errorf("-%s %q: want drop, slow, 502, ratelimit, 429 or duplicate", flagName, name)
+		}
+		queue(f)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"net/http/httptrace"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -123,9 +124,13 @@ func retryAfter(r *http.Response) time.Duration {
 }
 
 func toIssue(i *gh.Issue) tracker.Issue {
+	labels := make([]string, 0, len(i.Labels))
+	for _, l := range i.Labels {
+		labels = append(labels, l.GetName())
+	}
 	return tracker.Issue{
 		Number: int64(i.GetNumber()), URL: i.GetHTMLURL(), Title: i.GetTitle(), Body: i.GetBody(),
-		State: i.GetState(), CreatedAt: i.GetCreatedAt().UTC(),
+		State: i.GetState(), Labels: labels, CreatedAt: i.GetCreatedAt().UTC(), UpdatedAt: i.GetUpdatedAt().UTC(),
 	}
 }
 
@@ -235,6 +240,27 @@ func (t *repoTracker) ListComments(ctx context.Context, number int64, since time
 	}
 }
 
+func (t *repoTracker) GetComment(ctx context.Context, commentID int64) (tracker.Comment, error) {
+	var got *gh.IssueComment
+	err := do(ctx, "get comment", func(ctx context.Context) (r *gh.Response, err error) {
+		got, r, err = t.c.Issues.GetComment(ctx, t.owner, t.repo, commentID)
+		return r, err
+	})
+	if err != nil {
+		return tracker.Comment{}, err
+	}
+	return toComment(got), nil
+}
+
+func (t *repoTracker) DeleteComment(ctx context.Context, commentID int64) error {
+	return do(ctx, "delete comment", func(ctx context.Context) (*gh.Response, error) {
+		return t.c.Issues.DeleteComment(ctx, t.owner, t.repo, commentID)
+	})
+}
+
 func toComment(c *gh.IssueComment) tracker.Comment {
-	return tracker.Comment{ID: c.GetID(), URL: c.GetHTMLURL(), Body: c.GetBody(), CreatedAt: c.GetCreatedAt().UTC()}
+	// issue_url ends with the issue's number: …/repos/owner/name/issues/12.
+	u := c.GetIssueURL()
+	n, _ := strconv.ParseInt(u[strings.LastIndex(u, "/")+1:], 10, 64)
+	return tracker.Comment{ID: c.GetID(), Issue: n, URL: c.GetHTMLURL(), Body: c.GetBody(), CreatedAt: c.GetCreatedAt().UTC()}
 }

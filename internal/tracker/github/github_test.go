@@ -106,3 +106,48 @@ func TestListFollowsPagesAndFilters(t *testing.T) {
 		t.Errorf("comments = %+v, %v", cs, err)
 	}
 }
+
+// TestCommentsAndEditsRoundTrip pins what reconciliation of comments and
+// edits reads back through go-github: a comment's issue and marker body
+// (by list and by ID), its deletion, and an edited issue's labels, state
+// and updated_at.
+func TestCommentsAndEditsRoundTrip(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	gh := githubtest.New("good")
+	tr := open(t, githubtest.Start(t, gh), "good")
+	issue, err := tr.CreateIssue(ctx, tracker.NewIssue{Title: "Widget jams", Body: "marker", Labels: []string{tracker.Label}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := tr.CreateComment(ctx, issue.Number, "Seen. <!-- m -->")
+	if err != nil || c.Issue != issue.Number || !strings.Contains(c.URL, "#issuecomment-") {
+		t.Fatalf("comment = %+v, %v", c, err)
+	}
+	listed, err := tr.ListComments(ctx, issue.Number, issue.CreatedAt.Add(-time.Minute))
+	if err != nil || len(listed) != 1 || listed[0].ID != c.ID || listed[0].Body != c.Body {
+		t.Fatalf("list = %+v, %v", listed, err)
+	}
+	if got, err := tr.GetComment(ctx, c.ID); err != nil || got.Issue != issue.Number || got.Body != c.Body {
+		t.Fatalf("get = %+v, %v", got, err)
+	}
+	if err := tr.DeleteComment(ctx, c.ID); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if _, err := tr.GetComment(ctx, c.ID); !errors.Is(err, tracker.ErrRejected) {
+		t.Errorf("get of a deleted comment: %v; want a 404 (rejected)", err)
+	}
+	closed, labels := "closed", []string{tracker.Label, "p1"}
+	edited, err := tr.EditIssue(ctx, issue.Number, tracker.IssueEdit{State: &closed, Labels: &labels})
+	if err != nil || edited.State != "closed" || len(edited.Labels) != 2 || edited.Labels[1] != "p1" || edited.UpdatedAt.IsZero() {
+		t.Fatalf("edit = %+v, %v", edited, err)
+	}
+	gh.FailEdits(githubtest.DropAfterCreate)
+	reopen := "open"
+	if _, err := tr.EditIssue(ctx, issue.Number, tracker.IssueEdit{State: &reopen}); err == nil || errors.Is(err, tracker.ErrRejected) || errors.Is(err, tracker.ErrNotSent) {
+		t.Errorf("dropped edit: %v; want an error that leaves the outcome open", err)
+	}
+	if got, err := tr.GetIssue(ctx, issue.Number); err != nil || got.State != "open" {
+		t.Errorf("after the dropped edit: %+v, %v; want it applied", got, err)
+	}
+}

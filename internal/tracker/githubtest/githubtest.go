@@ -1,48 +1,50 @@
 // Package githubtest is a GitHub-shaped issue tracker for tests and local
 // walkthroughs: the REST v3 routes ticketd uses (create, get, edit and list
-// issues with labels/state/since and Link pagination; create and list
-// comments), kept in memory, with the faults that make real trackers file
-// duplicates: an answer lost after the issue was created, a create that
-// completes after the client gave up, a 502 after creating, a list that
-// lags behind creates, and secondary rate limits with Retry-After.
+// issues with labels/state/since and Link pagination; create, list, get
+// and delete comments), kept in memory, with the faults that make real trackers
+// file duplicates, for issue creates, comment creates and edits alike: an
+// answer lost after the write was done, a write that completes after the
+// client gave up, a 502 after writing, a write done twice, a list that lags
+// behind writes, and secondary rate limits with Retry-After.
 package githubtest
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
 
-// Fault is what the server does to one create request.
+// Fault is what the server does to one write request (an issue create, a
+// comment create or an edit, each with its own queue).
 type Fault int
 
-// The faults a create can meet.
+// The faults a write can meet. The names say "create"; each means the same
+// for a comment (the comment is the thing created) and an edit (the edit
+// is applied).
 const (
-	// DropAfterCreate creates the issue, then closes the connection without
+	// DropAfterCreate does the write, then closes the connection without
 	// answering.
 	DropAfterCreate Fault = iota + 1
-	// SlowCreate waits Server.SlowDelay before creating and answering: a
-	// client with a shorter timeout gives up while the issue is still to come.
+	// SlowCreate waits Server.SlowDelay before writing and answering: a
+	// client with a shorter timeout gives up while the write is still to come.
 	SlowCreate
-	// BadGatewayAfterCreate creates the issue, then answers 502.
+	// BadGatewayAfterCreate does the write, then answers 502.
 	BadGatewayAfterCreate
 	// SecondaryRateLimit answers 403 with GitHub's secondary-rate-limit
-	// document and Retry-After: 1, creating nothing.
+	// document and Retry-After: 1, writing nothing.
 	SecondaryRateLimit
-	// TooManyRequests answers 429 with Retry-After: 1, creating nothing.
+	// TooManyRequests answers 429 with Retry-After: 1, writing nothing.
 	TooManyRequests
-	// HangAfterCreate creates the issue, then answers nothing until the
+	// HangAfterCreate does the write, then answers nothing until the
 	// client goes away (a process killed between sending and recording).
 	HangAfterCreate
-	// DuplicateCreate creates the issue twice (a tracker that let a
-	// duplicate through) and answers with the first.
+	// DuplicateCreate creates the issue or comment twice (a tracker that
+	// let a duplicate through) and answers with the first; an edit is
+	// applied once.
 	DuplicateCreate
 )
 
@@ -72,14 +74,18 @@ type Server struct {
 	// SlowDelay is how long a SlowCreate waits (default 2s).
 	SlowDelay time.Duration
 
-	mu        sync.Mutex
-	repos     map[string][]*Issue
-	nextID    int64
-	faults    []Fault
-	listLag   time.Duration
-	creates   int
-	baseURL   string
-	listCalls int
+	mu            sync.Mutex
+	repos         map[string][]*Issue
+	nextID        int64
+	faults        []Fault // issue creates
+	commentFaults []Fault
+	editFaults    []Fault
+	listLag       time.Duration
+	creates       int
+	comments      int
+	edits         int
+	baseURL       string
+	listCalls     int
 }
 
 // New returns an empty tracker; serve it with Handler or Start.
@@ -114,8 +120,23 @@ func (s *Server) FailCreates(f ...Fault) {
 	s.faults = append(s.faults, f...)
 }
 
-// LagLists hides, from every list, issues created less than d ago (as an
-// eventually consistent index would); 0 shows everything.
+// FailComments queues faults, one per coming create-comment request.
+func (s *Server) FailComments(f ...Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.commentFaults = append(s.commentFaults, f...)
+}
+
+// FailEdits queues faults, one per coming edit (PATCH) request.
+func (s *Server) FailEdits(f ...Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.editFaults = append(s.editFaults, f...)
+}
+
+// LagLists hides, from every list of issues or comments, those created
+// less than d ago (as an eventually consistent index would); 0 shows
+// everything. A get of one issue is never lagged.
 func (s *Server) LagLists(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -142,6 +163,20 @@ func (s *Server) CreateRequests() int {
 	return s.creates
 }
 
+// CommentRequests counts the create-comment requests received.
+func (s *Server) CommentRequests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.comments
+}
+
+// EditRequests counts the edit requests received.
+func (s *Server) EditRequests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.edits
+}
+
 // ListRequests counts the list-issues requests received.
 func (s *Server) ListRequests() int {
 	s.mu.Lock()
@@ -157,7 +192,21 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /repos/{owner}/{repo}/issues/{number}", s.getIssue)
 	mux.HandleFunc("PATCH /repos/{owner}/{repo}/issues/{number}", s.editIssue)
 	mux.HandleFunc("POST /repos/{owner}/{repo}/issues/{number}/comments", s.createComment)
-	mux.HandleFunc("GET /repos/{owner}/{repo}/issues/{number}/comments", s.listComments)
+	// …/issues/{number}/comments and …/issues/comments/{id} overlap as
+	// patterns: one route tells them apart.
+	mux.HandleFunc("GET /repos/{owner}/{repo}/issues/{a}/{b}", func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.PathValue("a") == "comments":
+			r.SetPathValue("id", r.PathValue("b"))
+			s.getComment(w, r)
+		case r.PathValue("b") == "comments":
+			r.SetPathValue("number", r.PathValue("a"))
+			s.listComments(w, r)
+		default:
+			writeError(w, http.StatusNotFound, "Not Found", "")
+		}
+	})
+	mux.HandleFunc("DELETE /repos/{owner}/{repo}/issues/comments/{id}", s.deleteComment)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.Token != "" && r.Header.Get("Authorization") != "Bearer "+s.Token {
 			writeError(w, http.StatusUnauthorized, "Bad credentials", "")
@@ -186,77 +235,16 @@ func writeError(w http.ResponseWriter, status int, msg, doc string) {
 // now is GitHub's precision: whole seconds.
 func now() time.Time { return time.Now().UTC().Truncate(time.Second) }
 
-type issueJSON struct {
-	ID        int64       `json:"id"`
-	Number    int64       `json:"number"`
-	HTMLURL   string      `json:"html_url"`
-	Title     string      `json:"title"`
-	Body      string      `json:"body"`
-	State     string      `json:"state"`
-	Labels    []labelJSON `json:"labels"`
-	CreatedAt time.Time   `json:"created_at"`
-	UpdatedAt time.Time   `json:"updated_at"`
-}
-
-type labelJSON struct {
-	Name string `json:"name"`
-}
-
-type commentJSON struct {
-	ID        int64     `json:"id"`
-	HTMLURL   string    `json:"html_url"`
-	Body      string    `json:"body"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
-}
-
-func (s *Server) issueOut(repo string, i *Issue) issueJSON {
-	labels := make([]labelJSON, len(i.Labels))
-	for k, l := range i.Labels {
-		labels[k] = labelJSON{l}
-	}
-	return issueJSON{
-		ID: i.Number * 1000, Number: i.Number, HTMLURL: fmt.Sprintf("%s/%s/issues/%d", s.baseURL, repo, i.Number),
-		Title: i.Title, Body: i.Body, State: i.State, Labels: labels, CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt,
-	}
-}
-
-type issueRequest struct {
-	Title  *string   `json:"title"`
-	Body   *string   `json:"body"`
-	State  *string   `json:"state"`
-	Labels *[]string `json:"labels"`
-}
-
-// insert files an issue; s.mu must be held.
-func (s *Server) insert(repo string, req issueRequest) *Issue {
-	t := now()
-	i := &Issue{Number: int64(len(s.repos[repo]) + 1), State: "open", CreatedAt: t, UpdatedAt: t}
-	if req.Title != nil {
-		i.Title = *req.Title
-	}
-	if req.Body != nil {
-		i.Body = *req.Body
-	}
-	if req.Labels != nil {
-		i.Labels = slices.Clone(*req.Labels)
-	}
-	s.repos[repo] = append(s.repos[repo], i)
-	return i
-}
-
-func (s *Server) createIssue(w http.ResponseWriter, r *http.Request) {
-	var req issueRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Title == nil || *req.Title == "" {
-		writeError(w, http.StatusUnprocessableEntity, "Validation Failed: title is required", "")
-		return
-	}
-	repo := repoOf(r)
+// write serves one write request under the next fault of queue: apply
+// does the write (with s.mu held; twice is its business for
+// DuplicateCreate) and returns the answer's status and document, which the
+// fault may then withhold or replace. counter counts the request.
+func (s *Server) write(w http.ResponseWriter, r *http.Request, queue *[]Fault, counter *int, apply func(f Fault) (int, any)) {
 	s.mu.Lock()
-	s.creates++
+	*counter++
 	var fault Fault
-	if len(s.faults) > 0 {
-		fault, s.faults = s.faults[0], s.faults[1:]
+	if len(*queue) > 0 {
+		fault, *queue = (*queue)[0], (*queue)[1:]
 	}
 	switch fault {
 	case SecondaryRateLimit, TooManyRequests:
@@ -272,17 +260,17 @@ func (s *Server) createIssue(w http.ResponseWriter, r *http.Request) {
 	case SlowCreate:
 		delay := s.SlowDelay
 		s.mu.Unlock()
-		// Not tied to the request: the issue lands even though the client
+		// Not tied to the request: the write lands even though the client
 		// has given up, as a slow backend's would.
 		time.Sleep(delay)
 		s.mu.Lock()
 	}
-	i := s.insert(repo, req)
-	if fault == DuplicateCreate {
-		s.insert(repo, req)
-	}
-	out := s.issueOut(repo, i)
+	status, out := apply(fault)
 	s.mu.Unlock()
+	if status >= 300 {
+		writeJSON(w, status, out)
+		return
+	}
 	switch fault {
 	case DropAfterCreate:
 		if hj, ok := w.(http.Hijacker); ok {
@@ -299,174 +287,8 @@ func (s *Server) createIssue(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
 		return
 	}
-	writeJSON(w, http.StatusCreated, out)
+	writeJSON(w, status, out)
 }
 
-// find returns the issue named by the request; s.mu must be held.
-func (s *Server) find(r *http.Request) *Issue {
-	n, err := strconv.ParseInt(r.PathValue("number"), 10, 64)
-	issues := s.repos[repoOf(r)]
-	if err != nil || n < 1 || n > int64(len(issues)) {
-		return nil
-	}
-	return issues[n-1]
-}
-
-func (s *Server) getIssue(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i := s.find(r)
-	if i == nil {
-		writeError(w, http.StatusNotFound, "Not Found", "")
-		return
-	}
-	writeJSON(w, http.StatusOK, s.issueOut(repoOf(r), i))
-}
-
-func (s *Server) editIssue(w http.ResponseWriter, r *http.Request) {
-	var req issueRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "Problems parsing JSON", "")
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i := s.find(r)
-	if i == nil {
-		writeError(w, http.StatusNotFound, "Not Found", "")
-		return
-	}
-	if req.Title != nil {
-		i.Title = *req.Title
-	}
-	if req.Body != nil {
-		i.Body = *req.Body
-	}
-	if req.State != nil {
-		i.State = *req.State
-	}
-	if req.Labels != nil {
-		i.Labels = slices.Clone(*req.Labels)
-	}
-	i.UpdatedAt = now()
-	writeJSON(w, http.StatusOK, s.issueOut(repoOf(r), i))
-}
-
-func (s *Server) listIssues(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	var since time.Time
-	if v := q.Get("since"); v != "" {
-		t, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			writeError(w, http.StatusUnprocessableEntity, "Validation Failed: since", "")
-			return
-		}
-		since = t
-	}
-	state := q.Get("state")
-	if state == "" {
-		state = "open"
-	}
-	var labels []string
-	if v := q.Get("labels"); v != "" {
-		labels = strings.Split(v, ",")
-	}
-	perPage, _ := strconv.Atoi(q.Get("per_page"))
-	if perPage <= 0 || perPage > 100 {
-		perPage = 30
-	}
-	page, _ := strconv.Atoi(q.Get("page"))
-	page = max(page, 1)
-
-	repo := repoOf(r)
-	s.mu.Lock()
-	s.listCalls++
-	var match []issueJSON
-	for _, i := range s.repos[repo] {
-		switch {
-		case s.listLag > 0 && time.Since(i.CreatedAt) < s.listLag:
-			continue
-		case state != "all" && i.State != state:
-			continue
-		case i.UpdatedAt.Before(since):
-			continue
-		}
-		if !containsAll(i.Labels, labels) {
-			continue
-		}
-		match = append(match, s.issueOut(repo, i))
-	}
-	s.mu.Unlock()
-	if q.Get("direction") != "asc" {
-		slices.Reverse(match)
-	}
-	from := min((page-1)*perPage, len(match))
-	to := min(from+perPage, len(match))
-	if to < len(match) {
-		next := *r.URL
-		nq := next.Query()
-		nq.Set("page", strconv.Itoa(page+1))
-		next.RawQuery = nq.Encode()
-		w.Header().Set("Link", fmt.Sprintf(`<%s%s>; rel="next"`, s.baseURL, (&url.URL{Path: next.Path, RawQuery: next.RawQuery}).String()))
-	}
-	writeJSON(w, http.StatusOK, match[from:to])
-}
-
-func containsAll(have, want []string) bool {
-	for _, w := range want {
-		if !slices.Contains(have, w) {
-			return false
-		}
-	}
-	return true
-}
-
-func (s *Server) commentOut(repo string, i *Issue, c Comment) commentJSON {
-	return commentJSON{
-		ID: c.ID, HTMLURL: fmt.Sprintf("%s/%s/issues/%d#issuecomment-%d", s.baseURL, repo, i.Number, c.ID),
-		Body: c.Body, CreatedAt: c.CreatedAt, UpdatedAt: c.CreatedAt,
-	}
-}
-
-func (s *Server) createComment(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Body string `json:"body"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Body == "" {
-		writeError(w, http.StatusUnprocessableEntity, "Validation Failed: body is required", "")
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i := s.find(r)
-	if i == nil {
-		writeError(w, http.StatusNotFound, "Not Found", "")
-		return
-	}
-	s.nextID++
-	c := Comment{ID: s.nextID, Body: req.Body, CreatedAt: now()}
-	i.Comments = append(i.Comments, c)
-	i.UpdatedAt = c.CreatedAt
-	writeJSON(w, http.StatusCreated, s.commentOut(repoOf(r), i, c))
-}
-
-func (s *Server) listComments(w http.ResponseWriter, r *http.Request) {
-	var since time.Time
-	if v := r.URL.Query().Get("since"); v != "" {
-		since, _ = time.Parse(time.RFC3339, v)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i := s.find(r)
-	if i == nil {
-		writeError(w, http.StatusNotFound, "Not Found", "")
-		return
-	}
-	out := []commentJSON{}
-	for _, c := range i.Comments {
-		if !c.CreatedAt.Before(since) {
-			out = append(out, s.commentOut(repoOf(r), i, c))
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
-}
+// errorDoc is the document of an error answer.
+func errorDoc(msg string) map[string]string { return map[string]string{"message": msg} }

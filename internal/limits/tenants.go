@@ -1,21 +1,8 @@
-// Package limits gives every tenant its share of the server: token buckets
-// for reads and writes, a cap on concurrent requests (below the database
-// pool, see ConcurrencyFor), and the budgets every tenant shares, each taken
-// from the tenant's share first: request body bytes held at once (Bodies)
-// and slots for expensive work such as list pages (Slots). It knows tenants
-// as strings and nothing
-// of HTTP or MCP; the transports turn a refusal into rate_limited (MCP,
-// with retry_after_ms) or 429 with Retry-After (REST).
-//
-// Health and readiness probes must never pass through a limiter: the wiring
-// mounts them outside it, so an overloaded tenant never makes a replica look
-// dead.
 package limits
 
 import (
 	"container/list"
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -71,6 +58,13 @@ type Config struct {
 	// bucket takes to refill (Burst / rate): then forgetting a tenant loses
 	// nothing, since its bucket would be full again anyway.
 	IdleTimeout time.Duration
+	// RefusalHold is the longest a refusal is held before it is answered
+	// (Tarpit); 0 means DefaultTarpitHold, negative answers every refusal
+	// at once.
+	RefusalHold time.Duration
+	// HeldRefusals bounds the refusals held at once; 0 means
+	// DefaultTarpitHeld.
+	HeldRefusals int
 	// Now is the clock; time.Now if nil. Tests move it.
 	Now func() time.Time
 }
@@ -80,7 +74,8 @@ type Config struct {
 // and a tenant with requests in flight is never evicted, so its concurrency
 // count stays right. It is safe for concurrent use.
 type Tenants struct {
-	cfg Config
+	cfg    Config
+	tarpit *Tarpit
 
 	mu      sync.Mutex
 	entries map[string]*list.Element // of *tenant
@@ -108,6 +103,8 @@ func New(cfg Config) (*Tenants, error) {
 		return nil, fmt.Errorf("limits: max tenants must be ≥ 0 (got %d)", cfg.MaxTenants)
 	case cfg.IdleTimeout < 0:
 		return nil, fmt.Errorf("limits: idle timeout must be ≥ 0 (got %s)", cfg.IdleTimeout)
+	case cfg.HeldRefusals < 0:
+		return nil, fmt.Errorf("limits: held refusals must be ≥ 0 (got %d)", cfg.HeldRefusals)
 	}
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = DefaultConcurrency
@@ -121,20 +118,33 @@ func New(cfg Config) (*Tenants, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Tenants{cfg: cfg, entries: make(map[string]*list.Element), lru: list.New()}, nil
+	if cfg.RefusalHold == 0 {
+		cfg.RefusalHold = DefaultTarpitHold
+	}
+	if cfg.HeldRefusals == 0 {
+		cfg.HeldRefusals = DefaultTarpitHeld
+	}
+	tarpit, err := NewTarpit(max(0, cfg.RefusalHold), cfg.HeldRefusals)
+	if err != nil {
+		return nil, err
+	}
+	return &Tenants{cfg: cfg, tarpit: tarpit, entries: make(map[string]*list.Element), lru: list.New()}, nil
+}
+
+// Hold holds a refusal that names wait before it is answered (Tarpit.Hold)
+// and returns what is left of wait to tell the client.
+func (t *Tenants) Hold(ctx context.Context, wait time.Duration) time.Duration {
+	return t.tarpit.Hold(ctx, wait)
 }
 
 // Allow takes one request of kind from tenant's bucket. When the bucket is
-// empty it takes nothing and says how long until a request would pass.
+// empty it takes nothing and says how long until a request would pass:
+// until the next token, plus a token's interval for each other request of
+// the tenant in flight, which want the coming tokens too. Naming only the
+// next token would send every one of a tenant's concurrent callers back
+// at once to find that one token, and all but one refused again.
 func (t *Tenants) Allow(tenantID string, kind Kind) (ok bool, retryAfter time.Duration) {
-	t.mu.Lock()
-	now := t.cfg.Now()
-	tn := t.touch(tenantID, now)
-	lim := tn.reads
-	if kind == Write {
-		lim = tn.writes
-	}
-	t.mu.Unlock()
+	lim, now, ahead := t.bucketOf(tenantID, kind)
 	if lim == nil {
 		return true, 0
 	}
@@ -143,9 +153,44 @@ func (t *Tenants) Allow(tenantID string, kind Kind) (ok bool, retryAfter time.Du
 	r := lim.ReserveN(now, 1)
 	if delay := r.DelayFrom(now); delay > 0 {
 		r.CancelAt(now)
-		return false, delay
+		return false, delay + ahead*interval(lim)
 	}
 	return true, 0
+}
+
+// Spent reports, taking nothing, whether tenant's bucket of kind is empty
+// now, and if so the wait Allow would name: a cheap look that lets a
+// caller refuse before it pays to learn a request's kind for sure (Allow
+// still decides every request that gets past it).
+func (t *Tenants) Spent(tenantID string, kind Kind) (spent bool, retryAfter time.Duration) {
+	lim, now, ahead := t.bucketOf(tenantID, kind)
+	if lim == nil {
+		return false, 0
+	}
+	tokens := lim.TokensAt(now)
+	if tokens >= 1 {
+		return false, 0
+	}
+	return true, time.Duration((1-tokens)*float64(interval(lim))) + ahead*interval(lim)
+}
+
+// bucketOf returns tenant's bucket of kind (nil: off), the time now, and
+// how many other requests of the tenant are in flight.
+func (t *Tenants) bucketOf(tenantID string, kind Kind) (lim *rate.Limiter, now time.Time, ahead time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now = t.cfg.Now()
+	tn := t.touch(tenantID, now)
+	lim = tn.reads
+	if kind == Write {
+		lim = tn.writes
+	}
+	return lim, now, time.Duration(max(0, tn.inflight-1))
+}
+
+// interval is the time a bucket takes to earn one token.
+func interval(lim *rate.Limiter) time.Duration {
+	return time.Duration(float64(time.Second) / float64(lim.Limit()))
 }
 
 // Acquire takes one of tenant's concurrency slots; call release exactly
@@ -169,6 +214,10 @@ func (t *Tenants) Acquire(tenantID string) (release func(), retryAfter time.Dura
 		})
 	}, 0, true
 }
+
+// Concurrency is the per-tenant cap on requests in flight, defaults
+// applied; negative when there is none.
+func (t *Tenants) Concurrency() int { return t.cfg.Concurrency }
 
 // Len reports how many tenants are tracked.
 func (t *Tenants) Len() int {
@@ -231,103 +280,6 @@ func (t *Tenants) bucket(perSecond float64) *rate.Limiter {
 	return rate.NewLimiter(rate.Limit(perSecond), burst)
 }
 
-// Bodies bounds the request body bytes held at once: each tenant's share
-// first, then the budget all tenants share. A tenant that stalls many
-// uploads fills its own share and is refused; the rest of the budget stays
-// for the others, so only several tenants together can spend it (and then
-// Spent says so, for readiness). Bytes are taken as they are read, not as a
-// request declares them, so a stalled upload holds only what it has sent.
-// It is safe for concurrent use.
-type Bodies struct {
-	mu      sync.Mutex
-	limit   int64
-	share   int64
-	margin  int64
-	used    int64
-	tenants map[string]int64 // bytes held per tenant; an entry goes at 0
-}
-
-// NewBodies returns a Bodies admitting up to limit bytes at once, of which
-// one tenant may hold up to share. Spent reports true once less than margin
-// bytes are free: margin is the largest body, which might then be refused.
-func NewBodies(limit, share, margin int64) (*Bodies, error) {
-	switch {
-	case limit <= 0:
-		return nil, errors.New("limits: the body byte budget must be positive")
-	case share <= 0 || share > limit:
-		return nil, fmt.Errorf("limits: a tenant's body share must be positive and at most the budget %d (got %d)", limit, share)
-	case margin < 0 || margin > limit:
-		return nil, fmt.Errorf("limits: the readiness margin must be between 0 and the budget %d (got %d)", limit, margin)
-	}
-	return &Bodies{limit: limit, share: share, margin: margin, tenants: make(map[string]int64)}, nil
-}
-
-// Refusal says which budget refused bytes.
-type Refusal int
-
-const (
-	// Admitted: nothing refused.
-	Admitted Refusal = iota
-	// TenantShare: the tenant holds its whole share; it alone must wait.
-	TenantShare
-	// Global: the budget all tenants share is spent.
-	Global
-)
-
-// Hold is one request's bytes in a Bodies. It is not safe for concurrent
-// use: one request reads its body from one goroutine.
-type Hold struct {
-	b      *Bodies
-	tenant string
-	held   int64
-}
-
-// Hold starts counting a request of tenant; call Release exactly once when
-// the body is no longer held.
-func (b *Bodies) Hold(tenant string) *Hold { return &Hold{b: b, tenant: tenant} }
-
-// Take adds n bytes to the hold, from the tenant's share and then from the
-// global budget. When either cannot cover them it takes nothing and says
-// which refused.
-func (h *Hold) Take(n int64) Refusal {
-	b := h.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	switch {
-	case n < 0 || b.tenants[h.tenant]+n > b.share:
-		return TenantShare
-	case b.used+n > b.limit:
-		return Global
-	}
-	b.tenants[h.tenant] += n
-	b.used += n
-	h.held += n
-	return Admitted
-}
-
-// Release gives back everything the hold took. A second call gives back
-// nothing.
-func (h *Hold) Release() {
-	b := h.b
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.used -= h.held
-	if left := b.tenants[h.tenant] - h.held; left > 0 {
-		b.tenants[h.tenant] = left
-	} else {
-		delete(b.tenants, h.tenant)
-	}
-	h.held = 0
-}
-
-// Spent reports whether less than the margin is free: a full-size body
-// might be refused now, so a load balancer should send traffic elsewhere.
-func (b *Bodies) Spent() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.limit-b.used < b.margin
-}
-
 // ConcurrencyFor is the per-tenant concurrency cap for a database pool of
 // pool connections: three quarters of it, at least 1, so that one tenant's
 // requests, each holding at most one connection at a time, leave a quarter
@@ -351,72 +303,4 @@ func CheckConcurrency(concurrency, pool int) error {
 		return fmt.Errorf("limits: a per-tenant concurrency cap of %d lets one tenant hold all %d database connections; set it below %d (default %d)", concurrency, pool, pool, ConcurrencyFor(pool))
 	}
 	return nil
-}
-
-// Slots bounds how many of an expensive kind of work (building a list page)
-// run at once: at most share for one tenant, and at most total for all.
-// Waiters queue, first on their tenant's share and then on the total, so a
-// tenant running many at once waits behind itself and holds no more than
-// its share of the total. It is safe for concurrent use.
-type Slots struct {
-	total chan struct{}
-	share int
-
-	mu      sync.Mutex
-	tenants map[string]*tenantSlots // an entry goes when no one holds or waits on it
-}
-
-type tenantSlots struct {
-	slots chan struct{}
-	refs  int
-}
-
-// NewSlots returns Slots with total slots, share per tenant.
-func NewSlots(total, share int) (*Slots, error) {
-	if total <= 0 || share <= 0 || share > total {
-		return nil, fmt.Errorf("limits: want 0 < share ≤ total slots (got share %d, total %d)", share, total)
-	}
-	return &Slots{total: make(chan struct{}, total), share: share, tenants: make(map[string]*tenantSlots)}, nil
-}
-
-// Acquire waits for one of tenant's slots and then one of the total, or
-// until ctx ends (its error is returned and nothing is held). Call release
-// exactly once when the work is done.
-func (s *Slots) Acquire(ctx context.Context, tenant string) (release func(), err error) {
-	s.mu.Lock()
-	ts := s.tenants[tenant]
-	if ts == nil {
-		ts = &tenantSlots{slots: make(chan struct{}, s.share)}
-		s.tenants[tenant] = ts
-	}
-	ts.refs++
-	s.mu.Unlock()
-	drop := func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if ts.refs--; ts.refs == 0 {
-			delete(s.tenants, tenant)
-		}
-	}
-	select {
-	case ts.slots <- struct{}{}:
-	case <-ctx.Done():
-		drop()
-		return nil, ctx.Err()
-	}
-	select {
-	case s.total <- struct{}{}:
-	case <-ctx.Done():
-		<-ts.slots
-		drop()
-		return nil, ctx.Err()
-	}
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			<-s.total
-			<-ts.slots
-			drop()
-		})
-	}, nil
 }

@@ -1,0 +1,168 @@
+package tickets
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/tracker"
+)
+
+// add_comment on a tracker-backed ticket: the comment is made on the issue
+// with the operation's marker, and reconciled like a create, against the
+// issue's comments.
+
+// commentRequest is what a tracker-backed comment sends, and the IDs of
+// the local rows that will mirror it.
+type commentRequest struct {
+	TicketID  string `json:"ticket_id"`
+	Issue     int64  `json:"issue"`
+	Author    string `json:"author"`
+	Body      string `json:"body"`
+	CommentID string `json:"comment_id"`
+	EventID   string `json:"event_id"`
+}
+
+func commentExternalID(repo string, issue, comment int64) string {
+	return fmt.Sprintf("%s#%d/comments/%d", repo, issue, comment)
+}
+
+// ticketIssue returns the number of the issue the tracker-backed ticket t mirrors.
+func (s *Service) ticketIssue(ctx context.Context, tenant string, t Ticket) (int64, error) {
+	b, err := s.projectBackend(ctx, tenant, t.ProjectID)
+	if err != nil {
+		return 0, err
+	}
+	if b == nil {
+		return 0, fmt.Errorf("%w: ticket %s mirrors %s, but project %s has no tracker backend", ErrUnavailable, t.Key, t.ExternalID, t.ProjectID)
+	}
+	return issueNumber(b.Repository, t.ExternalID)
+}
+
+// commentTracked is AddComment on a tracker-backed ticket.
+func (s *Service) commentTracked(ctx context.Context, tenant, author string, id uuid.UUID, t Ticket, body string) (CommentResult, error) {
+	key := operations.Key{Tenant: tenant, Action: ActionAddComment, OperationID: id}
+	fp := commentFingerprint(t.ID, body)
+	rec, replayed, err := s.trackedCall(ctx, key, fp, func() (operations.Outcome, error) {
+		issue, err := s.ticketIssue(ctx, tenant, t)
+		if err != nil {
+			return operations.Outcome{}, err
+		}
+		req := commentRequest{TicketID: t.ID.String(), Issue: issue, Author: author, Body: body,
+			CommentID: uuid.Must(uuid.NewV7()).String(), EventID: uuid.Must(uuid.NewV7()).String()}
+		raw, err := json.Marshal(req)
+		if err != nil {
+			return operations.Outcome{}, fmt.Errorf("encode request: %w", err)
+		}
+		row := downstreamRow{System: tracker.KindGitHub, ProjectID: t.ProjectID, TicketID: t.ID.String(), Request: string(raw)}
+		return s.claimTracked(ctx, key, fp, req.CommentID, author, row, nil)
+	})
+	if err != nil {
+		return CommentResult{OperationID: id}, fmt.Errorf("add comment: %w", err)
+	}
+	c, err := s.commentByID(ctx, tenant, rec.ResultID)
+	if err != nil {
+		return CommentResult{OperationID: id}, fmt.Errorf("add comment: read committed comment: %w", err)
+	}
+	return CommentResult{OperationID: id, Comment: c, Replayed: replayed}, nil
+}
+
+func decodeComment(key operations.Key, row downstreamRow) (commentRequest, error) {
+	var req commentRequest
+	if err := json.Unmarshal([]byte(row.Request), &req); err != nil {
+		return req, fmt.Errorf("operation %s: bad stored request: %w", key, err)
+	}
+	return req, nil
+}
+
+// workComment is one round of a comment: look for the marked comment once a
+// request may have been sent, and send only when none is found after the
+// settle window.
+func (s *Service) workComment(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo string) error {
+	req, err := decodeComment(key, row)
+	if err != nil {
+		return err
+	}
+	marker := tracker.ActionMarker(key.Tenant, key.Action, key.OperationID.String())
+	if row.Attempts > 0 || row.Status == DownstreamSucceeded {
+		comments, err := t.ListComments(ctx, req.Issue, row.CreatedAt.Add(-listSkew))
+		if err != nil {
+			return s.lookFailed(ctx, key, row, fmt.Errorf("list comments of #%d: %w", req.Issue, err))
+		}
+		marked := slices.DeleteFunc(comments, func(c tracker.Comment) bool { return !strings.Contains(c.Body, marker) })
+		slices.SortStableFunc(marked, func(a, b tracker.Comment) int {
+			if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+				return c
+			}
+			return int(a.ID - b.ID)
+		})
+		if len(marked) > 0 {
+			return s.settleComments(ctx, key, row, t, repo, req, marked)
+		}
+		if row.Status == DownstreamSucceeded {
+			return s.checkAgain(ctx, key, row, "the list does not show the comment yet")
+		}
+		if settled := row.LastSentAt.Add(s.tracked.Settle); time.Now().Before(settled) {
+			return s.wait(ctx, key, row, settled, "no marked comment")
+		}
+		s.count(ReconcileResent)
+	}
+	if err := s.attempt(ctx, key, &row, fmt.Sprintf("comment on %s#%d with the operation's marker", repo, req.Issue)); err != nil {
+		return err
+	}
+	c, sendErr := t.CreateComment(ctx, req.Issue, issueBody(req.Body, marker))
+	return s.answered(ctx, key, row, sendErr, func(ctx context.Context) error {
+		return s.succeedComment(ctx, key, row, repo, req, c, nil, success{how: "created", actor: historyActor})
+	})
+}
+
+// settleComments settles a comment from the marked comments found, oldest
+// first: the oldest is the comment, any other a duplicate to delete.
+func (s *Service) settleComments(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo string, req commentRequest, marked []tracker.Comment) error {
+	keep := marked[0]
+	keptID := commentExternalID(repo, req.Issue, keep.ID)
+	dups := row.duplicates()
+	for _, other := range marked[1:] {
+		id := commentExternalID(repo, req.Issue, other.ID)
+		if i := slices.IndexFunc(dups, func(d Duplicate) bool { return d.ExternalID == id }); i >= 0 && dups[i].Closed {
+			continue
+		}
+		deleted := t.DeleteComment(ctx, other.ID) == nil
+		dups = slices.DeleteFunc(dups, func(d Duplicate) bool { return d.ExternalID == id })
+		dups = append(dups, Duplicate{ExternalID: id, ExternalURL: other.URL, Closed: deleted, KeptID: keptID})
+		s.count(ReconcileDuplicate)
+	}
+	s.countLook(row, len(marked))
+	rctx, cancel := detach(ctx)
+	defer cancel()
+	return s.succeedComment(rctx, key, row, repo, req, keep, dups, success{how: "found", actor: historyActor})
+}
+
+// succeedComment records c as the operation's comment: on the first
+// settling it adds the local comment that mirrors it, with its event and
+// webhook, in one transaction with the record's move to succeeded.
+func (s *Service) succeedComment(ctx context.Context, key operations.Key, row downstreamRow, repo string, req commentRequest, c tracker.Comment, dups []Duplicate, sc success) error {
+	ids, err := parseUUIDs(req.TicketID, req.CommentID, req.EventID)
+	if err != nil {
+		return fmt.Errorf("operation %s: bad stored IDs: %w", key, err)
+	}
+	sc.extID, sc.extURL, sc.dups, sc.resultID = commentExternalID(repo, req.Issue, c.ID), c.URL, dups, req.CommentID
+	return s.settleSuccess(ctx, key, row, sc, func(tx *gorm.DB, first bool) error {
+		if !first {
+			return nil // the local comment names no tracker comment: nothing to repoint
+		}
+		added, now, err := insertComment(tx, key.Tenant, req.Author, key.OperationID, ids[1], ids[2], ids[0], req.Body)
+		if err != nil {
+			return err
+		}
+		return s.enqueue(tx, WriteEvent{ID: ids[2], Tenant: key.Tenant, Kind: EventCommented, OperationID: key.OperationID,
+			At: added.CreatedAt, Ticket: now, Comment: &added})
+	})
+}

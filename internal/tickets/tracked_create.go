@@ -1,0 +1,213 @@
+package tickets
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/tracker"
+)
+
+// create_ticket in a tracker-backed project: the issue is the ticket, and
+// the local row mirrors it once proven.
+
+// trackedRequest is what a tracker-backed create sends, kept so any
+// replica can send it again.
+type trackedRequest struct {
+	ProjectID   string   `json:"project_id"`
+	Title       string   `json:"title"`
+	Description string   `json:"description"`
+	Priority    Priority `json:"priority"`
+	Labels      []string `json:"labels"`
+	Reporter    string   `json:"reporter"`
+}
+
+func (r trackedRequest) ticket() NewTicket {
+	return NewTicket{ProjectID: r.ProjectID, Title: r.Title, Description: r.Description, Priority: r.Priority, Labels: r.Labels}
+}
+
+// issueBody is an issue's body: the description, then the marker of the
+// operation that created it.
+func issueBody(description, marker string) string {
+	if description == "" {
+		return marker
+	}
+	return description + "\n\n" + marker
+}
+
+// createTracked is CreateTicket in a tracker-backed project.
+func (s *Service) createTracked(ctx context.Context, tenant, reporter string, id uuid.UUID, n NewTicket) (CreateResult, error) {
+	key := operations.Key{Tenant: tenant, Action: ActionCreateTicket, OperationID: id}
+	res := CreateResult{OperationID: id}
+	rec, replayed, err := s.trackedCall(ctx, key, Fingerprint(n), func() (operations.Outcome, error) {
+		var consume operations.WriteFunc
+		if gate := s.gate(key, Fingerprint(n), reporter, createProposal(id.String(), n)); gate != nil {
+			var err error
+			if consume, err = gate(ctx); err != nil {
+				return operations.Outcome{}, err
+			}
+		}
+		ticketID := uuid.Must(uuid.NewV7())
+		raw, err := json.Marshal(trackedRequest{ProjectID: n.ProjectID, Title: n.Title, Description: n.Description,
+			Priority: n.Priority, Labels: n.Labels, Reporter: reporter})
+		if err != nil {
+			return operations.Outcome{}, fmt.Errorf("encode request: %w", err)
+		}
+		row := downstreamRow{System: tracker.KindGitHub, ProjectID: n.ProjectID, TicketID: ticketID.String(), Request: string(raw)}
+		return s.claimTracked(ctx, key, Fingerprint(n), ticketID.String(), reporter, row, func(tx *gorm.DB, _ *downstreamRow) error {
+			if consume == nil {
+				return nil
+			}
+			return consume(tx)
+		})
+	})
+	if err != nil {
+		return res, fmt.Errorf("create ticket: %w", err)
+	}
+	t, err := s.ticketByID(ctx, tenant, rec.ResultID)
+	if err != nil {
+		return res, fmt.Errorf("create ticket: read created ticket: %w", err)
+	}
+	res.Ticket, res.Replayed = t, replayed
+	return res, nil
+}
+
+// workCreate is one round of a create: look for the marked issue once a
+// request may have been sent, and send only when none is found after the
+// settle window. A settled create is only ever looked at (a duplicate
+// check), even one an operator resolved before any request was counted.
+func (s *Service) workCreate(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo string) error {
+	marker := tracker.Marker(key.Tenant, key.OperationID.String())
+	if row.Attempts > 0 || row.Status == DownstreamSucceeded {
+		issues, err := t.ListLabelled(ctx, tracker.Label, row.CreatedAt.Add(-listSkew))
+		if err != nil {
+			return s.lookFailed(ctx, key, row, fmt.Errorf("list marked issues: %w", err))
+		}
+		var marked []tracker.Issue
+		for _, i := range issues {
+			if strings.Contains(i.Body, marker) {
+				marked = append(marked, i)
+			}
+		}
+		slices.SortStableFunc(marked, func(a, b tracker.Issue) int {
+			if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+				return c
+			}
+			return int(a.Number - b.Number)
+		})
+		if len(marked) > 0 {
+			return s.settleFound(ctx, key, row, t, repo, marked)
+		}
+		if row.Status == DownstreamSucceeded {
+			// A duplicate check that sees not even the recorded issue: the
+			// list lags; look again later.
+			return s.checkAgain(ctx, key, row, "the list does not show the issue yet")
+		}
+		if settled := row.LastSentAt.Add(s.tracked.Settle); time.Now().Before(settled) {
+			return s.wait(ctx, key, row, settled, "no marked issue")
+		}
+		s.count(ReconcileResent)
+	}
+	return s.sendCreate(ctx, key, row, t, repo, marker)
+}
+
+// sendCreate makes one create request, counted and committed before it leaves.
+func (s *Service) sendCreate(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo, marker string) error {
+	var req trackedRequest
+	if err := json.Unmarshal([]byte(row.Request), &req); err != nil {
+		return fmt.Errorf("operation %s: bad stored request: %w", key, err)
+	}
+	if err := s.attempt(ctx, key, &row, "create issue in "+repo+" with the operation's marker"); err != nil {
+		return err
+	}
+	labels := append([]string{tracker.Label}, req.Labels...)
+	issue, err := t.CreateIssue(ctx, tracker.NewIssue{Title: req.Title, Body: issueBody(req.Description, marker), Labels: labels})
+	return s.answered(ctx, key, row, err, func(ctx context.Context) error {
+		return s.succeedCreate(ctx, key, row, issue, repo, nil, success{how: "created", actor: historyActor})
+	})
+}
+
+// settleFound settles an operation from the marked issues found, oldest
+// first: the oldest is the ticket, any other a duplicate to close.
+func (s *Service) settleFound(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo string, marked []tracker.Issue) error {
+	keep := marked[0]
+	dups := row.duplicates()
+	for _, other := range marked[1:] {
+		id := externalID(repo, other.Number)
+		if i := slices.IndexFunc(dups, func(d Duplicate) bool { return d.ExternalID == id }); i >= 0 && dups[i].Closed {
+			continue
+		}
+		closed := other.State == "closed" || s.closeDuplicate(ctx, t, key, keep, other) == nil
+		dups = slices.DeleteFunc(dups, func(d Duplicate) bool { return d.ExternalID == id })
+		dups = append(dups, Duplicate{ExternalID: id, ExternalURL: other.URL, Closed: closed, KeptID: externalID(repo, keep.Number)})
+		s.count(ReconcileDuplicate)
+	}
+	s.countLook(row, len(marked))
+	rctx, cancel := detach(ctx)
+	defer cancel()
+	return s.succeedCreate(rctx, key, row, keep, repo, dups, success{how: "found", actor: historyActor})
+}
+
+// countLook counts a look that found n marked copies: found for an
+// unsettled operation, verified for a duplicate check that found one.
+func (s *Service) countLook(row downstreamRow, n int) {
+	if row.Status != DownstreamSucceeded {
+		s.count(ReconcileFound)
+	} else if n == 1 {
+		s.count(ReconcileVerified)
+	}
+}
+
+func (s *Service) closeDuplicate(ctx context.Context, t tracker.Tracker, key operations.Key, keep, dup tracker.Issue) error {
+	note := fmt.Sprintf("Duplicate of #%d. ticketd filed this issue twice for one operation (%s/%s): a request went unanswered "+
+		"or the tracker acted on it twice, and the tracker has no idempotency key, so it could not be deduplicated. "+
+		"Keeping #%d, the older; closing this one.", keep.Number, key.Tenant, key.OperationID, keep.Number)
+	if _, err := t.CreateComment(ctx, dup.Number, note); err != nil {
+		return err
+	}
+	closed := "closed"
+	_, err := t.EditIssue(ctx, dup.Number, tracker.IssueEdit{State: &closed})
+	return err
+}
+
+// succeedCreate records keep as the operation's issue: on the first
+// settling it creates the local ticket that mirrors it, in one transaction
+// with the record's move to succeeded; on a later duplicate check it
+// repoints the mirror at the oldest issue if that changed.
+func (s *Service) succeedCreate(ctx context.Context, key operations.Key, row downstreamRow, keep tracker.Issue, repo string, dups []Duplicate, sc success) error {
+	var req trackedRequest
+	if err := json.Unmarshal([]byte(row.Request), &req); err != nil {
+		return fmt.Errorf("operation %s: bad stored request: %w", key, err)
+	}
+	ticketID, err := uuid.Parse(row.TicketID)
+	if err != nil {
+		return fmt.Errorf("operation %s: bad ticket ID: %w", key, err)
+	}
+	sc.extID, sc.extURL, sc.dups, sc.resultID = externalID(repo, keep.Number), keep.URL, dups, ticketID.String()
+	return s.settleSuccess(ctx, key, row, sc, func(tx *gorm.DB, first bool) error {
+		if !first {
+			if deref(row.ExternalID) == sc.extID {
+				return nil
+			}
+			return setExternal(tx, key.Tenant, ticketID, sc.extID, sc.extURL)
+		}
+		eventID := uuid.Must(uuid.NewV7())
+		created, err := insertTicket(tx, key.Tenant, req.Reporter, ticketID, eventID, key.OperationID, req.ticket())
+		if err != nil {
+			return err
+		}
+		created.ExternalID, created.ExternalURL = sc.extID, sc.extURL
+		if err := setExternal(tx, key.Tenant, ticketID, sc.extID, sc.extURL); err != nil {
+			return err
+		}
+		return s.enqueue(tx, WriteEvent{ID: eventID, Tenant: key.Tenant, Kind: EventCreated, OperationID: key.OperationID,
+			At: created.CreatedAt, Ticket: created})
+	})
+}
