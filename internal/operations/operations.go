@@ -86,6 +86,9 @@ type Record struct {
 type Outcome struct {
 	Record   Record
 	Replayed bool
+	// ResultRead says a replay's result row was read into Replay.Into
+	// (RunReplaying).
+	ResultRead bool
 }
 
 // IDError says why a text is not an operation ID. Reason reads after the

@@ -58,7 +58,9 @@ func (s *Service) CreateTicket(ctx context.Context, c Caller, opID operations.ID
 	var created Ticket
 	fp := Fingerprint(n)
 	gate := s.gate(key, fp, reporter, createProposal(id.String(), n))
-	out, err := s.ledger.RunGated(ctx, key, fp, ticketID.String(), gate, func(tx *gorm.DB) error {
+	var replayed ticketRow
+	replay := operations.Replay{Join: ticketResult, Into: replayed.columns()}
+	out, err := s.ledger.RunReplaying(ctx, key, fp, ticketID.String(), gate, replay, func(tx *gorm.DB) error {
 		if created, err = insertTicket(tx, tenant, reporter, ticketID, eventID, id, n); err != nil {
 			return err
 		}
@@ -69,6 +71,10 @@ func (s *Service) CreateTicket(ctx context.Context, c Caller, opID operations.ID
 	}
 	if !out.Replayed {
 		return CreateResult{OperationID: id, Ticket: created}, nil
+	}
+	if out.ResultRead {
+		t, err := replayed.toTicket()
+		return CreateResult{OperationID: id, Ticket: t, Replayed: true}, err
 	}
 	t, err := s.ticketByID(ctx, tenant, out.Record.ResultID)
 	if err != nil {
@@ -125,20 +131,24 @@ func insertTicket(tx *gorm.DB, tenant, reporter string, ticketID, eventID, opID 
 // event, one statement each. It reports false when the project does not
 // exist.
 func insertTicketSteps(tx *gorm.DB, row *ticketRow, created Event) (bool, error) {
-	var alloc struct {
-		Key        string
-		NextNumber int64
+	var (
+		key  string
+		next int64
+	)
+	rows, err := tx.Raw(`UPDATE projects SET next_number = next_number + 1
+		WHERE tenant_id = ? AND id = ? RETURNING key, next_number`, row.TenantID, row.ProjectID).Rows()
+	found := false
+	if err == nil {
+		found, err = scanFirst(rows, &key, &next)
 	}
-	res := tx.Raw(`UPDATE projects SET next_number = next_number + 1
-		WHERE tenant_id = ? AND id = ? RETURNING key, next_number`, row.TenantID, row.ProjectID).Scan(&alloc)
-	if res.Error != nil {
-		return false, fmt.Errorf("%w: allocate ticket number: %v", ErrUnavailable, res.Error)
+	if err != nil {
+		return false, fmt.Errorf("%w: allocate ticket number: %v", ErrUnavailable, err)
 	}
-	if res.RowsAffected == 0 {
+	if !found {
 		return false, nil
 	}
-	row.Number = alloc.NextNumber - 1
-	row.Key = fmt.Sprintf("%s-%d", alloc.Key, row.Number)
+	row.Number = next - 1
+	row.Key = fmt.Sprintf("%s-%d", key, row.Number)
 	if err := tx.Create(row).Error; err != nil {
 		if errors.Is(err, gorm.ErrDuplicatedKey) {
 			return false, err
@@ -178,17 +188,16 @@ func insertTicketPostgres(tx *gorm.DB, row *ticketRow, created Event) (bool, err
 	if err != nil {
 		return false, err
 	}
-	var got struct {
-		Number int64
-		Key    string
-	}
-	res := tx.Raw(createTicketPostgres, map[string]any{
+	rows, err := tx.Raw(createTicketPostgres, map[string]any{
 		"tenant": row.TenantID, "project": row.ProjectID, "id": row.ID, "title": row.Title,
 		"description": row.Description, "priority": row.Priority, "status": row.Status, "labels": row.Labels,
 		"reporter": row.Reporter, "op": *row.OperationID, "now": row.CreatedAt,
 		"event": created.ID.String(), "kind": string(created.Kind), "changes": changes,
-	}).Scan(&got)
-	err = res.Error
+	}).Rows()
+	found := false
+	if err == nil {
+		found, err = scanFirst(rows, &row.Number, &row.Key)
+	}
 	if t, ok := tx.Dialector.(gorm.ErrorTranslator); ok && err != nil {
 		// Raw statements skip GORM's error translation.
 		err = t.Translate(err)
@@ -198,11 +207,8 @@ func insertTicketPostgres(tx *gorm.DB, row *ticketRow, created Event) (bool, err
 		return false, err
 	case err != nil:
 		return false, fmt.Errorf("%w: insert ticket: %v", ErrUnavailable, err)
-	case res.RowsAffected == 0:
-		return false, nil
 	}
-	row.Number, row.Key = got.Number, got.Key
-	return true, nil
+	return found, nil
 }
 
 // unknownProject builds the invalid-input error for a project the tenant does
