@@ -19,14 +19,14 @@ import (
 // BenchmarkOneSubscriptionKeepsUp answers whether one subscription that
 // receives every write keeps up with the writes one replica takes: 16
 // creators make tickets through the real ticket service (PostgreSQL, limits
-// off, the webhook defaults) as fast as it lets them, 1,000 per iteration,
+// off, the webhook defaults) as fast as it lets them, 3,000 per iteration,
 // while one subscription's receiver answers at once. It reports the write
 // rate (creates/s), the delivery rate over the same run, from the first
 // write to the last delivery (deliveries/s), and how long deliveries ran on
 // after the last write (drain-ms): deliveries keep up when drain-ms stays
 // about the poll interval instead of growing with the run.
 func BenchmarkOneSubscriptionKeepsUp(b *testing.B) {
-	const creators, perIteration = 16, 1000
+	const creators, perIteration = 16, 3000
 	d := dbtest.Postgres(b)
 	var delivered atomic.Int64
 	var mu sync.Mutex
