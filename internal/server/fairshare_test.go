@@ -73,6 +73,25 @@ func stallUpload(t *testing.T, env *servertest.Env, path, token string, sent int
 	return closeConn
 }
 
+// stallUntil starts stalled uploads with stall, one at a time, until done
+// holds: after each it polls done for two seconds before it starts the
+// next, most of them in all (then it fails, naming what). It returns the
+// closers of the uploads it started.
+func stallUntil(t *testing.T, most int, what string, stall func() func(), done func() bool) []func() {
+	t.Helper()
+	var release []func()
+	for range most {
+		release = append(release, stall())
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if done() {
+				return release
+			}
+		}
+	}
+	t.Fatalf("gave up waiting for %s after %d stalled uploads", what, most)
+	return nil
+}
+
 // restCreate posts a ticket over REST as token and returns the status and
 // the answer.
 func restCreate(t *testing.T, env *servertest.Env, token string) (*http.Response, string) {
@@ -141,10 +160,12 @@ func TestStalledBodiesSlowOnlyTheirTenant(t *testing.T) {
 	tokA := env.Token(t, "a", authn.ScopeRead, authn.ScopeWrite)
 	tokB := env.Token(t, "b", authn.ScopeRead, authn.ScopeWrite)
 
-	for range 3 {
-		stallUpload(t, env, server.MCPPath, tokA, 200<<10)
-	}
-	eventually(t, "tenant A's own calls to be refused while its uploads stall", func() bool {
+	// A's uploads go one at a time, each given a moment to be read: uploads
+	// started together race for the tenant's share, and the one the share
+	// refuses last may leave it empty.
+	stallUntil(t, 3, "tenant A's own calls to be refused while its uploads stall", func() func() {
+		return stallUpload(t, env, server.MCPPath, tokA, 200<<10)
+	}, func() bool {
 		status, hdr, _ := rpc(t, env, tokA, legacy, callBody(mcptools.ToolCreateTicket, createArgs()), nil)
 		return status == http.StatusTooManyRequests && hdr.Get("Retry-After") != ""
 	})
@@ -159,27 +180,25 @@ func TestStalledBodiesSlowOnlyTheirTenant(t *testing.T) {
 		t.Errorf("/readyz while one tenant's uploads stall: %d, want 200 (one tenant cannot spend the shared budget)", resp.StatusCode)
 	}
 
-	// Three more tenants stall a full share each: now the budget every
-	// tenant shares is spent.
-	var release []func()
-	for _, tenant := range []string{"c", "d", "e"} {
-		release = append(release, stallUpload(t, env, server.MCPPath, env.Token(t, tenant, authn.ScopeRead, authn.ScopeWrite), 200<<10))
-	}
-	eventually(t, "/readyz to report the spent body budget", func() bool {
-		resp, _ := get2(t, env.URL+server.ReadyPath)
-		return resp.StatusCode == http.StatusServiceUnavailable
-	})
-	// /readyz turns once less than one full body is free; a small call is
-	// refused once the uploads have sent all they will.
+	// More tenants stall a full share each (three, unless one of them is
+	// read late) until the budget every tenant shares is spent.
 	var (
 		status int
 		hdr    http.Header
 		msg    map[string]json.RawMessage
 	)
-	eventually(t, "tenant B's small call to find the shared budget spent", func() bool {
+	others := 0
+	release := stallUntil(t, 8, "tenant B's small call to find the shared budget spent", func() func() {
+		others++
+		return stallUpload(t, env, server.MCPPath, env.Token(t, fmt.Sprintf("other-%d", others), authn.ScopeRead, authn.ScopeWrite), 200<<10)
+	}, func() bool {
 		status, hdr, msg = rpc(t, env, tokB, legacy, callBody(mcptools.ToolCreateTicket, createArgs()), nil)
 		return status == http.StatusServiceUnavailable
 	})
+	// /readyz says so while less than one full body is free.
+	if resp, _ := get2(t, env.URL+server.ReadyPath); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("/readyz with the shared body budget spent: %d, want 503", resp.StatusCode)
+	}
 	var refusal struct {
 		Data struct {
 			Code         string `json:"code"`
