@@ -43,14 +43,7 @@ func ConstrainBulkUpdateFields(s *jsonschema.Schema) {
 	ids.MinItems, ids.MaxItems = jsonschema.Ptr(1), jsonschema.Ptr(tickets.MaxBulk)
 	ids.Items.MinLength, ids.Items.MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(maxTicketRef)
 	p["if_versions"].AdditionalProperties.Minimum = jsonschema.Ptr(1.0)
-	p["priority"].Enum = StringEnum(tickets.Priorities...)
-	p["status"].Enum = StringEnum(tickets.Statuses...)
-	p["assignee"].MaxLength = jsonschema.Ptr(tickets.MaxAssignee)
-	for _, name := range []string{"add_labels", "remove_labels"} {
-		l := p[name]
-		l.MaxItems = jsonschema.Ptr(tickets.MaxLabels)
-		l.Items.MinLength, l.Items.MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(tickets.MaxLabel)
-	}
+	constrainChange(p)
 }
 
 // maxTicketRef bounds a ticket reference: a UUID is the longest.

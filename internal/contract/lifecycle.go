@@ -55,6 +55,12 @@ func ConstrainTicketUpdateFields(s *jsonschema.Schema) {
 	p := s.Properties
 	p["title"].MinLength, p["title"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(tickets.MaxTitle)
 	p["description"].MaxLength = jsonschema.Ptr(tickets.MaxDescription)
+	constrainChange(p)
+}
+
+// constrainChange adds the limits and vocabularies of the change a single
+// and a bulk update share: priority, status, assignee and the label lists.
+func constrainChange(p map[string]*jsonschema.Schema) {
 	p["priority"].Enum = StringEnum(tickets.Priorities...)
 	p["status"].Enum = StringEnum(tickets.Statuses...)
 	p["assignee"].MaxLength = jsonschema.Ptr(tickets.MaxAssignee)

@@ -1,8 +1,10 @@
 package errcode_test
 
 import (
+	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,16 +86,19 @@ func TestMessagePolicy(t *testing.T) {
 	}
 }
 
-// TestREADMETable keeps the README's error table what the table says.
-func TestREADMETable(t *testing.T) {
-	t.Parallel()
-	raw, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+var update = flag.Bool("update", false, "rewrite the error tables of README.md and docs/contract.md from errcode.Table")
+
+// realRows is errcode.Table without errcodetest.MadeUp, which no document
+// lists.
+func realRows() []errcode.Row {
+	return slices.DeleteFunc(slices.Clone(errcode.Table), errcodetest.IsMadeUp)
+}
+
+// readmeTable renders rows as README.md's error table.
+func readmeTable(rows []errcode.Row) string {
 	var b strings.Builder
 	b.WriteString("| code | meaning | retry? | MCP | REST |\n|---|---|---|---|---|\n")
-	for _, r := range errcode.Table {
+	for _, r := range rows {
 		mcp := r.MCP
 		if mcp == errcode.MCPToolError {
 			mcp = "`isError`"
@@ -107,21 +112,14 @@ func TestREADMETable(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", r.Code, r.Meaning, r.Retry, mcp, rest)
 	}
-	if !strings.Contains(string(raw), b.String()) {
-		t.Errorf("README.md's error table differs from errcode.Table; it should read:\n%s", b.String())
-	}
+	return b.String()
 }
 
-// TestContractTable keeps docs/contract.md's error table what the table says.
-func TestContractTable(t *testing.T) {
-	t.Parallel()
-	raw, err := os.ReadFile("../../docs/contract.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+// contractTable renders rows as docs/contract.md's error table.
+func contractTable(rows []errcode.Row) string {
 	var b strings.Builder
 	b.WriteString("| code | retryable | MCP | HTTP | Retry-After | status | counted as |\n|---|---|---|---|---|---|---|\n")
-	for _, r := range errcode.Table {
+	for _, r := range rows {
 		mcp := r.MCP
 		if mcp == errcode.MCPToolError {
 			mcp = "`isError`"
@@ -148,7 +146,83 @@ func TestContractTable(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", r.Code, retryable, mcp, status, retryAfter, opStatus, counted)
 	}
-	if !strings.Contains(string(raw), b.String()) {
-		t.Errorf("docs/contract.md's error table differs from errcode.Table; it should read:\n%s", b.String())
+	return b.String()
+}
+
+// checkDocTable checks that the document at path holds want, the table
+// rendered from errcode.Table; with -update it rewrites the table there (from
+// its header line to the blank line after it) instead.
+func checkDocTable(t *testing.T, path, want string) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(raw)
+	if *update {
+		header, _, _ := strings.Cut(want, "\n")
+		start := strings.Index(doc, header+"\n")
+		if start < 0 {
+			t.Fatalf("%s has no table headed %q", path, header)
+		}
+		end := strings.Index(doc[start:], "\n\n")
+		if end < 0 {
+			end = len(doc) - start
+		}
+		doc = doc[:start] + want + doc[start+end+1:]
+		if err := os.WriteFile(path, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if !strings.Contains(doc, want) {
+		t.Errorf("%s's error table differs from errcode.Table; run go test ./internal/errcode -update, or make it read:\n%s", path, want)
+	}
+}
+
+// TestREADMETable keeps the README's error table what the table says.
+func TestREADMETable(t *testing.T) {
+	t.Parallel()
+	checkDocTable(t, "../../README.md", readmeTable(realRows()))
+}
+
+// TestContractTable keeps docs/contract.md's error table what the table says.
+func TestContractTable(t *testing.T) {
+	t.Parallel()
+	checkDocTable(t, "../../docs/contract.md", contractTable(realRows()))
+}
+
+// TestDocTablesFollowTheTable checks that both documents' tables are
+// rendered from the rows alone: errcodetest's made-up row, the one edit of
+// a new code, appears in both with what its row says.
+func TestDocTablesFollowTheTable(t *testing.T) {
+	t.Parallel()
+	m := errcodetest.MadeUp
+	readme := "| `made_up_code` | a code only the tests know | no | `isError` | 418 |\n"
+	contract := "| `made_up_code` | no | `isError` | 418 | — | — | `failed` |\n"
+	if got := readmeTable(errcode.Table); !strings.HasSuffix(got, readme) {
+		t.Errorf("README table ends\n%s\nwant %s's line %q", got, m.Code, readme)
+	}
+	if got := contractTable(errcode.Table); !strings.HasSuffix(got, contract) {
+		t.Errorf("contract table ends\n%s\nwant %s's line %q", got, m.Code, contract)
+	}
+}
+
+// TestRowErrorsAreClassified checks that every error a row names is
+// classified as that row's code, wrapped as a caller wraps it: the made-up
+// row's by its row alone, with no case in Of.
+func TestRowErrorsAreClassified(t *testing.T) {
+	t.Parallel()
+	seen := false
+	for _, r := range errcode.Table {
+		for _, e := range r.Errors {
+			seen = true
+			if got := errcode.Of(fmt.Errorf("create ticket: %w", e)); got != r.Code {
+				t.Errorf("Of(%v) = %q, want its row's %q", e, got, r.Code)
+			}
+		}
+	}
+	if !seen {
+		t.Error("no row names an error; errcodetest.MadeUp should")
 	}
 }

@@ -3,6 +3,7 @@ package mcptools_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
@@ -33,6 +34,10 @@ func TestBulkOfFiftyRetriedAfterLostResponse(t *testing.T) {
 			t.Fatalf("call through a dropped connection succeeded: %s", text(res))
 		}
 		<-dropped
+		// The proxy gives up waiting for the reply after 5 s; on a loaded
+		// machine the bulk may still be running then, so wait for its record
+		// before counting what it wrote.
+		waitRecorded(t, d, args["operation_id"].(string))
 		events := dbtest.CountRows(t, d, "ticket_events", tenant)
 		servertest.Call(t, cs, mcptools.ToolUpdateTicket, map[string]any{"operation_id": newOperationID(t), "id": ids[9], "status": "open"})
 
@@ -56,4 +61,23 @@ func TestBulkOfFiftyRetriedAfterLostResponse(t *testing.T) {
 			t.Errorf("%d operations, want 50 creates, 1 bulk, 1 update", n)
 		}
 	})
+}
+
+// waitRecorded waits until operationID's record in tenant is no longer
+// pending: its write has committed or rolled back.
+func waitRecorded(t *testing.T, d *db.DB, operationID string) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		var status string
+		err := d.Gorm.Raw(`SELECT status FROM operations WHERE tenant_id = ? AND operation_id = ?`, tenant, operationID).Scan(&status).Error
+		if err != nil {
+			t.Fatal(err)
+		}
+		if status != "" && status != "pending" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("operation %s still %q after a minute", operationID, status)
+		}
+	}
 }

@@ -1,7 +1,6 @@
 package mcptools
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ticketd/ticketd/internal/approval"
-	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/tickets"
@@ -124,38 +122,4 @@ func errorResult(code errcode.Code, msg, operationID string, cause error, next s
 	}}
 	res.SetError(cause)
 	return res, out
-}
-
-// authorize returns the caller's principal if it may use a tool needing
-// scope. It runs on every call, replays included, so a token that lost a
-// scope or expired stops working at once.
-//
-// Errors wrap authn.ErrUnauthenticated (no principal, or it expired) or
-// authn.ErrForbidden (the scope is missing).
-func authorize(ctx context.Context, req *mcp.CallToolRequest, scope string) (authn.Principal, error) {
-	p, ok := principalOf(ctx, req.Extra)
-	if !ok {
-		return authn.Principal{}, fmt.Errorf("%w: no verified token came with this call", authn.ErrUnauthenticated)
-	}
-	if p.Expired(time.Now()) {
-		return authn.Principal{}, fmt.Errorf("%w: the token expired at %s", authn.ErrUnauthenticated,
-			p.Expires.UTC().Format(time.RFC3339))
-	}
-	if !p.HasScope(scope) {
-		return authn.Principal{}, fmt.Errorf("%w: this token lacks the %s scope that %s needs",
-			authn.ErrForbidden, scope, req.Params.Name)
-	}
-	return p, nil
-}
-
-// principalOf finds the caller: the verified bearer token the HTTP transport
-// attached to the request, or else the principal the stdio server put in the
-// context. Arguments are never consulted.
-func principalOf(ctx context.Context, extra *mcp.RequestExtra) (authn.Principal, bool) {
-	if extra != nil {
-		if p, ok := PrincipalFrom(extra.TokenInfo); ok {
-			return p, true
-		}
-	}
-	return authn.PrincipalFromContext(ctx)
 }

@@ -2,13 +2,13 @@
 // the tools Tools lists, over one tickets.Service, served statelessly over
 // Streamable HTTP or over stdio.
 //
-// The package is a thin port: it decodes arguments, authorises the call
-// against the principal's scopes, calls the service, and maps errors to the
-// contract's structured tool errors (docs/contract.md#error-codes). The
-// principal never comes
-// from arguments: on HTTP it is the verified bearer token the transport puts
-// in the request, on stdio the one verified at start-up and carried in the
-// context.
+// The package is a thin port: it decodes arguments (parsing an operation ID
+// once, in newTool), authorises the call against the principal's scopes,
+// calls the service, and maps errors to the contract's structured tool
+// errors (docs/contract.md#error-codes). The
+// principal never comes from arguments: on HTTP it is the verified bearer
+// token the transport puts in the request, on stdio the one verified at
+// start-up and carried in the context.
 package mcptools
 
 import (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -115,7 +116,7 @@ func newTool[In, Out any](sp spec[In, Out]) Tool {
 	add := func(s *mcp.Server, def *mcp.Tool, svc *tickets.Service) {
 		reg := *def
 		reg.InputSchema = json.RawMessage(inJSON)
-		mcp.AddTool(s, &reg, func(ctx context.Context, req *mcp.CallToolRequest, args In) (*mcp.CallToolResult, outcome[Out], error) {
+		run := func(ctx context.Context, req *mcp.CallToolRequest, args In) (*mcp.CallToolResult, outcome[Out], error) {
 			id, idErr := operationIDOf(args)
 			c := call{operationID: id}
 			p, err := authorize(ctx, req, sp.scope)
@@ -134,9 +135,53 @@ func newTool[In, Out any](sp spec[In, Out]) Tool {
 				return failure[Out](err, c.echo())
 			}
 			return success(out)
+		}
+		// Out is any for the SDK and the handler sets the structured
+		// content itself (structured), so the SDK does not validate it; it
+		// still advertises def's output schema.
+		mcp.AddTool(s, &reg, func(ctx context.Context, req *mcp.CallToolRequest, args In) (*mcp.CallToolResult, any, error) {
+			res, out, err := run(ctx, req, args)
+			if err != nil || (out.ok == nil && out.err == nil) {
+				// A JSON-RPC error, or a request for input: no content.
+				return res, nil, err
+			}
+			return structured(sp.name, res, out)
 		})
 	}
 	return Tool{Name: sp.name, Scope: sp.scope, def: def, add: add, namesOperation: namesOperation}
+}
+
+// checkOutput, when set, checks every structured result a tool answers
+// before it is sent, and a failure becomes the call's JSON-RPC error. The
+// package's tests set it (outputs_test.go) to validate each result against
+// the tool's advertised output schema, the check the SDK would otherwise
+// make on every call in production.
+var checkOutput func(tool string, isError bool, content []byte) error
+
+// structured puts out's JSON in res as the SDK does for a typed result (as
+// structuredContent, and as the one text block when res has none) but
+// without the SDK's output validation, which decodes the JSON into maps,
+// validates and encodes it again on every call: a third of a list call's
+// CPU (docs/perf.md). The outputs are ticketd's own types, whose fit to
+// the schemas the tests check on every result they see (checkOutput).
+func structured[Out any](tool string, res *mcp.CallToolResult, out outcome[Out]) (*mcp.CallToolResult, any, error) {
+	if res == nil {
+		res = &mcp.CallToolResult{}
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		return nil, nil, fmt.Errorf("marshaling output: %w", err)
+	}
+	if checkOutput != nil {
+		if err := checkOutput(tool, res.IsError, body); err != nil {
+			return nil, nil, fmt.Errorf("validating tool output: %w", err)
+		}
+	}
+	res.StructuredContent = json.RawMessage(body)
+	if res.Content == nil {
+		res.Content = []mcp.Content{&mcp.TextContent{Text: string(body)}}
+	}
+	return res, nil, nil
 }
 
 // namesOperation reports whether the named tool's input has an
@@ -181,3 +226,37 @@ type shownError struct {
 
 func (e shownError) Error() string { return e.msg }
 func (e shownError) Unwrap() error { return e.err }
+
+// authorize returns the caller's principal if it may use a tool needing
+// scope. It runs on every call, replays included, so a token that lost a
+// scope or expired stops working at once.
+//
+// Errors wrap authn.ErrUnauthenticated (no principal, or it expired) or
+// authn.ErrForbidden (the scope is missing).
+func authorize(ctx context.Context, req *mcp.CallToolRequest, scope string) (authn.Principal, error) {
+	p, ok := principalOf(ctx, req.Extra)
+	if !ok {
+		return authn.Principal{}, fmt.Errorf("%w: no verified token came with this call", authn.ErrUnauthenticated)
+	}
+	if p.Expired(time.Now()) {
+		return authn.Principal{}, fmt.Errorf("%w: the token expired at %s", authn.ErrUnauthenticated,
+			p.Expires.UTC().Format(time.RFC3339))
+	}
+	if !p.HasScope(scope) {
+		return authn.Principal{}, fmt.Errorf("%w: this token lacks the %s scope that %s needs",
+			authn.ErrForbidden, scope, req.Params.Name)
+	}
+	return p, nil
+}
+
+// principalOf finds the caller: the verified bearer token the HTTP transport
+// attached to the request, or else the principal the stdio server put in the
+// context. Arguments are never consulted.
+func principalOf(ctx context.Context, extra *mcp.RequestExtra) (authn.Principal, bool) {
+	if extra != nil {
+		if p, ok := PrincipalFrom(extra.TokenInfo); ok {
+			return p, true
+		}
+	}
+	return authn.PrincipalFromContext(ctx)
+}

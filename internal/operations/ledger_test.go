@@ -341,3 +341,48 @@ func TestRunWriteTimeoutRollsBack(t *testing.T) {
 		}
 	})
 }
+
+// TestRunReplayingReadsTheResultWithTheRecord: a replay gets its result row
+// from the fast path's one query; a first run, a conflict, and a record
+// whose result row is gone report none read.
+func TestRunReplayingReadsTheResultWithTheRecord(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		idType := "uuid"
+		if d.Dialect == db.SQLite {
+			idType = "text"
+		}
+		if err := d.Gorm.Exec(`CREATE TABLE widgets (tenant_id text NOT NULL, id ` + idType + ` NOT NULL, name text NOT NULL,
+			PRIMARY KEY (tenant_id, id))`).Error; err != nil {
+			t.Fatal(err)
+		}
+		join := operations.NewJoin("widgets", []string{"id", "name"})
+		l := operations.NewLedger(d.Gorm, operations.Options{})
+		key, widget := newKey(), uuid.NewString()
+		var id, name string
+		replay := operations.Replay{Join: join, Into: []any{&id, &name}}
+		write := func(tx *gorm.DB) error {
+			return tx.Exec(`INSERT INTO widgets (tenant_id, id, name) VALUES (?, ?, ?)`, "acme", widget, "gear").Error
+		}
+		first, err := l.RunReplaying(ctx, key, fingerprintA, widget, nil, replay, write)
+		if err != nil || first.Replayed || first.ResultRead || name != "" {
+			t.Fatalf("first run = %+v, %v (name %q)", first, err, name)
+		}
+		again, err := l.RunReplaying(ctx, key, fingerprintA, uuid.NewString(), nil, replay, write)
+		if err != nil || !again.Replayed || !again.ResultRead || id != widget || name != "gear" || again.Record.ResultID != widget {
+			t.Fatalf("replay = %+v, %v (read %q %q)", again, err, id, name)
+		}
+		conflict, err := l.RunReplaying(ctx, key, strings.Repeat("b", 64), widget, nil, replay, write)
+		if !errors.Is(err, operations.ErrConflict) || conflict.ResultRead {
+			t.Fatalf("conflict = %+v, %v", conflict, err)
+		}
+		if err := d.Gorm.Exec(`DELETE FROM widgets`).Error; err != nil {
+			t.Fatal(err)
+		}
+		gone, err := l.RunReplaying(ctx, key, fingerprintA, widget, nil, replay, write)
+		if err != nil || !gone.Replayed || gone.ResultRead || gone.Record.ResultID != widget {
+			t.Fatalf("replay without its result row = %+v, %v", gone, err)
+		}
+	})
+}

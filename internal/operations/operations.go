@@ -86,6 +86,9 @@ type Record struct {
 type Outcome struct {
 	Record   Record
 	Replayed bool
+	// ResultRead says a replay's result row was read into Replay.Into
+	// (RunReplaying).
+	ResultRead bool
 }
 
 // IDError says why a text is not an operation ID. Reason reads after the
@@ -98,9 +101,10 @@ type IDError struct {
 
 func (e *IDError) Error() string { return "operation ID " + e.Reason }
 
-// ID is an operation ID that ParseID accepted. Adapters parse the caller's
-// text once, naming their own field in the error, and every write takes the
-// ID in this form, so nothing parses it again. The zero ID is none.
+// ID is an operation ID that ParseID accepted (only ParseID makes one).
+// Adapters parse the caller's text once, naming their own field in the
+// error, and every write takes the ID in this form, so nothing parses it
+// again. The zero ID is none.
 type ID struct{ u uuid.UUID }
 
 // UUID returns the ID as the ledger keys it.
@@ -111,10 +115,6 @@ func (id ID) String() string { return id.u.String() }
 
 // IsZero reports whether id is the zero ID, which no caller can send.
 func (id ID) IsZero() bool { return id.u == uuid.Nil }
-
-// NewID returns a fresh operation ID (a UUID of version 7), for a form that
-// proposes one.
-func NewID() ID { return ID{uuid.Must(uuid.NewV7())} }
 
 // ParseID parses an operation ID: a canonical 8-4-4-4-12 UUID of version 4
 // or 7 (either case). Braces, "urn:uuid:", other versions and the nil UUID

@@ -12,6 +12,11 @@ import (
 // routes is the whole API surface in one place. openapi.json describes the
 // same routes, and TestOpenAPIMatchesRoutes keeps the two in step.
 func (a *api) routes() http.Handler {
+	doc, err := openAPIDocument()
+	if err != nil {
+		// The embedded document is part of the build: every test sees this.
+		panic("rest: " + err.Error())
+	}
 	r := chi.NewRouter()
 	a.mux = r
 	if a.metrics != nil {
@@ -24,7 +29,7 @@ func (a *api) routes() http.Handler {
 	r.MethodNotAllowed(a.methodNotAllowed)
 
 	r.Route("/api/v1", func(r chi.Router) {
-		r.Get("/openapi.json", serveOpenAPI)
+		r.Get("/openapi.json", serveOpenAPI(doc))
 
 		r.Group(func(r chi.Router) {
 			r.Use(a.authenticate)

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +63,14 @@ func TestTickets(t *testing.T) {
 			if op.OperationID != key || op.Action != "create_ticket" || op.Status != "succeeded" || op.TicketID != created.ID ||
 				op.Ticket == nil || op.Ticket.Key != "SUP-1" || op.NextStep == "" {
 				t.Errorf("operation = %+v", op)
+			}
+		})
+		t.Run("OperationNextStepIsInRequestTerms", func(t *testing.T) {
+			// An operator is told what to send, not which MCP tool to call.
+			op := decode[operation](t, do(t, e, req{path: "/api/v1/operations/" + key, token: read}), http.StatusOK)
+			if !strings.Contains(op.NextStep, "Idempotency-Key") || strings.Contains(op.NextStep, "operation_id") ||
+				strings.Contains(op.NextStep, "create_ticket") || !strings.Contains(op.NextStep, "ticket_id") {
+				t.Errorf("next_step = %q, want the request's terms (Idempotency-Key) and no tool or argument name", op.NextStep)
 			}
 		})
 		t.Run("ListFiltersByProjectAndStatus", func(t *testing.T) {

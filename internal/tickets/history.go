@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/operations"
@@ -171,23 +170,6 @@ func decodeChangeValue(field string, raw json.RawMessage) (any, error) {
 		return nil, nil
 	}
 	return *s, nil
-}
-
-// lockTicket reads the tenant's ticket for a write and, on PostgreSQL, locks
-// its row until the transaction ends, so the ticket's writers take turns:
-// each sees the version its predecessor committed (Read Committed re-reads a
-// row it waited for). SQLite serialises all writers already.
-func lockTicket(tx *gorm.DB, tenant string, id uuid.UUID) (ticketRow, error) {
-	var row ticketRow
-	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Select(ticketColumns).
-		Where("tenant_id = ? AND id = ?", tenant, id.String()).Take(&row).Error
-	switch {
-	case errors.Is(err, gorm.ErrRecordNotFound):
-		return ticketRow{}, fmt.Errorf("ticket: %w", ErrNotFound)
-	case err != nil:
-		return ticketRow{}, fmt.Errorf("%w: lock ticket: %v", ErrUnavailable, err)
-	}
-	return row, nil
 }
 
 // nextSeq allocates the ticket's next history position. The caller holds

@@ -402,6 +402,33 @@ func TestUpdateAssigneeMeIsTheCaller(t *testing.T) {
 	})
 }
 
+// TestListAssigneeMeIsTheCaller: the service, not each transport, resolves
+// the list filter "me" to the caller.
+func TestListAssigneeMeIsTheCaller(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		svc := newService(t, d)
+		mine, theirs := newTicket(t, svc, tenantA), newTicket(t, svc, tenantA)
+		for who, tk := range map[string]tickets.Ticket{"alice": mine, "bob": theirs} {
+			if _, err := svc.UpdateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: who}, ticketstest.OpID(newID()), tk.Key,
+				tickets.TicketUpdate{Assignee: ptr(tickets.AssigneeMe)}); err != nil {
+				t.Fatalf("assign %s to %s: %v", tk.Key, who, err)
+			}
+		}
+		alice := tickets.Caller{Tenant: tenantA, Subject: "alice"}
+		page, err := svc.ListTickets(ctx, alice, tickets.ListTicketsParams{Assignee: tickets.AssigneeMe})
+		if err != nil || len(page.Tickets) != 1 || page.Tickets[0].ID != mine.ID {
+			t.Errorf("alice's \"me\" = %+v, %v; want %s only", page.Tickets, err, mine.Key)
+		}
+		bob := tickets.Caller{Tenant: tenantA, Subject: "bob"}
+		if page, err := svc.ListTickets(ctx, bob, tickets.ListTicketsParams{Assignee: tickets.AssigneeMe}); err != nil ||
+			len(page.Tickets) != 1 || page.Tickets[0].ID != theirs.ID {
+			t.Errorf("bob's \"me\" = %+v, %v; want %s only", page.Tickets, err, theirs.Key)
+		}
+	})
+}
+
 // TestUpdateRetryWithNewerIfVersionReplays: a caller that lost the reply,
 // re-read the ticket (now at the version its own change made) and retried
 // with that version gets its recorded change back, not a conflict.

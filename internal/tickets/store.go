@@ -1,12 +1,15 @@
 package tickets
 
 import (
+	"database/sql"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tracker"
 )
 
@@ -78,6 +81,33 @@ func (ticketRow) TableName() string { return "tickets" }
 // vector, which can be as large as the description.
 const ticketColumns = "id, tenant_id, project_id, number, key, title, description, priority, status, labels, " +
 	"reporter, operation_id, version, assignee, external_id, external_url, created_at, updated_at"
+
+// ticketResult reads a create_ticket record's ticket in the same query as
+// the record (operations.Ledger.RunReplaying), into ticketRow.columns.
+var ticketResult = operations.NewJoin("tickets", strings.Split(ticketColumns, ", "))
+
+// columns returns scan targets for ticketColumns, in order.
+func (r *ticketRow) columns() []any {
+	return []any{&r.ID, &r.TenantID, &r.ProjectID, &r.Number, &r.Key, &r.Title, &r.Description, &r.Priority,
+		&r.Status, &r.Labels, &r.Reporter, &r.OperationID, &r.Version, &r.Assignee, &r.ExternalID, &r.ExternalURL,
+		&r.CreatedAt, &r.UpdatedAt}
+}
+
+// scanFirst scans the first of rows into dest and closes rows; found is
+// false when there is none. Hot paths read their rows with it rather than
+// GORM's Scan, which renders every statement with its arguments for a
+// logger that discards it, a regular-expression pass per call (docs/perf.md).
+func scanFirst(rows *sql.Rows, dest ...any) (found bool, err error) {
+	defer func() {
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	if !rows.Next() {
+		return false, rows.Err()
+	}
+	return true, rows.Scan(dest...)
+}
 
 func (r ticketRow) toTicket() (Ticket, error) {
 	id, err := uuid.Parse(r.ID)

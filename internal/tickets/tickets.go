@@ -1,9 +1,19 @@
-// Package tickets is ticketd's domain and its one service layer (Service):
-// projects; the writes (create, update, comment), each run once per
-// operation ID through the operations ledger, with its history event and
-// its outbox entry in the same transaction; reads, search and history; and
-// what became of an operation. It imports no transport: the tenant and the
-// acting subject are explicit arguments of every method.
+// Package tickets is ticketd's domain and its one service layer (Service),
+// which MCP, REST and the console all call. Every write (create, update,
+// bulk update, comment) runs once per operation ID through the operations
+// ledger, its history event and its outbox event in the same transaction,
+// behind the approval gate when its policy asks. It imports no transport:
+// writes and lists take a Caller (tenant and acting subject), other reads
+// the tenant, and a write the operation ID its adapter already parsed
+// (operations.ID).
+//
+// Where things are: service.go the Service; ticket.go one ticket by
+// reference (read, or locked for a write); create.go, update.go, bulk.go and
+// comments.go the writes; history.go their events and the outbox hand-off;
+// outbox.go the outbox and delivery ports; input.go and store.go the input
+// rules and the rows; list.go and page.go the lists; projects.go;
+// operations.go what became of an operation; approval.go the gate; tracked*.go
+// and operator.go tracker-backed projects.
 package tickets
 
 import (

@@ -113,18 +113,31 @@ func benchThroughput(b *testing.B, subs int) {
 // BenchmarkDeliveryBesideHangingReceiver measures tenant globex's
 // COMMIT-to-delivery time (p50, p90) alone ("unloaded") and while tenant acme's
 // receiver hangs every request for the whole attempt timeout with a backlog
-// of 300 deliveries over three subscriptions ("hanging"). The default
-// options; fair shares should keep the two close.
+// of 300 deliveries over three subscriptions ("hanging"), and while that
+// receiver first answers 60 requests at once, so that acme borrows idle
+// workers, and then hangs ("answered-then-hanging"). The default options;
+// fair shares should keep them close. acme-peak-held is the most of acme's
+// requests hanging at once.
 func BenchmarkDeliveryBesideHangingReceiver(b *testing.B) {
-	for _, loaded := range []bool{false, true} {
-		name := "unloaded"
-		if loaded {
-			name = "hanging"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, c := range []struct {
+		name     string
+		loaded   bool
+		answered int64
+	}{{"unloaded", false, 0}, {"hanging", true, 0}, {"answered-then-hanging", true, 60}} {
+		loaded := c.loaded
+		b.Run(c.name, func(b *testing.B) {
 			d := dbtest.Postgres(b)
 			release := make(chan struct{})
+			var answered, held, peak atomic.Int64
 			hang := newServer(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if answered.Add(1) <= c.answered {
+					w.WriteHeader(http.StatusNoContent)
+					return
+				}
+				n := held.Add(1)
+				defer held.Add(-1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
 				select {
 				case <-release:
 				case <-r.Context().Done():
@@ -165,6 +178,7 @@ func BenchmarkDeliveryBesideHangingReceiver(b *testing.B) {
 			slices.Sort(lat)
 			b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "p50-ms")
 			b.ReportMetric(float64(lat[len(lat)*9/10].Milliseconds()), "p90-ms")
+			b.ReportMetric(float64(peak.Load()), "acme-peak-held")
 		})
 	}
 }

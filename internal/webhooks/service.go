@@ -56,16 +56,16 @@ func New(d *db.DB, opts Options) (*Service, error) {
 	}
 	s := &Service{
 		db: d.Gorm, dialect: d.Dialect, opts: opts, guard: ssrf.Guard{AllowPrivate: opts.AllowPrivate, Resolver: opts.Resolver},
-		shares: newShares(opts.TenantShare, opts.SubscriptionShare),
+		shares: newShares(opts.Concurrency, opts.TenantShare, opts.SubscriptionShare, opts.AttemptTimeout),
 	}
 	s.http = &http.Client{
 		Transport: &http.Transport{
 			DialContext:       s.guard.DialContext,
 			ForceAttemptHTTP2: true,
-			// As many as one subscription may have in flight: with 2, a
-			// busy receiver's other attempts each opened and closed a
-			// connection of their own.
-			MaxIdleConnsPerHost:    opts.SubscriptionShare,
+			// As many as one subscription may have in flight, borrowing
+			// idle workers (share.go): with 2, a busy receiver's other
+			// attempts each opened and closed a connection of their own.
+			MaxIdleConnsPerHost:    opts.Concurrency,
 			IdleConnTimeout:        90 * time.Second,
 			TLSHandshakeTimeout:    opts.AttemptTimeout,
 			ResponseHeaderTimeout:  opts.AttemptTimeout,

@@ -15,63 +15,119 @@ import (
 // with a backlog it soon holds all of them: every other tenant's deliveries
 // wait behind one slow endpoint. With it a slow receiver holds its own share
 // only; the rest of the pool keeps serving everyone else.
+//
+// The shares are work-conserving for receivers that answer: a tenant or
+// subscription at its share may borrow an idle worker when its latest
+// attempt ended within slowAfter and none of its attempts in flight has run
+// that long, as long as a reserve of the replica's workers stays free. Left
+// capped at half the workers, one subscription that received every write
+// delivered fewer a second than one replica wrote
+// (BenchmarkOneSubscriptionKeepsUp). The reserve is what another
+// subscription's delivery finds when it arrives; once it is in use nobody
+// borrows, and borrowed workers come back within slowAfter, so contention
+// returns every one to its share. A receiver that hangs never borrows: its
+// attempts are slow. One that answered and then hangs keeps what it
+// borrowed until those attempts time out, and never more than all but the
+// reserve.
 type shares struct {
 	perTenant, perSubscription int
+	borrowUpTo                 int           // attempts in flight up to which one over its share may borrow
+	slowAfter                  time.Duration // an attempt that runs this long marks its receiver slow
+	now                        func() time.Time
 
-	mu     sync.Mutex
-	tenant map[string][]time.Time // start of each attempt in flight
-	sub    map[uuid.UUID][]time.Time
+	mu       sync.Mutex
+	inFlight int
+	tenant   map[string]*holders
+	sub      map[uuid.UUID]*holders
+	swept    time.Time
 }
 
-func newShares(perTenant, perSubscription int) *shares {
+// forgetAfter is how long a tenant's or subscription's speed is remembered
+// once it has no attempt in flight; then its next backlog borrows only once
+// an attempt of it has answered quickly again.
+const forgetAfter = time.Minute
+
+// holders are one tenant's or subscription's attempts in flight and how
+// fast the latest one to end answered.
+type holders struct {
+	starts []time.Time // start of each attempt in flight
+	fast   bool        // the latest attempt to end took less than slowAfter
+	ended  time.Time   // when it ended
+}
+
+// newShares sizes the shares of a replica with workers workers. The reserve
+// no borrower takes is an eighth of them, at least one.
+func newShares(workers, perTenant, perSubscription int, attemptTimeout time.Duration) *shares {
 	return &shares{
 		perTenant: perTenant, perSubscription: perSubscription,
-		tenant: map[string][]time.Time{}, sub: map[uuid.UUID][]time.Time{},
+		borrowUpTo: workers - max(1, workers/8),
+		slowAfter:  attemptTimeout / 10,
+		now:        time.Now,
+		tenant:     map[string]*holders{}, sub: map[uuid.UUID]*holders{},
 	}
 }
 
 // take reserves a worker for one attempt of tenant's subscription sub. When
-// either is at its share it reports false and how long the job should wait
-// before trying again. A job queued before subscription IDs were carried in
-// its arguments has uuid.Nil and is held to the tenant's share alone. The
-// returned release must be called once the attempt is over.
+// either is at its share and may not borrow it reports false and how long
+// the job should wait before trying again. A job queued before subscription
+// IDs were carried in its arguments has uuid.Nil and is held to the
+// tenant's share alone. The returned release must be called once the
+// attempt is over.
 func (s *shares) take(tenant string, sub uuid.UUID, attemptTimeout time.Duration) (release func(), wait time.Duration, ok bool) {
-	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case len(s.tenant[tenant]) >= s.perTenant:
-		return nil, waitFor(s.tenant[tenant], now, attemptTimeout), false
-	case sub != uuid.Nil && len(s.sub[sub]) >= s.perSubscription:
-		return nil, waitFor(s.sub[sub], now, attemptTimeout), false
+	now := s.now()
+	if now.Sub(s.swept) >= forgetAfter {
+		s.swept = now
+		forget(s.tenant, now)
+		forget(s.sub, now)
 	}
-	s.tenant[tenant] = append(s.tenant[tenant], now)
+	t, sb := s.tenant[tenant], s.sub[sub]
+	overTenant := t != nil && len(t.starts) >= s.perTenant
+	overSub := sub != uuid.Nil && sb != nil && len(sb.starts) >= s.perSubscription
+	borrow := s.inFlight < s.borrowUpTo && (!overTenant || t.answering(now, s.slowAfter)) && (!overSub || sb.answering(now, s.slowAfter))
+	switch {
+	case overTenant && !borrow:
+		return nil, waitFor(t.starts, now, attemptTimeout, s.slowAfter), false
+	case overSub && !borrow:
+		return nil, waitFor(sb.starts, now, attemptTimeout, s.slowAfter), false
+	}
+	s.inFlight++
+	t = hold(s.tenant, tenant, now)
 	if sub != uuid.Nil {
-		s.sub[sub] = append(s.sub[sub], now)
+		sb = hold(s.sub, sub, now)
 	}
 	return func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		drop(s.tenant, tenant, now)
+		end := s.now()
+		s.inFlight--
+		t.drop(now, end, s.slowAfter)
 		if sub != uuid.Nil {
-			drop(s.sub, sub, now)
+			sb.drop(now, end, s.slowAfter)
 		}
 	}, 0, true
 }
 
+// answering says whether h's receiver answers quickly: its latest attempt
+// ended within slowAfter and none in flight has run that long.
+func (h *holders) answering(now time.Time, slowAfter time.Duration) bool {
+	return h.fast && !slices.ContainsFunc(h.starts, func(start time.Time) bool { return now.Sub(start) >= slowAfter })
+}
+
 // waitFor is how long a job over its share is put back in the queue for.
 // Holders that answer fast free the share in moments, so the job waits about
-// as long as the oldest has run (at least 50ms). Holders that have run a
-// second or more are a slow receiver, which frees a slot only when an
+// as long as the oldest has run (at least 50ms). Holders that have run
+// slowAfter or more are a slow receiver, which frees a slot only when an
 // attempt ends, at worst at its timeout: the job waits until then, plus
 // jitter over a quarter of the timeout so the waiting jobs return spread out.
 // A hanging receiver's backlog thus costs the queue about one wake-up per
 // job per attempt timeout, not a busy loop that would crowd other tenants'
 // jobs out of the queue's fetches.
-func waitFor(starts []time.Time, now time.Time, attemptTimeout time.Duration) time.Duration {
+func waitFor(starts []time.Time, now time.Time, attemptTimeout, slowAfter time.Duration) time.Duration {
 	oldest := slices.MinFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
 	held := now.Sub(oldest)
-	if held < time.Second {
+	if held < slowAfter {
 		base := max(held, 50*time.Millisecond)
 		return base + rand.N(base/2+1)
 	}
@@ -79,15 +135,33 @@ func waitFor(starts []time.Time, now time.Time, attemptTimeout time.Duration) ti
 	return untilEnd + rand.N(attemptTimeout/4+1)
 }
 
-// drop removes one attempt that started at start from m[k].
-func drop[K comparable](m map[K][]time.Time, k K, start time.Time) {
-	starts := m[k]
-	if i := slices.Index(starts, start); i >= 0 {
-		starts = slices.Delete(starts, i, i+1)
+// hold adds an attempt that starts at start to m[k].
+func hold[K comparable](m map[K]*holders, k K, start time.Time) *holders {
+	h := m[k]
+	if h == nil {
+		h = &holders{}
+		m[k] = h
 	}
-	if len(starts) == 0 {
-		delete(m, k)
-		return
+	h.starts = append(h.starts, start)
+	return h
+}
+
+// drop removes h's attempt that ran from start to end and notes whether it
+// answered quickly.
+func (h *holders) drop(start, end time.Time, slowAfter time.Duration) {
+	if i := slices.Index(h.starts, start); i >= 0 {
+		h.starts = slices.Delete(h.starts, i, i+1)
 	}
-	m[k] = starts
+	h.fast, h.ended = end.Sub(start) < slowAfter, end
+}
+
+// forget removes the entries of m with no attempt in flight for
+// forgetAfter, so that subscriptions and tenants long idle or gone cost
+// nothing.
+func forget[K comparable](m map[K]*holders, now time.Time) {
+	for k, h := range m {
+		if len(h.starts) == 0 && now.Sub(h.ended) >= forgetAfter {
+			delete(m, k)
+		}
+	}
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
-	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 	"github.com/ticketd/ticketd/internal/webhooks"
@@ -182,11 +181,11 @@ func TestWebhookTicketIsTheAPITicket(t *testing.T) {
 			return nil
 		}
 		svc := ticketService(t, d, hooks, webhooks.TicketOutbox(hooks))
-		created, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "alice"}, operations.NewID(), tickets.NewTicket{ProjectID: "support", Title: "Printer on fire"})
+		created, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenant, Subject: "alice"}, ticketstest.OpID(uuid.NewString()), tickets.NewTicket{ProjectID: "support", Title: "Printer on fire"})
 		if err != nil {
 			t.Fatalf("create: %v", err)
 		}
-		commented, err := svc.AddComment(ctx, tickets.Caller{Tenant: tenant, Subject: "bob"}, operations.NewID(), created.Ticket.Key, "on it")
+		commented, err := svc.AddComment(ctx, tickets.Caller{Tenant: tenant, Subject: "bob"}, ticketstest.OpID(uuid.NewString()), created.Ticket.Key, "on it")
 		if err != nil {
 			t.Fatalf("comment: %v", err)
 		}

@@ -131,7 +131,9 @@ type Options struct {
 	// leaves the rest to everyone else (default three quarters of
 	// Concurrency); SubscriptionShare does the same for one subscription
 	// (default half). A delivery over its share waits a moment in the queue
-	// without spending an attempt.
+	// without spending an attempt, unless its receiver answers quickly and
+	// workers are idle: then it borrows one, leaving an eighth free
+	// (share.go).
 	TenantShare, SubscriptionShare int
 	// MaxSubscriptions bounds one tenant's subscriptions (default 20), which
 	// also bounds the fan-out of one event.

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/ticketd/ticketd/internal/db"
 )
 
 // What ticketd serve --dev seeds, and so what the benchmark files into.
@@ -300,11 +302,17 @@ func (b *bench) runOne(ctx context.Context, sc scenario, round int) (benchRun, e
 	if err != nil {
 		return benchRun{}, err
 	}
-	// The per-tenant rate limits are off: one tenant's workers are the
-	// whole load here, and the bench measures ticketd's cost per call, not
-	// how fast it turns calls away (with the default 50 writes/s most
-	// creates would be rate_limited answers).
+	// The per-tenant rate limits are off and the concurrency cap as high as
+	// the pool allows: one tenant's workers are the whole load here, and the
+	// bench measures ticketd's cost per call, not how fast it turns calls
+	// away (with the default 50 writes/s most creates would be rate_limited
+	// answers, and 16 workers are one more than PostgreSQL's default cap of
+	// 15 calls in flight). SQLite's pool of 4 caps a tenant at 3 whatever
+	// is set, so create-sqlite needs -workers 3 or fewer.
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TICKETD_RATE_LIMIT_WRITES=0", "TICKETD_RATE_LIMIT_READS=0"}
+	if !sc.sqlite {
+		env = append(env, "TICKETD_TENANT_CONCURRENCY="+strconv.Itoa(db.PoolSize(db.Postgres)-1))
+	}
 	var dbURL string
 	if !sc.noop && !sc.sqlite {
 		if dbURL, err = b.freshDatabase(ctx, sc); err != nil {

@@ -1,8 +1,12 @@
 // Package errcodetest gives the error codes example errors, as the packages
 // that detect them return them, so that a test can walk errcode.Table across
-// every surface (MCP, REST, console, metrics). Adding a code is its row in
-// errcode.Table, its case in errcode.Of and its example here; every walk
-// then covers it.
+// every surface (MCP, REST, console, metrics, OpenAPI, the docs' tables).
+//
+// Importing it adds MadeUp to errcode.Table for the whole test binary, before
+// any test runs: a code no surface has ever heard of, whose row is the only
+// edit. Every walk then proves that a new code reaches every surface from
+// its row alone. A code added for real needs no example here either: Walk
+// uses its row's first error.
 package errcodetest
 
 import (
@@ -25,6 +29,28 @@ import (
 // DriverText is what a database driver says about a connection it lost: the
 // user, database, host and port. No surface may ever show it.
 const DriverText = "failed to connect to `user=ticketd_owner database=ticketd_prod`: 10.0.0.7:5432 (db.internal): dial error: connection refused"
+
+// ErrMadeUp is the error that means MadeUp's code.
+var ErrMadeUp = errors.New("the made-up thing happened")
+
+// MadeUp is the row of a code that does not exist, added to errcode.Table
+// by this package's init: what adding a code looks like, the one edit.
+var MadeUp = errcode.Row{
+	Code: "made_up_code", Meaning: "a code only the tests know", Retry: "no",
+	MCP: errcode.MCPToolError, Status: 418, Title: "Made up", ShowCause: true,
+	Public:       "the made-up thing happened",
+	AgentStep:    "Made up for the tests: nothing to do.",
+	OperatorStep: "Made up for the tests: nothing to send.",
+	PersonStep:   "Made up for the tests: nothing to submit.",
+	Outcome:      errcode.CountFailed,
+	Errors:       []error{ErrMadeUp},
+}
+
+func init() { errcode.Table = append(errcode.Table, MadeUp) }
+
+// IsMadeUp reports whether r is MadeUp's row, which the documents that
+// list the real codes (README.md, docs/contract.md) leave out.
+func IsMadeUp(r errcode.Row) bool { return r.Code == MadeUp.Code }
 
 // Example is an error that errcode.Of classifies as Code.
 type Example struct {
@@ -80,27 +106,31 @@ var Examples = []Example{
 // example error.
 var EdgeOnly = []errcode.Code{errcode.RateLimited}
 
-// Walk runs f once for every row of errcode.Table, as a subtest named after
-// the code, with the row's first example (nil for a code only the edge
-// answers). A code that is neither in Examples nor answered by the edge
-// alone fails the walk: its surfaces would go untested.
+// Walk runs f once for every row of errcode.Table, MadeUp's included, as a
+// subtest named after the code, with the row's first example (nil for a
+// code only the edge answers). A code that has neither an example (in
+// Examples, or its row's first error) nor is answered by the edge alone
+// fails the walk: its surfaces would go untested.
 func Walk(t *testing.T, f func(t *testing.T, row errcode.Row, err error)) {
 	t.Helper()
 	for _, row := range errcode.Table {
-		err := example(row.Code)
+		err := example(row)
 		if err == nil && !slices.Contains(EdgeOnly, row.Code) {
-			t.Errorf("%s has no example in errcodetest.Examples", row.Code)
+			t.Errorf("%s has no example: give its row an error (errcode.Row.Errors)", row.Code)
 			continue
 		}
 		t.Run(string(row.Code), func(t *testing.T) { f(t, row, err) })
 	}
 }
 
-func example(code errcode.Code) error {
+func example(row errcode.Row) error {
 	for _, e := range Examples {
-		if e.Code == code {
+		if e.Code == row.Code {
 			return e.Err
 		}
+	}
+	if len(row.Errors) > 0 {
+		return wrap(row.Errors[0])
 	}
 	return nil
 }

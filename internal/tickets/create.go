@@ -1,0 +1,306 @@
+package tickets
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/ticketd/ticketd/internal/operations"
+)
+
+// ActionCreateTicket is the ledger action of CreateTicket; it scopes
+// operation IDs together with the tenant.
+const ActionCreateTicket = "create_ticket"
+
+// CreateResult is the outcome of CreateTicket.
+type CreateResult struct {
+	OperationID uuid.UUID
+	Ticket      Ticket
+	Replayed    bool // the ticket was created by an earlier call with this ID
+}
+
+// CreateTicket creates one ticket per (tenant, operation ID): a retry with the
+// same ID and the same normalised input returns the first call's ticket with
+// Replayed set, and never creates another. The ticket, its per-project number
+// and the operation record commit in one transaction.
+//
+// Errors: ErrInvalid (bad input, or unknown project; nothing recorded, the
+// ID stays usable), operations.ErrConflict, operations.ErrInProgress,
+// operations.ErrOutcomeUnknown, ErrUnavailable, operations.ErrUnavailable.
+func (s *Service) CreateTicket(ctx context.Context, c Caller, opID operations.ID, in NewTicket) (res CreateResult, err error) {
+	defer func() { s.report(ActionCreateTicket, res.Replayed, err) }()
+	if err := requireID(opID); err != nil {
+		return CreateResult{}, err
+	}
+	tenant, reporter, id := c.Tenant, c.Subject, opID.UUID()
+	n, err := Normalize(in)
+	if err != nil {
+		return CreateResult{}, err
+	}
+	if err := checkActor(reporter); err != nil {
+		return CreateResult{}, err
+	}
+	backend, err := s.projectBackend(ctx, tenant, n.ProjectID)
+	if err != nil {
+		return CreateResult{OperationID: id}, fmt.Errorf("create ticket: %w", err)
+	}
+	if backend != nil {
+		return s.createTracked(ctx, tenant, reporter, id, n)
+	}
+	key := operations.Key{Tenant: tenant, Action: ActionCreateTicket, OperationID: id}
+	ticketID, eventID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+	var created Ticket
+	fp := Fingerprint(n)
+	gate := s.gate(key, fp, reporter, createProposal(id.String(), n))
+	var replayed ticketRow
+	replay := operations.Replay{Join: ticketResult, Into: replayed.columns()}
+	out, err := s.ledger.RunReplaying(ctx, key, fp, ticketID.String(), gate, replay, func(tx *gorm.DB) error {
+		if created, err = insertTicket(tx, tenant, reporter, ticketID, eventID, id, n); err != nil {
+			return err
+		}
+		return s.enqueue(tx, WriteEvent{ID: eventID, Tenant: tenant, Kind: EventCreated, OperationID: id, At: created.CreatedAt, Ticket: created})
+	})
+	if err != nil {
+		return CreateResult{OperationID: id}, fmt.Errorf("create ticket: %w", err)
+	}
+	if !out.Replayed {
+		return CreateResult{OperationID: id, Ticket: created}, nil
+	}
+	if out.ResultRead {
+		t, err := replayed.toTicket()
+		return CreateResult{OperationID: id, Ticket: t, Replayed: true}, err
+	}
+	t, err := s.ticketByID(ctx, tenant, out.Record.ResultID)
+	if err != nil {
+		return CreateResult{OperationID: id}, fmt.Errorf("create ticket: read committed ticket: %w", err)
+	}
+	return CreateResult{OperationID: id, Ticket: t, Replayed: out.Replayed}, nil
+}
+
+// insertTicket allocates the project's next number and inserts the ticket
+// and its `created` event, inside the ledger's transaction. On PostgreSQL
+// the number comes from the project's sequence, which a rollback does not
+// return (a gap, never a reuse); on SQLite from projects.next_number, which
+// it does.
+func insertTicket(tx *gorm.DB, tenant, reporter string, ticketID, eventID, opID uuid.UUID, n NewTicket) (Ticket, error) {
+	// PostgreSQL keeps microseconds: the answer to the first call must read
+	// exactly like every later read and replay.
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	labels, err := json.Marshal(n.Labels)
+	if err != nil {
+		return Ticket{}, fmt.Errorf("encode labels: %w", err)
+	}
+	opIDText := opID.String()
+	row := ticketRow{
+		ID: ticketID.String(), TenantID: tenant, ProjectID: n.ProjectID,
+		Title: n.Title, Description: n.Description,
+		Priority: string(n.Priority), Status: string(StatusOpen), Labels: string(labels), Reporter: reporter,
+		OperationID: &opIDText, Version: 1, CreatedAt: now, UpdatedAt: now,
+	}
+	created := Event{
+		ID: eventID, TicketID: ticketID, Seq: 1, Version: 1, Kind: EventCreated, Actor: reporter,
+		OperationID: opID, Changes: Changes{}, CreatedAt: now,
+	}
+	var found bool
+	if tx.Dialector.Name() == "postgres" {
+		found, err = insertTicketPostgres(tx, &row, created)
+	} else {
+		found, err = insertTicketSteps(tx, &row, created)
+	}
+	switch {
+	case errors.Is(err, gorm.ErrDuplicatedKey):
+		// Only the unique (tenant, operation_id) index can fire here: the
+		// ticket exists but its operation record is gone (pruned). Creating
+		// another would be exactly the duplicate the ledger exists to stop.
+		return Ticket{}, fmt.Errorf("%w: a ticket was already created with this operation ID", operations.ErrExpired)
+	case err != nil:
+		return Ticket{}, err
+	case !found:
+		return Ticket{}, unknownProject(tx, tenant, n.ProjectID)
+	}
+	return row.toTicket()
+}
+
+// insertTicketSteps allocates the number, then inserts the ticket and its
+// event, one statement each. It reports false when the project does not
+// exist.
+func insertTicketSteps(tx *gorm.DB, row *ticketRow, created Event) (bool, error) {
+	var (
+		key  string
+		next int64
+	)
+	rows, err := tx.Raw(`UPDATE projects SET next_number = next_number + 1
+		WHERE tenant_id = ? AND id = ? RETURNING key, next_number`, row.TenantID, row.ProjectID).Rows()
+	found := false
+	if err == nil {
+		found, err = scanFirst(rows, &key, &next)
+	}
+	if err != nil {
+		return false, fmt.Errorf("%w: allocate ticket number: %v", ErrUnavailable, err)
+	}
+	if !found {
+		return false, nil
+	}
+	row.Number = next - 1
+	row.Key = fmt.Sprintf("%s-%d", key, row.Number)
+	if err := tx.Create(row).Error; err != nil {
+		if errors.Is(err, gorm.ErrDuplicatedKey) {
+			return false, err
+		}
+		return false, fmt.Errorf("%w: insert ticket: %v", ErrUnavailable, err)
+	}
+	return true, insertEvent(tx, row.TenantID, created)
+}
+
+// createTicketPostgres does insertTicketSteps' three statements in one
+// round trip. The number is the next value of the project's own sequence
+// (migrations/postgres/00004_ticket_numbers.sql), which locks nothing until
+// COMMIT, so creates in one project do not queue behind each other (docs/perf.md).
+// The event's foreign key to the ticket is checked at the end of the
+// statement, after both inserts.
+const createTicketPostgres = `WITH p AS MATERIALIZED (
+	SELECT key, nextval(number_seq::regclass) AS number FROM projects
+	WHERE tenant_id = @tenant AND id = @project
+), t AS (
+	INSERT INTO "tickets" (id, tenant_id, project_id, number, key, title, description, priority, status, labels,
+		reporter, operation_id, version, created_at, updated_at)
+	SELECT CAST(@id AS uuid), @tenant, @project, p.number, p.key || '-' || p.number, @title, @description,
+		@priority, @status, @labels, @reporter, CAST(@op AS uuid), 1, CAST(@now AS timestamptz), CAST(@now AS timestamptz)
+	FROM p
+	RETURNING id, number, key
+), e AS (
+	INSERT INTO "ticket_events" (id, tenant_id, ticket_id, seq, version, kind, actor, operation_id, changes, created_at)
+	SELECT CAST(@event AS uuid), @tenant, t.id, 1, 1, @kind, @reporter, CAST(@op AS uuid), @changes, CAST(@now AS timestamptz)
+	FROM t
+)
+SELECT number, key FROM t`
+
+// insertTicketPostgres runs createTicketPostgres. It reports false when the
+// project does not exist.
+func insertTicketPostgres(tx *gorm.DB, row *ticketRow, created Event) (bool, error) {
+	changes, err := encodeChanges(created.Changes)
+	if err != nil {
+		return false, err
+	}
+	rows, err := tx.Raw(createTicketPostgres, map[string]any{
+		"tenant": row.TenantID, "project": row.ProjectID, "id": row.ID, "title": row.Title,
+		"description": row.Description, "priority": row.Priority, "status": row.Status, "labels": row.Labels,
+		"reporter": row.Reporter, "op": *row.OperationID, "now": row.CreatedAt,
+		"event": created.ID.String(), "kind": string(created.Kind), "changes": changes,
+	}).Rows()
+	found := false
+	if err == nil {
+		found, err = scanFirst(rows, &row.Number, &row.Key)
+	}
+	if t, ok := tx.Dialector.(gorm.ErrorTranslator); ok && err != nil {
+		// Raw statements skip GORM's error translation.
+		err = t.Translate(err)
+	}
+	switch {
+	case errors.Is(err, gorm.ErrDuplicatedKey):
+		return false, err
+	case err != nil:
+		return false, fmt.Errorf("%w: insert ticket: %v", ErrUnavailable, err)
+	}
+	return found, nil
+}
+
+// unknownProject builds the invalid-input error for a project the tenant does
+// not have, naming the ones it does so the caller can correct itself. db
+// carries its context: inside a write, the ledger's detached one.
+func unknownProject(db *gorm.DB, tenant, projectID string) error {
+	var ids []string
+	if err := db.Model(&projectRow{}).Where("tenant_id = ?", tenant).
+		Order("id").Limit(20).Pluck("id", &ids).Error; err != nil {
+		return fmt.Errorf("%w: list projects: %v", ErrUnavailable, err)
+	}
+	if len(ids) == 0 {
+		return unknownProjectError{invalidField("project_id", "unknown project %q; this tenant has no projects yet", projectID)}
+	}
+	return unknownProjectError{invalidField("project_id", "unknown project %q; known projects: %s", projectID, strings.Join(ids, ", "))}
+}
+
+// ErrUnknownProject marks the invalid input of a project ID the tenant does
+// not have, so that a transport can add how its callers list the projects
+// (MCP: list_projects). The error is also a *ValidationError.
+var ErrUnknownProject = errors.New("unknown project")
+
+// unknownProjectError is a *ValidationError about project_id that is
+// ErrUnknownProject too.
+type unknownProjectError struct{ *ValidationError }
+
+func (e unknownProjectError) Is(target error) bool { return target == ErrUnknownProject }
+func (e unknownProjectError) Unwrap() error        { return e.ValidationError }
+
+// Would says what CreateTicket would do with an operation ID.
+type Would string
+
+// What a preview predicts.
+const (
+	WouldCreate   Would = "create"
+	WouldReplay   Would = "replay"
+	WouldConflict Would = "conflict"
+)
+
+// Preview is the read-only answer of PreviewTicket.
+type Preview struct {
+	Ticket           NewTicket // normalised
+	Fingerprint      string
+	OperationID      *uuid.UUID
+	Would            Would  // set when an operation ID was given
+	ExistingTicketID string // set when Would is replay or conflict and a ticket exists
+}
+
+// PreviewTicket validates and normalises a ticket and, given an operation ID,
+// says whether CreateTicket would create, replay or conflict. It writes
+// nothing. The zero ID skips the prediction.
+//
+// Errors: ErrInvalid, ErrUnavailable.
+func (s *Service) PreviewTicket(ctx context.Context, tenant string, opID operations.ID, in NewTicket) (Preview, error) {
+	var id *uuid.UUID
+	if !opID.IsZero() {
+		parsed := opID.UUID()
+		id = &parsed
+	}
+	n, err := Normalize(in)
+	if err != nil {
+		return Preview{}, err
+	}
+	if err := s.projectExists(ctx, tenant, n.ProjectID); err != nil {
+		return Preview{}, err
+	}
+	p := Preview{Ticket: n, Fingerprint: Fingerprint(n), OperationID: id}
+	if id == nil {
+		return p, nil
+	}
+	rec, err := s.ledger.Lookup(ctx, operations.Key{Tenant: tenant, Action: ActionCreateTicket, OperationID: *id})
+	switch {
+	case errors.Is(err, operations.ErrNotFound):
+		p.Would = WouldCreate
+	case err != nil:
+		return Preview{}, fmt.Errorf("preview ticket: %w", err)
+	case rec.Fingerprint == p.Fingerprint:
+		p.Would, p.ExistingTicketID = WouldReplay, rec.ResultID
+	default:
+		p.Would, p.ExistingTicketID = WouldConflict, rec.ResultID
+	}
+	return p, nil
+}
+
+func (s *Service) projectExists(ctx context.Context, tenant, projectID string) error {
+	var count int64
+	if err := s.db.WithContext(ctx).Model(&projectRow{}).
+		Where("tenant_id = ? AND id = ?", tenant, projectID).Count(&count).Error; err != nil {
+		return fmt.Errorf("%w: look up project: %v", ErrUnavailable, err)
+	}
+	if count == 0 {
+		return unknownProject(s.db.WithContext(ctx), tenant, projectID)
+	}
+	return nil
+}

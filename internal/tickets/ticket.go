@@ -1,0 +1,65 @@
+package tickets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// One ticket by reference: read for an answer (GetTicket) or, inside a
+// write, locked (lockTicket).
+
+var ticketKeyPattern = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9]{0,9})-([1-9][0-9]{0,18})$`)
+
+// GetTicket returns the tenant's ticket by UUID or by key (e.g. SUP-42, any case).
+//
+// Errors: ErrInvalid (neither a UUID nor a key), ErrNotFound, ErrUnavailable.
+func (s *Service) GetTicket(ctx context.Context, tenant, idOrKey string) (Ticket, error) {
+	idOrKey = strings.TrimSpace(idOrKey)
+	if id, err := uuid.Parse(idOrKey); err == nil && len(idOrKey) == 36 {
+		return s.ticketByID(ctx, tenant, id.String())
+	}
+	if !ticketKeyPattern.MatchString(idOrKey) {
+		return Ticket{}, invalidField("id", "must be a ticket UUID or a key like SUP-42, got %q", idOrKey)
+	}
+	return s.ticketWhere(ctx, "tenant_id = ? AND key = ?", tenant, strings.ToUpper(idOrKey))
+}
+
+func (s *Service) ticketByID(ctx context.Context, tenant, id string) (Ticket, error) {
+	return s.ticketWhere(ctx, "tenant_id = ? AND id = ?", tenant, id)
+}
+
+func (s *Service) ticketWhere(ctx context.Context, query string, args ...any) (Ticket, error) {
+	var row ticketRow
+	err := s.db.WithContext(ctx).Select(ticketColumns).Where(query, args...).Take(&row).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return Ticket{}, fmt.Errorf("ticket: %w", ErrNotFound)
+	case err != nil:
+		return Ticket{}, fmt.Errorf("%w: read ticket: %v", ErrUnavailable, err)
+	}
+	return row.toTicket()
+}
+
+// lockTicket reads the tenant's ticket for a write and, on PostgreSQL, locks
+// its row until the transaction ends, so the ticket's writers take turns:
+// each sees the version its predecessor committed (Read Committed re-reads a
+// row it waited for). SQLite serialises all writers already.
+func lockTicket(tx *gorm.DB, tenant string, id uuid.UUID) (ticketRow, error) {
+	var row ticketRow
+	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Select(ticketColumns).
+		Where("tenant_id = ? AND id = ?", tenant, id.String()).Take(&row).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return ticketRow{}, fmt.Errorf("ticket: %w", ErrNotFound)
+	case err != nil:
+		return ticketRow{}, fmt.Errorf("%w: lock ticket: %v", ErrUnavailable, err)
+	}
+	return row, nil
+}
