@@ -36,9 +36,9 @@ type EarlyLimitsOptions struct {
 // nothing but the names it keeps (peekCall), and refuses only when that
 // pass is sure the message is a tools/call, with an id, of a tool the
 // token may call and whose bucket is empty; anything else goes on to the
-// full checks and to MCPLimits, which still draws from the bucket for
-// every call that gets that far. So no call passes that MCPLimits would
-// refuse, and a call refused here is one MCPLimits would refuse in the
+// full checks and to Limits, which still draws from the bucket for
+// every call that gets that far. So no call passes that Limits would
+// refuse, and a call refused here is one Limits would refuse in the
 // same words (or one the full checks would refuse as invalid).
 func EarlyLimits(opts EarlyLimitsOptions) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
@@ -52,7 +52,7 @@ func EarlyLimits(opts EarlyLimitsOptions) func(http.Handler) http.Handler {
 	}
 }
 
-// refuse decides EarlyLimits: whether r is sure to be refused by MCPLimits,
+// refuse decides EarlyLimits: whether r is sure to be refused by Limits,
 // and the wait to name.
 func (opts EarlyLimitsOptions) refuse(r *http.Request) (Call, time.Duration, bool) {
 	held, isHeld := r.Body.(HeldBody)

@@ -17,7 +17,7 @@ import (
 
 // TestEarlyRefusalAnswersAsTheFullChecksWould: while a tenant's write
 // bucket is empty, a create is refused before the message is checked in
-// full (edge.EarlyLimits), and the answer is the one MCPLimits gives:
+// full (mcpedge.EarlyLimits), and the answer is the one mcpedge.Limits gives:
 // rate_limited with retry_after_ms, read by the SDK client at the version
 // it negotiated. Everything the early look is not sure of is still
 // answered by the full checks: a read is served, a token without the

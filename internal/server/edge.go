@@ -116,8 +116,8 @@ func newGuards(e Edge, public string) (*guards, error) {
 
 // api is /api/v1: Origin (problem-document replies), one Authorization
 // header, on a read-only server refuseWrites, then the REST router, which
-// authenticates and then takes the tenant's slot and its body bytes
-// (AfterAuth), as on /mcp.
+// authenticates and then takes the tenant's slot, its body bytes and, for
+// writes and list pages, a work slot (AfterAuth), as on /mcp.
 func (w *wiring) api() http.Handler {
 	restTenant := func(r *http.Request) (string, bool) {
 		p, ok := authn.PrincipalFromContext(r.Context())
@@ -129,6 +129,7 @@ func (w *wiring) api() http.Handler {
 		AfterAuth: []func(http.Handler) http.Handler{
 			Limit(LimitOptions{Limits: w.guards.tenants, Tenant: restTenant, Reject: rest.Reject}),
 			Bodies(BodiesOptions{Budget: w.guards.budget, Tenant: restTenant, MaxBytes: tickets.MaxInputBytes, Reject: rest.Reject}),
+			ShareWork(ShareWorkOptions{Work: w.guards.work, Tenant: restTenant, Hold: w.guards.tenants.Hold, Reject: rest.Reject}),
 		},
 	})
 	steps := []func(http.Handler) http.Handler{w.guards.apiOrigin, SingleAuthorization(rest.Reject)}

@@ -38,9 +38,10 @@ func countGuarded(metrics *observe.Metrics, api http.Handler, guards ...func(htt
 
 type reachedKey struct{}
 
-// noteMCPRefusal is the Reject of Origin on /mcp: WriteError's answer,
-// noted like every refusal of the /mcp edge (mcpedge.NoteRefusal), so the
-// chain's refusal counter counts it and the access log carries its code.
+// noteMCPRefusal is the Reject of Origin and SingleAuthorization on /mcp:
+// WriteError's answer, noted like every refusal of the /mcp edge
+// (mcpedge.NoteRefusal), so the chain's refusal counter counts it and the
+// access log carries its code.
 func noteMCPRefusal(w http.ResponseWriter, r *http.Request, status int, code errcode.Code, message string) {
 	mcpedge.NoteRefusal(r, mcpedge.Call{}, code, message)
 	WriteError(w, r, status, code, message)

@@ -45,7 +45,7 @@ func (w *wiring) mcp() http.Handler {
 	}
 	return mcpedge.Chain(mcpedge.Config{
 		Origin:              w.guards.origin,
-		SingleAuthorization: SingleAuthorization(nil),
+		SingleAuthorization: SingleAuthorization(noteMCPRefusal),
 		Concurrency:         Concurrency(ConcurrencyOptions{Limits: w.guards.tenants, Tenant: tenant, Reject: mcpedge.Reject}),
 		Bodies:              Bodies(BodiesOptions{Budget: w.guards.budget, Tenant: tenant, MaxBytes: tickets.MaxInputBytes, Reject: mcpedge.Reject}),
 		Verify:              mcptools.TokenVerifier(w.cfg.Verifier),

@@ -1,0 +1,79 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/limits"
+)
+
+// ShareWorkOptions configures ShareWork.
+type ShareWorkOptions struct {
+	// Work is the server's work in flight, shared with the MCP tools
+	// (mcptools.Options.Work). Required.
+	Work *limits.Work
+	// Tenant returns the verified caller's tenant. Required.
+	Tenant func(r *http.Request) (string, bool)
+	// Hold holds a refusal before it is answered (limits.Tenants.Hold);
+	// nil answers at once.
+	Hold func(ctx context.Context, wait time.Duration) time.Duration
+	// Reject writes the refusals; WriteError if nil.
+	Reject Reject
+}
+
+// ShareWork runs the REST requests that are the server's work, writes and
+// list pages, under the same limits.Work the MCP tools take their slots
+// from, so a tenant flooding one transport cannot keep another tenant's
+// calls on either waiting behind its queue. It goes after Bodies: a
+// request waits its turn with its body read, so a stalled upload never
+// holds a slot every tenant shares. Past the tenant's queue: 429
+// rate_limited with Retry-After, held first by Hold. A request whose
+// caller goes away while it waits did nothing: 503 unavailable, which no
+// one reads. Other requests (one ticket, an operation, the projects) are
+// cheap and pass.
+func ShareWork(opts ShareWorkOptions) func(http.Handler) http.Handler {
+	reject := opts.Reject
+	if reject == nil {
+		reject = WriteError
+	}
+	hold := opts.Hold
+	if hold == nil {
+		hold = func(_ context.Context, wait time.Duration) time.Duration { return wait }
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			tenant, ok := opts.Tenant(r)
+			if !ok || !isWork(r) {
+				next.ServeHTTP(w, r)
+				return
+			}
+			release, err := opts.Work.Acquire(r.Context(), tenant)
+			switch {
+			case errors.Is(err, limits.ErrWorkQueueFull):
+				w.Header().Set("Retry-After", retryAfterSeconds(hold(r.Context(), limits.WorkRetryAfter)))
+				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "the server is busy and this tenant has as many requests waiting as it may; retry after the Retry-After delay")
+				return
+			case err != nil:
+				reject(w, r, http.StatusServiceUnavailable, errcode.Unavailable, "the request ended while it waited for the server's work slots; nothing was done")
+				return
+			}
+			defer release()
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// isWork reports whether r is a write (methodKind) or asks for a list page
+// of tickets or of a ticket's comments, the REST twins of the tools
+// mcptools shares out (its writes and pageTools).
+func isWork(r *http.Request) bool {
+	if methodKind(r) == limits.Write {
+		return true
+	}
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	return path == APIPrefix+"tickets" || strings.HasPrefix(path, APIPrefix+"tickets/") && strings.HasSuffix(path, "/comments")
+}
