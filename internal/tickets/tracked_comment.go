@@ -1,6 +1,7 @@
 package tickets
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -101,7 +102,7 @@ func (s *Service) workComment(ctx context.Context, key operations.Key, row downs
 			if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 				return c
 			}
-			return int(a.ID - b.ID)
+			return cmp.Compare(a.ID, b.ID)
 		})
 		if len(marked) > 0 {
 			return s.settleComments(ctx, key, row, t, repo, req, marked)
