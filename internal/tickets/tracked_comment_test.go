@@ -55,18 +55,9 @@ func unsettled(t *testing.T, err error) {
 // commentUntil retries the comment until it succeeds or within passes.
 func (e *trackedEnv) commentUntil(t *testing.T, id, ref, body string, within time.Duration) tickets.CommentResult {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		res, err := e.svc.AddComment(context.Background(), tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ref, body)
-		if err == nil {
-			return res
-		}
-		unsettled(t, err)
-		if time.Now().After(deadline) {
-			t.Fatalf("not settled within %s: %v", within, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return untilSettled(t, within, func() (tickets.CommentResult, error) {
+		return e.svc.AddComment(context.Background(), tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ref, body)
+	})
 }
 
 func (e *trackedEnv) localComments(t *testing.T, ref string) []tickets.Comment {

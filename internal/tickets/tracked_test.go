@@ -99,17 +99,24 @@ func (e *trackedEnv) markedIssues(id string) []githubtest.Issue {
 // asserting that no answer in between claims success or a clean failure.
 func (e *trackedEnv) eventually(t *testing.T, id string, in tickets.NewTicket, within time.Duration) tickets.CreateResult {
 	t.Helper()
+	return untilSettled(t, within, func() (tickets.CreateResult, error) {
+		return e.svc.CreateTicket(context.Background(), tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), in)
+	})
+}
+
+// untilSettled calls write every 200 ms until it succeeds or within
+// passes, failing the test (unsettled) on an answer that is neither success
+// nor "not settled yet": a clean failure for something that may have
+// happened is the one answer a tracked write must never give.
+func untilSettled[T any](t *testing.T, within time.Duration, write func() (T, error)) T {
+	t.Helper()
 	deadline := time.Now().Add(within)
 	for {
-		res, err := e.svc.CreateTicket(context.Background(), tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), in)
-		switch {
-		case err == nil:
+		res, err := write()
+		if err == nil {
 			return res
-		case errors.Is(err, operations.ErrFailed), errors.Is(err, tickets.ErrInvalid):
-			t.Fatalf("retry answered a clean failure for an issue that may exist: %v", err)
-		case !errors.Is(err, operations.ErrOutcomeUnknown) && !errors.Is(err, operations.ErrInProgress):
-			t.Fatalf("retry: %v", err)
 		}
+		unsettled(t, err)
 		if time.Now().After(deadline) {
 			t.Fatalf("not settled within %s: %v", within, err)
 		}

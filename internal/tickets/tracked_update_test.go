@@ -33,18 +33,9 @@ func (e *trackedEnv) showsUpdate() bool {
 // updateUntil retries the update until it succeeds or within passes.
 func (e *trackedEnv) updateUntil(t *testing.T, id, ref string, u tickets.TicketUpdate, within time.Duration) tickets.UpdateResult {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		res, err := e.svc.UpdateTicket(context.Background(), tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ref, u)
-		if err == nil {
-			return res
-		}
-		unsettled(t, err)
-		if time.Now().After(deadline) {
-			t.Fatalf("not settled within %s: %v", within, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return untilSettled(t, within, func() (tickets.UpdateResult, error) {
+		return e.svc.UpdateTicket(context.Background(), tickets.Caller{Tenant: e.tenant, Subject: "alice"}, ticketstest.OpID(id), ref, u)
+	})
 }
 
 func TestTrackedUpdate(t *testing.T) {
