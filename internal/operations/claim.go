@@ -23,7 +23,7 @@ import (
 func (l *Ledger) Claim(ctx context.Context, key Key, fingerprint, resultID string, within WriteFunc) (Outcome, error) {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.WriteTimeout)
 	defer cancel()
-	return l.claimAndWrite(wctx, key, fingerprint, resultID, StatusPending, within)
+	return l.claimAndWrite(wctx, key, fingerprint, resultID, StatusPending, false, nil, func(tx *gorm.DB, _ *Fold) error { return within(tx) })
 }
 
 // Settle moves key's record from pending or unknown to status, through tx,

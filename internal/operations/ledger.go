@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/ticketd/ticketd/internal/observe/spans"
 )
@@ -109,8 +108,8 @@ func (l *Ledger) Run(ctx context.Context, key Key, fingerprint, resultID string,
 // GateFunc decides, after the fast path found no record and before the key
 // is claimed, whether a first execution may go ahead: an error stops it with
 // nothing claimed or written (so the key stays usable). The WriteFunc it
-// returns (nil: none) runs in the write's transaction, right after the
-// claim, so whatever let the write through is consumed atomically with it.
+// returns (nil: none) runs in the write's transaction once the key is
+// claimed, so whatever let the write through is consumed atomically with it.
 type GateFunc func(ctx context.Context) (WriteFunc, error)
 
 // RunGated is Run with gate between the fast path and the claim: a replay or
@@ -123,7 +122,12 @@ func (l *Ledger) RunGated(ctx context.Context, key Key, fingerprint, resultID st
 // RunReplaying is RunGated whose fast path also reads replay's result row
 // in the same query as the record, so that a replay costs one query
 // instead of two: Outcome.ResultRead then says replay.Into holds it.
-func (l *Ledger) RunReplaying(ctx context.Context, key Key, fingerprint, resultID string, gate GateFunc, replay Replay, write WriteFunc) (_ Outcome, err error) {
+func (l *Ledger) RunReplaying(ctx context.Context, key Key, fingerprint, resultID string, gate GateFunc, replay Replay, write WriteFunc) (Outcome, error) {
+	return l.run(ctx, key, fingerprint, resultID, gate, replay, false, func(tx *gorm.DB, _ *Fold) error { return write(tx) })
+}
+
+// run is RunReplaying and RunFolded: inline says the write runs the claim.
+func (l *Ledger) run(ctx context.Context, key Key, fingerprint, resultID string, gate GateFunc, replay Replay, inline bool, write FoldedWriteFunc) (_ Outcome, err error) {
 	// One span for the whole run, so its statements nest under it in a trace.
 	ctx, span := spans.Ledger(ctx, key.Action)
 	defer func() { spans.End(span, err) }()
@@ -138,24 +142,15 @@ func (l *Ledger) RunReplaying(ctx context.Context, key Key, fingerprint, resultI
 		return Outcome{}, err
 	}
 
+	var consume WriteFunc
 	if gate != nil {
-		consume, err := gate(ctx)
-		if err != nil {
+		if consume, err = gate(ctx); err != nil {
 			return Outcome{}, err
-		}
-		if consume != nil {
-			inner := write
-			write = func(tx *gorm.DB) error {
-				if err := consume(tx); err != nil {
-					return err
-				}
-				return inner(tx)
-			}
 		}
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.WriteTimeout)
 	defer cancel()
-	return l.claimAndWrite(wctx, key, fingerprint, resultID, StatusSucceeded, write)
+	return l.claimAndWrite(wctx, key, fingerprint, resultID, StatusSucceeded, inline, consume, write)
 }
 
 // answer turns an existing record into the reply to a call that brought
@@ -178,7 +173,10 @@ func answer(rec Record, fingerprint string) (Outcome, error) {
 	}
 }
 
-func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, resultID string, status Status, write WriteFunc) (Outcome, error) {
+// claimAndWrite claims key and runs write in one transaction: the ledger's
+// own claim first, or (inline) the write's statement that holds it; then
+// consume, the gate's step, once the key is this call's; then COMMIT.
+func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, resultID string, status Status, inline bool, consume WriteFunc, write FoldedWriteFunc) (Outcome, error) {
 	var opts []*sql.TxOptions
 	if l.db.Dialector.Name() == "postgres" {
 		// The claim relies on Read Committed: a waiter must see the
@@ -206,27 +204,21 @@ func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, result
 	// to update. Claim's pending record is the exception: it is committed
 	// before the side effect it stands for.
 	now := time.Now().UTC().Truncate(time.Microsecond) // as stored by PostgreSQL
-	row := record{
-		TenantID: key.Tenant, Action: key.Action, OperationID: key.OperationID.String(), Fingerprint: fingerprint,
-		Status: string(status), ResultID: &resultID, CreatedAt: now, UpdatedAt: now,
+	fold := &Fold{
+		row: record{
+			TenantID: key.Tenant, Action: key.Action, OperationID: key.OperationID.String(), Fingerprint: fingerprint,
+			Status: string(status), ResultID: &resultID, CreatedAt: now, UpdatedAt: now,
+		},
+		lockTimeout: strconv.FormatInt(l.opts.LockTimeout.Milliseconds(), 10),
+		inline:      inline,
 	}
-	var (
-		claimed bool
-		err     error
-	)
-	if tx.Dialector.Name() == "postgres" {
-		claimed, err = l.claimPostgres(tx, &row)
-	} else {
-		claim := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
-		claimed, err = claim.RowsAffected > 0, claim.Error
-	}
-	if err != nil {
-		if isLockTimeout(err) {
+	if err := l.claimThenWrite(tx, fold, consume, write); err != nil {
+		if errors.Is(err, errClaimTimedOut) {
 			return Outcome{Record: Record{Key: key, Status: StatusPending}}, fmt.Errorf("%w (key %s)", ErrInProgress, key)
 		}
-		return Outcome{}, fmt.Errorf("%w: claim operation: %v", ErrUnavailable, err)
+		return Outcome{}, err
 	}
-	if !claimed {
+	if !fold.won {
 		// A concurrent call committed this key after our fast-path read.
 		// Read Committed (and SQLite's serialised writers) show us its record now.
 		var existing record
@@ -239,9 +231,6 @@ func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, result
 		}
 		return answer(rec, fingerprint)
 	}
-	if err := write(tx); err != nil {
-		return Outcome{}, err
-	}
 
 	// From here on a failure is not a failure: COMMIT may have landed and only
 	// its reply been lost. Rolling back is pointless and reporting failure
@@ -251,40 +240,8 @@ func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, result
 		return Outcome{Record: Record{Key: key, Fingerprint: fingerprint, Status: StatusUnknown}},
 			fmt.Errorf("%w (key %s): %v", ErrOutcomeUnknown, key, err)
 	}
-	rec, err := row.toRecord()
+	rec, err := fold.row.toRecord()
 	return Outcome{Record: rec}, err
-}
-
-// claimPostgresSQL inserts the record unless the key exists, waiting at
-// most lock_timeout for a concurrent holder of the key, in one round trip
-// instead of three (SET LOCAL, INSERT, SET LOCAL back). The set_config in
-// the row source runs before the insert can wait; the one in RETURNING runs
-// only once the row is in, and restores "wait forever" so the rest of the
-// transaction is bounded by the write timeout alone. On a conflict nothing
-// is returned and the transaction only reads and rolls back.
-const claimPostgresSQL = `INSERT INTO "operations" (tenant_id, action, operation_id, fingerprint, status, result_id,
-	created_at, updated_at)
-SELECT ?, ?, CAST(? AS uuid), ?, ?, ?, CAST(? AS timestamptz), CAST(? AS timestamptz)
-FROM (SELECT set_config('lock_timeout', ?, true)) AS bounded
-ON CONFLICT DO NOTHING
-RETURNING set_config('lock_timeout', '0', true)`
-
-// claimPostgres runs claimPostgresSQL and reports whether it inserted the
-// record. It reads the RETURNING row itself: GORM's Scan renders every
-// statement with its arguments for a logger that discards it, a regular
-// expression pass that was 7 % of a create's allocations (docs/perf.md).
-func (l *Ledger) claimPostgres(tx *gorm.DB, row *record) (bool, error) {
-	rows, err := tx.Raw(claimPostgresSQL, row.TenantID, row.Action, row.OperationID, row.Fingerprint, row.Status,
-		row.ResultID, row.CreatedAt, row.CreatedAt, strconv.FormatInt(l.opts.LockTimeout.Milliseconds(), 10)).Rows()
-	if err != nil {
-		return false, err
-	}
-	defer rows.Close()
-	claimed := rows.Next()
-	if err := rows.Err(); err != nil {
-		return false, err
-	}
-	return claimed, rows.Close()
 }
 
 // Find returns the tenant's record for operationID under any action, for

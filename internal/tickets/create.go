@@ -2,6 +2,7 @@ package tickets
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -60,8 +61,8 @@ func (s *Service) CreateTicket(ctx context.Context, c Caller, opID operations.ID
 	gate := s.gate(key, fp, reporter, createProposal(id.String(), n))
 	var replayed ticketRow
 	replay := operations.Replay{Join: ticketResult, Into: replayed.columns()}
-	out, err := s.ledger.RunReplaying(ctx, key, fp, ticketID.String(), gate, replay, func(tx *gorm.DB) error {
-		if created, err = insertTicket(tx, tenant, reporter, ticketID, eventID, id, n); err != nil {
+	out, err := s.ledger.RunFolded(ctx, key, fp, ticketID.String(), gate, replay, func(tx *gorm.DB, claim *operations.Fold) error {
+		if created, err = insertTicket(tx, claim, tenant, reporter, ticketID, eventID, id, n); err != nil || !claim.Won() {
 			return err
 		}
 		return s.enqueue(tx, WriteEvent{ID: eventID, Tenant: tenant, Kind: EventCreated, OperationID: id, At: created.CreatedAt, Ticket: created})
@@ -87,8 +88,10 @@ func (s *Service) CreateTicket(ctx context.Context, c Caller, opID operations.ID
 // and its `created` event, inside the ledger's transaction. On PostgreSQL
 // the number comes from the project's sequence, which a rollback does not
 // return (a gap, never a reuse); on SQLite from projects.next_number, which
-// it does.
-func insertTicket(tx *gorm.DB, tenant, reporter string, ticketID, eventID, opID uuid.UUID, n NewTicket) (Ticket, error) {
+// it does. An inline claim (operations.Fold.Inline) runs in the same
+// statement, and when it does not win nothing else is written; a nil claim
+// is none (a tracked create's mirror, whose key was claimed long before).
+func insertTicket(tx *gorm.DB, claim *operations.Fold, tenant, reporter string, ticketID, eventID, opID uuid.UUID, n NewTicket) (Ticket, error) {
 	// PostgreSQL keeps microseconds: the answer to the first call must read
 	// exactly like every later read and replay.
 	now := time.Now().UTC().Truncate(time.Microsecond)
@@ -109,7 +112,7 @@ func insertTicket(tx *gorm.DB, tenant, reporter string, ticketID, eventID, opID 
 	}
 	var found bool
 	if tx.Dialector.Name() == "postgres" {
-		found, err = insertTicketPostgres(tx, &row, created)
+		found, err = insertTicketPostgres(tx, claim, &row, created)
 	} else {
 		found, err = insertTicketSteps(tx, &row, created)
 	}
@@ -121,6 +124,8 @@ func insertTicket(tx *gorm.DB, tenant, reporter string, ticketID, eventID, opID 
 		return Ticket{}, fmt.Errorf("%w: a ticket was already created with this operation ID", operations.ErrExpired)
 	case err != nil:
 		return Ticket{}, err
+	case claim != nil && !claim.Won():
+		return Ticket{}, nil
 	case !found:
 		return Ticket{}, unknownProject(tx, tenant, n.ProjectID)
 	}
@@ -158,15 +163,23 @@ func insertTicketSteps(tx *gorm.DB, row *ticketRow, created Event) (bool, error)
 	return true, insertEvent(tx, row.TenantID, created)
 }
 
-// createTicketPostgres does insertTicketSteps' three statements in one
-// round trip. The number is the next value of the project's own sequence
-// (migrations/postgres/00004_ticket_numbers.sql), which locks nothing until
-// COMMIT, so creates in one project do not queue behind each other (docs/perf.md).
-// The event's foreign key to the ticket is checked at the end of the
-// statement, after both inserts.
-const createTicketPostgres = `WITH p AS MATERIALIZED (
+// createTicketSQL does insertTicketSteps' three statements in one round
+// trip, and with claim the ledger's claim too (operations.ClaimWith): one
+// statement then claims the key and, only when the claim won, takes the
+// number and inserts ticket and event. The number is the next value of the
+// project's own sequence (migrations/postgres/00004_ticket_numbers.sql),
+// which locks nothing until COMMIT, so creates in one project do not queue
+// behind each other (docs/perf.md). The event's foreign key to the ticket is
+// checked at the end of the statement, after both inserts. The one row says
+// whether the claim won and, when the project exists, the number and key.
+func createTicketSQL(claim bool) string {
+	with, won := "WITH ", "true"
+	if claim {
+		with, won = "WITH "+operations.ClaimWith+", ", operations.ClaimWon
+	}
+	return with + `p AS MATERIALIZED (
 	SELECT key, nextval(number_seq::regclass) AS number FROM projects
-	WHERE tenant_id = @tenant AND id = @project
+	WHERE tenant_id = @tenant AND id = @project AND ` + won + `
 ), t AS (
 	INSERT INTO "tickets" (id, tenant_id, project_id, number, key, title, description, priority, status, labels,
 		reporter, operation_id, version, created_at, updated_at)
@@ -179,28 +192,49 @@ const createTicketPostgres = `WITH p AS MATERIALIZED (
 	SELECT CAST(@event AS uuid), @tenant, t.id, 1, 1, @kind, @reporter, CAST(@op AS uuid), @changes, CAST(@now AS timestamptz)
 	FROM t
 )
-SELECT number, key FROM t`
+SELECT ` + won + `, t.number, t.key FROM (VALUES (1)) AS one LEFT JOIN t ON true`
+}
 
-// insertTicketPostgres runs createTicketPostgres. It reports false when the
+// The create statement with the claim folded in, and without.
+var (
+	createTicketClaiming = createTicketSQL(true)
+	createTicketPostgres = createTicketSQL(false)
+)
+
+// insertTicketPostgres runs the create statement, claiming when claim is
+// inline, and tells claim what came of it. It reports false when the
 // project does not exist.
-func insertTicketPostgres(tx *gorm.DB, row *ticketRow, created Event) (bool, error) {
+func insertTicketPostgres(tx *gorm.DB, claim *operations.Fold, row *ticketRow, created Event) (bool, error) {
 	changes, err := encodeChanges(created.Changes)
 	if err != nil {
 		return false, err
 	}
-	rows, err := tx.Raw(createTicketPostgres, map[string]any{
+	args := map[string]any{
 		"tenant": row.TenantID, "project": row.ProjectID, "id": row.ID, "title": row.Title,
 		"description": row.Description, "priority": row.Priority, "status": row.Status, "labels": row.Labels,
 		"reporter": row.Reporter, "op": *row.OperationID, "now": row.CreatedAt,
 		"event": created.ID.String(), "kind": string(created.Kind), "changes": changes,
-	}).Rows()
-	found := false
+	}
+	query := createTicketPostgres
+	if claim != nil && claim.Inline() {
+		query = createTicketClaiming
+		claim.Args(args)
+	}
+	var (
+		won    bool
+		number sql.NullInt64
+		key    sql.NullString
+	)
+	rows, err := tx.Raw(query, args).Rows()
 	if err == nil {
-		found, err = scanFirst(rows, &row.Number, &row.Key)
+		_, err = scanFirst(rows, &won, &number, &key)
 	}
 	if t, ok := tx.Dialector.(gorm.ErrorTranslator); ok && err != nil {
 		// Raw statements skip GORM's error translation.
 		err = t.Translate(err)
+	}
+	if claim != nil && claim.Inline() {
+		claim.Report(won, err)
 	}
 	switch {
 	case errors.Is(err, gorm.ErrDuplicatedKey):
@@ -208,7 +242,8 @@ func insertTicketPostgres(tx *gorm.DB, row *ticketRow, created Event) (bool, err
 	case err != nil:
 		return false, fmt.Errorf("%w: insert ticket: %v", ErrUnavailable, err)
 	}
-	return found, nil
+	row.Number, row.Key = number.Int64, key.String
+	return number.Valid, nil
 }
 
 // unknownProject builds the invalid-input error for a project the tenant does

@@ -199,7 +199,7 @@ func (s *Service) succeedCreate(ctx context.Context, key operations.Key, row dow
 			return setExternal(tx, key.Tenant, ticketID, sc.extID, sc.extURL)
 		}
 		eventID := uuid.Must(uuid.NewV7())
-		created, err := insertTicket(tx, key.Tenant, req.Reporter, ticketID, eventID, key.OperationID, req.ticket())
+		created, err := insertTicket(tx, nil, key.Tenant, req.Reporter, ticketID, eventID, key.OperationID, req.ticket())
 		if err != nil {
 			return err
 		}
