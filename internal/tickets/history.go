@@ -199,15 +199,20 @@ func insertEvent(tx *gorm.DB, tenant string, e Event) error {
 	}
 	if err := tx.Create(&row).Error; err != nil {
 		if errors.Is(err, gorm.ErrDuplicatedKey) {
-			// Only the unique (tenant, kind, operation_id, ticket) index can fire
-			// here (the ID and seq are fresh): this operation already left
-			// its event and its record has been pruned since. Writing it
-			// again would apply the operation twice.
-			return fmt.Errorf("%w: the ticket's history already holds a %q event for this operation ID", operations.ErrExpired, e.Kind)
+			return eventExpired(e.Kind)
 		}
 		return fmt.Errorf("%w: insert event: %v", ErrUnavailable, err)
 	}
 	return nil
+}
+
+// eventExpired is the error of an event insert that met a duplicate key.
+// Only the unique (tenant, kind, operation_id, ticket) index can fire there
+// (the ID and seq are fresh): this operation already left its event and its
+// record has been pruned since. Writing it again would apply the operation
+// twice.
+func eventExpired(kind EventKind) error {
+	return fmt.Errorf("%w: the ticket's history already holds a %q event for this operation ID", operations.ErrExpired, kind)
 }
 
 // enqueue hands a write's event to the outbox inside the write's

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -233,9 +232,12 @@ func (s *Service) UpdateTicket(ctx context.Context, c Caller, opID operations.ID
 	res := UpdateResult{OperationID: id}
 	fp := updateFingerprint(t.ID, n)
 	gate := s.gate(key, fp, actor, updateProposal(ActionUpdateTicket, id.String(), []Ticket{t}, n, false))
-	out, err := s.ledger.RunGated(ctx, key, fp, eventID.String(), gate, func(tx *gorm.DB) error {
-		var err error
-		res.Ticket, res.Changes, err = applyUpdate(tx, tenant, actor, id, eventID, t.ID, n)
+	out, err := s.ledger.RunFolded(ctx, key, fp, eventID.String(), gate, operations.Replay{}, func(tx *gorm.DB, claim *operations.Fold) error {
+		row, err := lockTicketClaiming(tx, claim, tenant, t.ID)
+		if err != nil || !claim.Won() {
+			return err
+		}
+		res.Ticket, res.Changes, err = writeUpdate(tx, row, tenant, actor, id, eventID, n)
 		res.Version = res.Ticket.Version
 		if err != nil {
 			return err
@@ -258,61 +260,6 @@ func (s *Service) UpdateTicket(ctx context.Context, c Caller, opID operations.ID
 		return UpdateResult{OperationID: id}, fmt.Errorf("update ticket: read ticket: %w", err)
 	}
 	return UpdateResult{OperationID: id, Version: ev.Version, Changes: ev.Changes, Ticket: now, Replayed: true}, nil
-}
-
-// applyUpdate runs inside the ledger's transaction: it locks the ticket,
-// checks the expected version and the status move against what is committed
-// now, writes the changed fields with the next version, and appends the event.
-func applyUpdate(tx *gorm.DB, tenant, actor string, opID, eventID, ticketID uuid.UUID, n TicketUpdate) (Ticket, Changes, error) {
-	row, err := lockTicket(tx, tenant, ticketID)
-	if err != nil {
-		return Ticket{}, nil, err
-	}
-	cur, err := row.toTicket()
-	if err != nil {
-		return Ticket{}, nil, err
-	}
-	if n.IfVersion != nil && *n.IfVersion != cur.Version {
-		return Ticket{}, nil, &VersionConflictError{Expected: *n.IfVersion, Current: cur}
-	}
-	next, changes, err := n.applyTo(cur)
-	if err != nil {
-		return Ticket{}, nil, err
-	}
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	if len(changes) > 0 {
-		next.Version, next.UpdatedAt = cur.Version+1, now
-		labels, err := json.Marshal(next.Labels)
-		if err != nil {
-			return Ticket{}, nil, fmt.Errorf("encode labels: %w", err)
-		}
-		var assignee *string
-		if next.Assignee != "" {
-			assignee = &next.Assignee
-		}
-		// The version condition restates the lock: a write can never skip one.
-		res := tx.Model(&ticketRow{}).Where("tenant_id = ? AND id = ? AND version = ?", tenant, ticketID.String(), cur.Version).
-			Updates(map[string]any{
-				"title": next.Title, "description": next.Description, "priority": string(next.Priority),
-				"status": string(next.Status), "labels": string(labels), "assignee": assignee,
-				"version": next.Version, "updated_at": now,
-			})
-		switch {
-		case res.Error != nil:
-			return Ticket{}, nil, fmt.Errorf("%w: update ticket: %v", ErrUnavailable, res.Error)
-		case res.RowsAffected != 1:
-			return Ticket{}, nil, fmt.Errorf("%w: ticket %s changed under its row lock", ErrUnavailable, cur.Key)
-		}
-	}
-	seq, err := nextSeq(tx, tenant, ticketID)
-	if err != nil {
-		return Ticket{}, nil, err
-	}
-	err = insertEvent(tx, tenant, Event{
-		ID: eventID, TicketID: ticketID, Seq: seq, Version: next.Version, Kind: EventUpdated, Actor: actor,
-		OperationID: opID, Changes: changes, CreatedAt: now,
-	})
-	return next, changes, err
 }
 
 // applyTo returns the ticket after the update and what changed. A field set

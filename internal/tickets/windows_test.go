@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -93,15 +94,24 @@ func newTicket(tb testing.TB, svc *tickets.Service, tenant string) tickets.Ticke
 type cancelKey struct{}
 
 // cancelOnEventInsert makes every write whose context carries a cancel
-// function (under cancelKey) call it as its event row is inserted: the
-// caller goes away in the middle of the transaction, deterministically.
+// function (under cancelKey) call it as its event row is inserted, by GORM's
+// Create or in a raw statement (PostgreSQL's update and its event are one):
+// the caller goes away in the middle of the transaction, deterministically.
 func cancelOnEventInsert(tb testing.TB, d *db.DB) {
 	tb.Helper()
-	err := d.Gorm.Callback().Create().Before("gorm:create").Register("test:cancel_caller", func(tx *gorm.DB) {
-		if cancel, ok := tx.Statement.Context.Value(cancelKey{}).(context.CancelFunc); ok && tx.Statement.Table == "ticket_events" {
+	cancelCaller := func(tx *gorm.DB, inserts bool) {
+		if cancel, ok := tx.Statement.Context.Value(cancelKey{}).(context.CancelFunc); ok && inserts {
 			cancel()
 		}
+	}
+	err := d.Gorm.Callback().Create().Before("gorm:create").Register("test:cancel_caller", func(tx *gorm.DB) {
+		cancelCaller(tx, tx.Statement.Table == "ticket_events")
 	})
+	if err == nil {
+		err = d.Gorm.Callback().Row().Before("gorm:row").Register("test:cancel_caller_raw", func(tx *gorm.DB) {
+			cancelCaller(tx, strings.Contains(tx.Statement.SQL.String(), `INSERT INTO "ticket_events"`))
+		})
+	}
 	if err != nil {
 		tb.Fatal(err)
 	}
