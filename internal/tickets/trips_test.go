@@ -1,0 +1,141 @@
+package tickets_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
+)
+
+// TestFreshWritesRoundTrips pins what a first execution costs PostgreSQL
+// once the connection has prepared its statements: a create is the
+// fast-path read, BEGIN, one statement that claims the key and inserts
+// ticket and event, and COMMIT; an update adds the ticket read before the
+// ledger, and takes two statements (claim with row lock, change with event)
+// instead of five.
+func TestFreshWritesRoundTrips(t *testing.T) {
+	t.Parallel()
+	d, trips := dbtest.PostgresCounted(t)
+	svc := newService(t, d)
+	ctx := context.Background()
+	caller := tickets.Caller{Tenant: tenantA, Subject: "agent"}
+	var created tickets.CreateResult
+	for round := range 2 {
+		before := trips.Count()
+		var err error
+		if created, err = svc.CreateTicket(ctx, caller, ticketstest.OpID(newID()), printerTicket()); err != nil {
+			t.Fatal(err)
+		}
+		creates := trips.Count() - before
+		title := fmt.Sprintf("Printer fixed, round %d", round)
+		before = trips.Count()
+		updated, err := svc.UpdateTicket(ctx, caller, ticketstest.OpID(newID()), created.Ticket.Key, tickets.TicketUpdate{Title: &title})
+		if err != nil || updated.Version != 2 || updated.Ticket.Title != title {
+			t.Fatalf("update = %+v, %v", updated, err)
+		}
+		updates := trips.Count() - before
+		got, err := svc.GetTicket(ctx, tenantA, created.Ticket.Key)
+		if err != nil || got.Version != 2 || got.Title != title {
+			t.Errorf("ticket after the update = %+v, %v", got, err)
+		}
+		if round == 0 {
+			continue // statements were prepared on first use
+		}
+		if creates != 4 {
+			t.Errorf("a fresh create took %d round trips, want 4", creates)
+		}
+		if updates != 6 {
+			t.Errorf("a fresh update took %d round trips, want 6", updates)
+		}
+	}
+}
+
+// TestCreateBehindAHolderOfItsKeyIsInProgress: the claim folded into the
+// create statement still waits at most the lock timeout for a call holding
+// the same key, answers in progress with nothing written, and the retry
+// after the holder committed replays its ticket.
+func TestCreateBehindAHolderOfItsKeyIsInProgress(t *testing.T) {
+	t.Parallel()
+	d := dbtest.Postgres(t)
+	ctx := context.Background()
+	held, release := make(chan struct{}), make(chan struct{})
+	svc := tickets.NewService(d.Gorm, tickets.Options{
+		Ledger: operations.Options{LockTimeout: 200 * time.Millisecond},
+		Outbox: outboxFunc(func(ev tickets.WriteEvent) error {
+			if ev.Ticket.Title == "held" {
+				close(held)
+				<-release
+			}
+			return nil
+		}),
+	})
+	ticketstest.SeedSupport(t, svc, tenantA)
+	caller, id := tickets.Caller{Tenant: tenantA, Subject: "alice"}, newID()
+	in := tickets.NewTicket{ProjectID: "support", Title: "held"}
+	holder := make(chan error, 1)
+	go func() {
+		_, err := svc.CreateTicket(ctx, caller, ticketstest.OpID(id), in)
+		holder <- err
+	}()
+	<-held
+	_, err := svc.CreateTicket(ctx, caller, ticketstest.OpID(id), in)
+	close(release)
+	if !errors.Is(err, operations.ErrInProgress) {
+		t.Errorf("a create behind its key's holder: %v, want ErrInProgress", err)
+	}
+	if err := <-holder; err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+	retry, err := svc.CreateTicket(ctx, caller, ticketstest.OpID(id), in)
+	if err != nil || !retry.Replayed || retry.Ticket.Key != "SUP-1" {
+		t.Errorf("retry = %+v, %v; want a replay of SUP-1", retry, err)
+	}
+	if n := countTickets(t, d, tenantA); n != 1 {
+		t.Errorf("%d tickets, want 1", n)
+	}
+}
+
+// TestUpdateBehindAnotherUpdateWaitsPastTheLockTimeout: the lock timeout
+// bounds only the wait for a holder of the same key. An update of a ticket
+// another update holds locked waits for it as long as it takes (the write
+// timeout aside), then applies on top of it.
+func TestUpdateBehindAnotherUpdateWaitsPastTheLockTimeout(t *testing.T) {
+	t.Parallel()
+	d := dbtest.Postgres(t)
+	ctx := context.Background()
+	held, release := make(chan struct{}), make(chan struct{})
+	svc := tickets.NewService(d.Gorm, tickets.Options{
+		Ledger: operations.Options{LockTimeout: 100 * time.Millisecond},
+		Outbox: outboxFunc(func(ev tickets.WriteEvent) error {
+			if ev.Kind == tickets.EventUpdated && ev.Ticket.Title == "first" {
+				close(held)
+				<-release
+			}
+			return nil
+		}),
+	})
+	ticketstest.SeedSupport(t, svc, tenantA)
+	caller := tickets.Caller{Tenant: tenantA, Subject: "alice"}
+	tk := newTicket(t, svc, tenantA)
+	first, second := "first", "second"
+	holder := make(chan error, 1)
+	go func() {
+		_, err := svc.UpdateTicket(ctx, caller, ticketstest.OpID(newID()), tk.Key, tickets.TicketUpdate{Title: &first})
+		holder <- err
+	}()
+	<-held
+	time.AfterFunc(500*time.Millisecond, func() { close(release) })
+	res, err := svc.UpdateTicket(ctx, caller, ticketstest.OpID(newID()), tk.Key, tickets.TicketUpdate{Title: &second})
+	if err != nil || res.Version != 3 || res.Changes["title"].From != first {
+		t.Errorf("update behind a held one = %+v, %v; want version 3 changing %q", res, err, first)
+	}
+	if err := <-holder; err != nil {
+		t.Fatalf("holder: %v", err)
+	}
+}
