@@ -70,6 +70,19 @@ type eventRow struct {
 
 func (eventRow) TableName() string { return "ticket_events" }
 
+// eventColumns are the columns eventRow reads, in eventRow.columns' order.
+const eventColumns = "id, tenant_id, ticket_id, seq, version, kind, actor, operation_id, comment_id, changes, created_at"
+
+// eventResult reads an update_ticket record's event in the same query as
+// the record (operations.Ledger.RunFolded's replay), into eventRow.columns.
+var eventResult = operations.NewJoin("ticket_events", strings.Split(eventColumns, ", "))
+
+// columns returns scan targets for eventColumns, in order.
+func (r *eventRow) columns() []any {
+	return []any{&r.ID, &r.TenantID, &r.TicketID, &r.Seq, &r.Version, &r.Kind, &r.Actor, &r.OperationID,
+		&r.CommentID, &r.Changes, &r.CreatedAt}
+}
+
 func (r eventRow) toEvent() (Event, error) {
 	ids, err := parseUUIDs(r.ID, r.TicketID, r.OperationID)
 	if err != nil {

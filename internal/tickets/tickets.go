@@ -9,7 +9,8 @@
 //
 // Where things are: service.go the Service; ticket.go one ticket by
 // reference (read, or locked for a write); create.go, update.go, bulk.go and
-// comments.go the writes; history.go their events and the outbox hand-off;
+// comments.go the writes, update_write.go an update's statements inside the
+// transaction; history.go their events and the outbox hand-off;
 // outbox.go the outbox and delivery ports; input.go and store.go the input
 // rules and the rows; list.go and page.go the lists; projects.go;
 // operations.go what became of an operation; approval.go the gate; tracked*.go

@@ -232,7 +232,9 @@ func (s *Service) UpdateTicket(ctx context.Context, c Caller, opID operations.ID
 	res := UpdateResult{OperationID: id}
 	fp := updateFingerprint(t.ID, n)
 	gate := s.gate(key, fp, actor, updateProposal(ActionUpdateTicket, id.String(), []Ticket{t}, n, false))
-	out, err := s.ledger.RunFolded(ctx, key, fp, eventID.String(), gate, operations.Replay{}, func(tx *gorm.DB, claim *operations.Fold) error {
+	var recorded eventRow
+	replay := operations.Replay{Join: eventResult, Into: recorded.columns()}
+	out, err := s.ledger.RunFolded(ctx, key, fp, eventID.String(), gate, replay, func(tx *gorm.DB, claim *operations.Fold) error {
 		row, err := lockTicketClaiming(tx, claim, tenant, t.ID)
 		if err != nil || !claim.Won() {
 			return err
@@ -251,13 +253,24 @@ func (s *Service) UpdateTicket(ctx context.Context, c Caller, opID operations.ID
 	if !out.Replayed {
 		return res, nil
 	}
-	ev, err := s.eventByID(ctx, tenant, out.Record.ResultID)
+	var ev Event
+	if out.ResultRead {
+		ev, err = recorded.toEvent()
+	} else {
+		ev, err = s.eventByID(ctx, tenant, out.Record.ResultID)
+	}
 	if err != nil {
 		return UpdateResult{OperationID: id}, fmt.Errorf("update ticket: read committed event: %w", err)
 	}
-	now, err := s.ticketByID(ctx, tenant, ev.TicketID.String())
-	if err != nil {
-		return UpdateResult{OperationID: id}, fmt.Errorf("update ticket: read ticket: %w", err)
+	// The ticket as read before the ledger is "now" when it is at or past
+	// the recorded version: versions grow in commit order, so it cannot
+	// predate the operation's commit. Otherwise the operation committed
+	// after that read (a concurrent first call), so read the ticket again.
+	now := t
+	if ev.TicketID != t.ID || t.Version < ev.Version {
+		if now, err = s.ticketByID(ctx, tenant, ev.TicketID.String()); err != nil {
+			return UpdateResult{OperationID: id}, fmt.Errorf("update ticket: read ticket: %w", err)
+		}
 	}
 	return UpdateResult{OperationID: id, Version: ev.Version, Changes: ev.Changes, Ticket: now, Replayed: true}, nil
 }
