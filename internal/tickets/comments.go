@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -43,6 +44,19 @@ type commentRow struct {
 }
 
 func (commentRow) TableName() string { return "comments" }
+
+// commentColumns are the columns commentRow reads, in commentRow.columns'
+// order.
+const commentColumns = "id, tenant_id, ticket_id, seq, author, body, operation_id, created_at"
+
+// commentResult reads an add_comment record's comment in the same query as
+// the record (operations.Ledger.RunFolded's replay), into commentRow.columns.
+var commentResult = operations.NewJoin("comments", strings.Split(commentColumns, ", "))
+
+// columns returns scan targets for commentColumns, in order.
+func (r *commentRow) columns() []any {
+	return []any{&r.ID, &r.TenantID, &r.TicketID, &r.Seq, &r.Author, &r.Body, &r.OperationID, &r.CreatedAt}
+}
 
 func (r commentRow) toComment() (Comment, error) {
 	ids, err := parseUUIDs(r.ID, r.TicketID)
@@ -116,68 +130,155 @@ func (s *Service) AddComment(ctx context.Context, c Caller, opID operations.ID, 
 	}
 	key := operations.Key{Tenant: tenant, Action: ActionAddComment, OperationID: id}
 	commentID, eventID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
-	var added Comment
-	out, err := s.ledger.Run(ctx, key, commentFingerprint(t.ID, body), commentID.String(), func(tx *gorm.DB) error {
-		var now Ticket
-		if added, now, err = insertComment(tx, tenant, author, id, commentID, eventID, t.ID, body); err != nil {
+	var (
+		recorded commentRow
+		comment  Comment // the one this call adds
+	)
+	added := commentRow{ID: commentID.String()}
+	replay := operations.Replay{Join: commentResult, Into: recorded.columns()}
+	out, err := s.ledger.RunFolded(ctx, key, commentFingerprint(t.ID, body), commentID.String(), nil, replay, func(tx *gorm.DB, claim *operations.Fold) error {
+		row, err := lockTicketClaiming(tx, claim, tenant, t.ID)
+		if err != nil || !claim.Won() {
+			return err
+		}
+		now, err := writeComment(tx, row, &added, author, id, eventID, body)
+		if err != nil {
+			return err
+		}
+		if comment, err = added.toComment(); err != nil {
 			return err
 		}
 		return s.enqueue(tx, WriteEvent{ID: eventID, Tenant: tenant, Kind: EventCommented, OperationID: id,
-			At: added.CreatedAt, Ticket: now, Comment: &added})
+			At: comment.CreatedAt, Ticket: now, Comment: &comment})
 	})
 	if err != nil {
 		return CommentResult{OperationID: id}, fmt.Errorf("add comment: %w", err)
 	}
 	if !out.Replayed {
-		return CommentResult{OperationID: id, Comment: added}, nil
+		return CommentResult{OperationID: id, Comment: comment}, nil
 	}
-	recorded, err := s.commentByID(ctx, tenant, out.Record.ResultID)
+	if out.ResultRead {
+		comment, err = recorded.toComment()
+	} else {
+		comment, err = s.commentByID(ctx, tenant, out.Record.ResultID)
+	}
 	if err != nil {
 		return CommentResult{OperationID: id}, fmt.Errorf("add comment: read committed comment: %w", err)
 	}
-	return CommentResult{OperationID: id, Comment: recorded, Replayed: true}, nil
+	return CommentResult{OperationID: id, Comment: comment, Replayed: true}, nil
 }
 
-// insertComment adds the comment and its `commented` event under the
-// ticket's row lock, and returns the ticket as the comment found it.
+// insertComment locks the ticket and adds the comment (writeComment).
 func insertComment(tx *gorm.DB, tenant, author string, opID, commentID, eventID, ticketID uuid.UUID, body string) (Comment, Ticket, error) {
 	row, err := lockTicket(tx, tenant, ticketID)
 	if err != nil {
 		return Comment{}, Ticket{}, err
 	}
-	t, err := row.toTicket()
-	if err != nil {
-		return Comment{}, Ticket{}, err
-	}
-	seq, err := nextSeq(tx, tenant, ticketID)
-	if err != nil {
-		return Comment{}, Ticket{}, err
-	}
-	now := time.Now().UTC().Truncate(time.Microsecond)
-	c := commentRow{
-		ID: commentID.String(), TenantID: tenant, TicketID: ticketID.String(), Seq: seq, Author: author, Body: body,
-		OperationID: opID.String(), CreatedAt: now,
-	}
-	// The comment goes first: its event refers to it.
-	if err := tx.Create(&c).Error; err != nil {
-		if errors.Is(err, gorm.ErrDuplicatedKey) {
-			// Only the unique (tenant, operation_id) index can fire here
-			// (the ID and seq are fresh): the comment was added once and
-			// its operation record pruned since. Adding it again is the
-			// duplicate the ledger exists to stop.
-			return Comment{}, Ticket{}, fmt.Errorf("%w: a comment was already added with this operation ID", operations.ErrExpired)
-		}
-		return Comment{}, Ticket{}, fmt.Errorf("%w: insert comment: %v", ErrUnavailable, err)
-	}
-	err = insertEvent(tx, tenant, Event{
-		ID: eventID, TicketID: ticketID, Seq: seq, Version: t.Version, Kind: EventCommented,
-		Actor: author, OperationID: opID, CommentID: &commentID, CreatedAt: now,
-	})
+	c := commentRow{ID: commentID.String()}
+	t, err := writeComment(tx, row, &c, author, opID, eventID, body)
 	if err != nil {
 		return Comment{}, Ticket{}, err
 	}
 	added, err := c.toComment()
 	return added, t, err
+}
+
+// writeComment adds the comment c (its ID set) and its `commented` event at
+// the ticket's next history position, under the ticket's row lock (row: the
+// ticket as locked), filling in c, and returns the ticket as the comment
+// found it.
+func writeComment(tx *gorm.DB, row ticketRow, c *commentRow, author string, opID, eventID uuid.UUID, body string) (Ticket, error) {
+	t, err := row.toTicket()
+	if err != nil {
+		return Ticket{}, err
+	}
+	commentID, err := uuid.Parse(c.ID)
+	if err != nil {
+		return Ticket{}, fmt.Errorf("comment %q: bad id: %w", c.ID, err)
+	}
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	*c = commentRow{
+		ID: c.ID, TenantID: row.TenantID, TicketID: row.ID, Author: author, Body: body,
+		OperationID: opID.String(), CreatedAt: now,
+	}
+	e := Event{
+		ID: eventID, TicketID: t.ID, Version: t.Version, Kind: EventCommented,
+		Actor: author, OperationID: opID, CommentID: &commentID, CreatedAt: now,
+	}
+	if tx.Dialector.Name() == "postgres" {
+		return t, commentWithEventPostgres(tx, c, e)
+	}
+	return t, commentWithEventSteps(tx, c, e)
+}
+
+// commentWithEventSteps takes the next history position, then inserts the
+// comment and its event, one statement each.
+func commentWithEventSteps(tx *gorm.DB, c *commentRow, e Event) error {
+	seq, err := nextSeq(tx, c.TenantID, e.TicketID)
+	if err != nil {
+		return err
+	}
+	c.Seq, e.Seq = seq, seq
+	// The comment goes first: its event refers to it.
+	if err := tx.Create(c).Error; err != nil {
+		if errors.Is(err, gorm.ErrDuplicatedKey) {
+			return errCommentExpired
+		}
+		return fmt.Errorf("%w: insert comment: %v", ErrUnavailable, err)
+	}
+	return insertEvent(tx, c.TenantID, e)
+}
+
+// errCommentExpired is the error of a comment insert that met a duplicate
+// key. Only the unique (tenant, operation_id) index can fire there (the ID
+// and seq are fresh): the comment was added once and its operation record
+// pruned since. Adding it again is the duplicate the ledger exists to stop.
+var errCommentExpired = fmt.Errorf("%w: a comment was already added with this operation ID", operations.ErrExpired)
+
+// commentWithEventSQL is commentWithEventSteps in one statement. It runs
+// under the ticket's row lock, taken by an earlier statement, so MAX(seq) + 1
+// is the next position as nextSeq would read it; the event's foreign key to
+// the comment is checked at the end of the statement, after both inserts.
+const commentWithEventSQL = `WITH c AS (
+	INSERT INTO "comments" (id, tenant_id, ticket_id, seq, author, body, operation_id, created_at)
+	SELECT CAST(@id AS uuid), @tenant, CAST(@ticket AS uuid), COALESCE(MAX(seq), 0) + 1, @author, @body,
+		CAST(@op AS uuid), CAST(@now AS timestamptz)
+	FROM ticket_events WHERE tenant_id = @tenant AND ticket_id = CAST(@ticket AS uuid)
+	RETURNING id, seq
+)
+INSERT INTO "ticket_events" (id, tenant_id, ticket_id, seq, version, kind, actor, operation_id, comment_id, changes,
+	created_at)
+SELECT CAST(@event AS uuid), @tenant, CAST(@ticket AS uuid), c.seq, @version, @kind, @author, CAST(@op AS uuid), c.id,
+	@changes, CAST(@now AS timestamptz)
+FROM c
+RETURNING seq`
+
+// commentWithEventPostgres runs commentWithEventSQL and sets c's position.
+func commentWithEventPostgres(tx *gorm.DB, c *commentRow, e Event) error {
+	changes, err := encodeChanges(e.Changes)
+	if err != nil {
+		return err
+	}
+	rows, err := tx.Raw(commentWithEventSQL, map[string]any{
+		"id": c.ID, "tenant": c.TenantID, "ticket": c.TicketID, "author": c.Author, "body": c.Body, "op": c.OperationID,
+		"now": c.CreatedAt, "event": e.ID.String(), "version": e.Version, "kind": string(e.Kind), "changes": changes,
+	}).Rows()
+	if err == nil {
+		_, err = scanFirst(rows, &c.Seq)
+	}
+	if t, ok := tx.Dialector.(gorm.ErrorTranslator); ok && err != nil {
+		// Raw statements skip GORM's error translation.
+		err = t.Translate(err)
+	}
+	switch {
+	case errors.Is(err, gorm.ErrDuplicatedKey):
+		// The comment's unique operation index or the event's: either way
+		// this operation was applied once and its record pruned since.
+		return errCommentExpired
+	case err != nil:
+		return fmt.Errorf("%w: insert comment: %v", ErrUnavailable, err)
+	}
+	return nil
 }
 
 func (s *Service) commentByID(ctx context.Context, tenant, id string) (Comment, error) {

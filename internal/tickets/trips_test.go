@@ -19,8 +19,9 @@ import (
 // read, BEGIN, one statement that claims the key and inserts ticket and
 // event, and COMMIT; a fresh update adds the ticket read before the ledger,
 // and takes two statements (claim with row lock, change with event) instead
-// of five; an update's replay is the ticket read and the fast path, which
-// reads the recorded event with the record.
+// of five, as does a comment (claim with row lock, comment with event); a
+// replay of either is the ticket read and the fast path, which reads the
+// recorded event or comment with the record.
 func TestWritesRoundTrips(t *testing.T) {
 	t.Parallel()
 	d, trips := dbtest.PostgresCounted(t)
@@ -50,6 +51,19 @@ func TestWritesRoundTrips(t *testing.T) {
 			t.Fatalf("replay = %+v, %v; want %+v replayed", replayed, err, updated)
 		}
 		replays := trips.Count() - before
+		before = trips.Count()
+		commentID := ticketstest.OpID(newID())
+		comment, err := svc.AddComment(ctx, caller, commentID, created.Ticket.Key, "Toner replaced.")
+		if err != nil {
+			t.Fatal(err)
+		}
+		comments := trips.Count() - before
+		before = trips.Count()
+		again, err := svc.AddComment(ctx, caller, commentID, created.Ticket.Key, "Toner replaced.")
+		if err != nil || !again.Replayed || !reflect.DeepEqual(again.Comment, comment.Comment) {
+			t.Fatalf("comment replay = %+v, %v; want %+v replayed", again, err, comment)
+		}
+		commentReplays := trips.Count() - before
 		got, err := svc.GetTicket(ctx, tenantA, created.Ticket.Key)
 		if err != nil || got.Version != 2 || got.Title != title {
 			t.Errorf("ticket after the update = %+v, %v", got, err)
@@ -65,6 +79,9 @@ func TestWritesRoundTrips(t *testing.T) {
 		}
 		if replays != 2 {
 			t.Errorf("an update's replay took %d round trips, want 2", replays)
+		}
+		if comments != 6 || commentReplays != 2 {
+			t.Errorf("a fresh comment took %d round trips and its replay %d, want 6 and 2", comments, commentReplays)
 		}
 	}
 }
