@@ -85,8 +85,8 @@ func (f *Fold) Report(won bool, err error) {
 // RunFolded is RunReplaying for a write that folds the claim into its own
 // first statement on PostgreSQL (FoldedWriteFunc): a first execution costs
 // one round trip less. The answers, errors and guarantees are RunReplaying's;
-// gate's consuming step runs once the key is claimed, after the write's
-// first statement on PostgreSQL, before the write elsewhere.
+// gate's consuming step runs once the key is claimed: on PostgreSQL after
+// the write (whose first statement claimed it), elsewhere before it.
 func (l *Ledger) RunFolded(ctx context.Context, key Key, fingerprint, resultID string, gate GateFunc, replay Replay, write FoldedWriteFunc) (Outcome, error) {
 	return l.run(ctx, key, fingerprint, resultID, gate, replay, l.db.Dialector.Name() == "postgres", write)
 }
