@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -45,17 +44,15 @@ type commentRow struct {
 
 func (commentRow) TableName() string { return "comments" }
 
-// commentColumns are the columns commentRow reads, in commentRow.columns'
-// order.
-const commentColumns = "id, tenant_id, ticket_id, seq, author, body, operation_id, created_at"
-
 // commentResult reads an add_comment record's comment in the same query as
-// the record (operations.Ledger.RunFolded's replay), into commentRow.columns.
-var commentResult = operations.NewJoin("comments", strings.Split(commentColumns, ", "))
+// the record (operations.Ledger.RunFolded's replay), into
+// commentRow.replayColumns: only what toComment needs, since the driver
+// prepares a scan per column on every lookup, the fresh comments' included.
+var commentResult = operations.NewJoin("comments", []string{"id", "ticket_id", "author", "body", "created_at"})
 
-// columns returns scan targets for commentColumns, in order.
-func (r *commentRow) columns() []any {
-	return []any{&r.ID, &r.TenantID, &r.TicketID, &r.Seq, &r.Author, &r.Body, &r.OperationID, &r.CreatedAt}
+// replayColumns returns scan targets for commentResult's columns, in order.
+func (r *commentRow) replayColumns() []any {
+	return []any{&r.ID, &r.TicketID, &r.Author, &r.Body, &r.CreatedAt}
 }
 
 func (r commentRow) toComment() (Comment, error) {
@@ -135,7 +132,7 @@ func (s *Service) AddComment(ctx context.Context, c Caller, opID operations.ID, 
 		comment  Comment // the one this call adds
 	)
 	added := commentRow{ID: commentID.String()}
-	replay := operations.Replay{Join: commentResult, Into: recorded.columns()}
+	replay := operations.Replay{Join: commentResult, Into: recorded.replayColumns()}
 	out, err := s.ledger.RunFolded(ctx, key, commentFingerprint(t.ID, body), commentID.String(), nil, replay, func(tx *gorm.DB, claim *operations.Fold) error {
 		row, err := lockTicketClaiming(tx, claim, tenant, t.ID)
 		if err != nil || !claim.Won() {

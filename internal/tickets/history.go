@@ -70,17 +70,27 @@ type eventRow struct {
 
 func (eventRow) TableName() string { return "ticket_events" }
 
-// eventColumns are the columns eventRow reads, in eventRow.columns' order.
-const eventColumns = "id, tenant_id, ticket_id, seq, version, kind, actor, operation_id, comment_id, changes, created_at"
+// eventResult reads, with an update_ticket record, what its replay answers
+// (eventRow.replayed): the event's ticket, version and changes. Few columns
+// on purpose: the driver prepares a scan per column on every lookup, the
+// fresh updates' that find no record included.
+var eventResult = operations.NewJoin("ticket_events", []string{"ticket_id", "version", "changes"})
 
-// eventResult reads an update_ticket record's event in the same query as
-// the record (operations.Ledger.RunFolded's replay), into eventRow.columns.
-var eventResult = operations.NewJoin("ticket_events", strings.Split(eventColumns, ", "))
+// replayColumns returns scan targets for eventResult's columns, in order.
+func (r *eventRow) replayColumns() []any { return []any{&r.TicketID, &r.Version, &r.Changes} }
 
-// columns returns scan targets for eventColumns, in order.
-func (r *eventRow) columns() []any {
-	return []any{&r.ID, &r.TenantID, &r.TicketID, &r.Seq, &r.Version, &r.Kind, &r.Actor, &r.OperationID,
-		&r.CommentID, &r.Changes, &r.CreatedAt}
+// replayed is the event of a row read through eventResult: its ticket,
+// version and changes.
+func (r eventRow) replayed() (Event, error) {
+	ticketID, err := uuid.Parse(r.TicketID)
+	if err != nil {
+		return Event{}, fmt.Errorf("event row: bad ticket_id %q: %w", r.TicketID, err)
+	}
+	changes, err := decodeChanges(r.Changes)
+	if err != nil {
+		return Event{}, fmt.Errorf("event row of ticket %s: %w", r.TicketID, err)
+	}
+	return Event{TicketID: ticketID, Version: r.Version, Changes: changes}, nil
 }
 
 func (r eventRow) toEvent() (Event, error) {

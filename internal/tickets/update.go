@@ -233,7 +233,7 @@ func (s *Service) UpdateTicket(ctx context.Context, c Caller, opID operations.ID
 	fp := updateFingerprint(t.ID, n)
 	gate := s.gate(key, fp, actor, updateProposal(ActionUpdateTicket, id.String(), []Ticket{t}, n, false))
 	var recorded eventRow
-	replay := operations.Replay{Join: eventResult, Into: recorded.columns()}
+	replay := operations.Replay{Join: eventResult, Into: recorded.replayColumns()}
 	out, err := s.ledger.RunFolded(ctx, key, fp, eventID.String(), gate, replay, func(tx *gorm.DB, claim *operations.Fold) error {
 		row, err := lockTicketClaiming(tx, claim, tenant, t.ID)
 		if err != nil || !claim.Won() {
@@ -255,7 +255,7 @@ func (s *Service) UpdateTicket(ctx context.Context, c Caller, opID operations.ID
 	}
 	var ev Event
 	if out.ResultRead {
-		ev, err = recorded.toEvent()
+		ev, err = recorded.replayed()
 	} else {
 		ev, err = s.eventByID(ctx, tenant, out.Record.ResultID)
 	}
