@@ -209,12 +209,12 @@ func insertTicketPostgres(tx *gorm.DB, claim *operations.Fold, row *ticketRow, c
 	if err != nil {
 		return false, err
 	}
-	args := map[string]any{
-		"tenant": row.TenantID, "project": row.ProjectID, "id": row.ID, "title": row.Title,
-		"description": row.Description, "priority": row.Priority, "status": row.Status, "labels": row.Labels,
-		"reporter": row.Reporter, "op": *row.OperationID, "now": row.CreatedAt,
-		"event": created.ID.String(), "kind": string(created.Kind), "changes": changes,
-	}
+	// Sized for the claim's parameters too, so the map never grows.
+	args := make(map[string]any, 24)
+	args["tenant"], args["project"], args["id"], args["title"] = row.TenantID, row.ProjectID, row.ID, row.Title
+	args["description"], args["priority"], args["status"] = row.Description, row.Priority, row.Status
+	args["labels"], args["reporter"], args["op"], args["now"] = row.Labels, row.Reporter, *row.OperationID, row.CreatedAt
+	args["event"], args["kind"], args["changes"] = created.ID.String(), string(created.Kind), changes
 	query := createTicketPostgres
 	if claim != nil && claim.Inline() {
 		query = createTicketClaiming

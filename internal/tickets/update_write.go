@@ -58,11 +58,11 @@ func writeUpdate(tx *gorm.DB, row ticketRow, tenant, actor string, opID, eventID
 		if next.Assignee != "" {
 			assignee = &next.Assignee
 		}
-		set = map[string]any{
-			"title": next.Title, "description": next.Description, "priority": string(next.Priority),
-			"status": string(next.Status), "labels": string(labels), "assignee": assignee,
-			"version": next.Version, "updated_at": now,
-		}
+		// Sized for updateWithEventPostgres' parameters too, so the map never grows.
+		set = make(map[string]any, 18)
+		set["title"], set["description"], set["priority"] = next.Title, next.Description, string(next.Priority)
+		set["status"], set["labels"], set["assignee"] = string(next.Status), string(labels), assignee
+		set["version"], set["updated_at"] = next.Version, now
 	}
 	e := Event{
 		ID: eventID, TicketID: cur.ID, Version: next.Version, Kind: EventUpdated, Actor: actor,
@@ -120,7 +120,8 @@ func lockTicketClaiming(tx *gorm.DB, claim *operations.Fold, tenant string, id u
 	if !claim.Inline() {
 		return lockTicket(tx, tenant, id)
 	}
-	args := map[string]any{"tenant": tenant, "id": id.String()}
+	args := make(map[string]any, 10) // with the claim's, so the map never grows
+	args["tenant"], args["id"] = tenant, id.String()
 	claim.Args(args)
 	var (
 		row        ticketRow
