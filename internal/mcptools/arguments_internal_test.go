@@ -196,8 +196,9 @@ func TestPlainNumbers(t *testing.T) {
 }
 
 // BenchmarkArguments reads create_ticket's arguments (as BenchmarkMCPServer
-// sends them: priority left to its default) as the SDK's typed path does
-// (sdk, with its decoder throughout) and as the tools do (ours):
+// sends them: priority left to its default) as the SDK's typed path reads
+// them (sdk, its steps in mcp/tool.go applySchema and mcp/server.go
+// toolForErr, copied) and as the tools do (ours):
 //
 //	go test -run '^$' -bench Arguments -benchmem ./internal/mcptools/
 func BenchmarkArguments(b *testing.B) {
@@ -207,16 +208,49 @@ func BenchmarkArguments(b *testing.B) {
 	}
 	a := newArguments(ToolCreateTicket, schema)
 	raw := json.RawMessage(`{"operation_id":"0190a6e5-3f2b-7c1d-9e4f-5a6b7c8d9e0f","project_id":"support","title":"Printer on fire","labels":["hardware"]}`)
-	for name, decode := range map[string]func(arguments, json.RawMessage) (CreateTicketIn, *mcp.CallToolResult){
-		"sdk": sdkDecodeArguments[CreateTicketIn], "ours": decodeArguments[CreateTicketIn],
+	for _, c := range []struct {
+		name   string
+		decode func(arguments, json.RawMessage) (CreateTicketIn, error)
+	}{
+		{"sdk", typedPath[CreateTicketIn]},
+		{"ours", func(a arguments, raw json.RawMessage) (CreateTicketIn, error) {
+			in, bad := decodeArguments[CreateTicketIn](a, raw)
+			if bad != nil {
+				return in, bad.GetError()
+			}
+			return in, nil
+		}},
 	} {
-		b.Run(name, func(b *testing.B) {
+		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, bad := decode(a, raw); bad != nil {
-					b.Fatal(bad.Content[0].(*mcp.TextContent).Text)
+				if _, err := c.decode(a, raw); err != nil {
+					b.Fatal(err)
 				}
 			}
 		})
 	}
+}
+
+// typedPath is what the SDK's typed handler does with the arguments before
+// it calls the handler: decode into a map with its decoder, apply defaults,
+// validate, encode, decode into In.
+func typedPath[In any](a arguments, raw json.RawMessage) (In, error) {
+	var in In
+	v := make(map[string]any)
+	if err := sdkUnmarshal(raw, &v); err != nil {
+		return in, err
+	}
+	var instance any = v
+	if err := a.schema.ApplyDefaults(&instance); err != nil {
+		return in, err
+	}
+	if err := a.schema.Validate(&instance); err != nil {
+		return in, err
+	}
+	data, err := json.Marshal(instance)
+	if err != nil {
+		return in, err
+	}
+	return in, sdkUnmarshal(data, &in)
 }
