@@ -92,12 +92,14 @@ func parseStatusHWM(status []byte) (int64, error) {
 type machineUsage struct {
 	busy, total time.Duration // all cores: busy (not idle or iowait) and elapsed
 	database    time.Duration // CPU of the processes named "postgres"
+	generator   time.Duration // CPU of this process, the load generator
 }
 
 // machineSnapshot is the counters machineUsage is the difference of.
 type machineSnapshot struct {
 	busy, total time.Duration
 	database    map[int]time.Duration // by PID
+	generator   time.Duration
 }
 
 // takeMachineSnapshot reads /proc/stat and every postgres process's stat.
@@ -111,7 +113,11 @@ func takeMachineSnapshot() (machineSnapshot, error) {
 	if err != nil {
 		return machineSnapshot{}, err
 	}
-	snap := machineSnapshot{busy: busy, total: total, database: map[int]time.Duration{}}
+	generator, err := processCPU(os.Getpid())
+	if err != nil {
+		return machineSnapshot{}, err
+	}
+	snap := machineSnapshot{busy: busy, total: total, database: map[int]time.Duration{}, generator: generator}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return machineSnapshot{}, fmt.Errorf("machine CPU: %w", err)
@@ -136,7 +142,7 @@ func takeMachineSnapshot() (machineSnapshot, error) {
 // between counts from zero; one that exited in between is lost (a backend
 // of the run's pool lives as long as the run).
 func (s machineSnapshot) since(earlier machineSnapshot) machineUsage {
-	u := machineUsage{busy: s.busy - earlier.busy, total: s.total - earlier.total}
+	u := machineUsage{busy: s.busy - earlier.busy, total: s.total - earlier.total, generator: s.generator - earlier.generator}
 	for pid, cpu := range s.database {
 		u.database += cpu - earlier.database[pid]
 	}

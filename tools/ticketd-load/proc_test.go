@@ -78,11 +78,12 @@ func TestParseProcStat(t *testing.T) {
 // machine's counters are differences.
 func TestMachineUsageSince(t *testing.T) {
 	t.Parallel()
-	before := machineSnapshot{busy: time.Second, total: 4 * time.Second, database: map[int]time.Duration{10: time.Second, 11: 2 * time.Second}}
-	after := machineSnapshot{busy: 3 * time.Second, total: 8 * time.Second,
+	before := machineSnapshot{busy: time.Second, total: 4 * time.Second, generator: time.Second,
+		database: map[int]time.Duration{10: time.Second, 11: 2 * time.Second}}
+	after := machineSnapshot{busy: 3 * time.Second, total: 8 * time.Second, generator: 1200 * time.Millisecond,
 		database: map[int]time.Duration{10: 1500 * time.Millisecond, 12: 300 * time.Millisecond}}
 	got := after.since(before)
-	want := machineUsage{busy: 2 * time.Second, total: 4 * time.Second, database: 800 * time.Millisecond}
+	want := machineUsage{busy: 2 * time.Second, total: 4 * time.Second, database: 800 * time.Millisecond, generator: 200 * time.Millisecond}
 	if got != want {
 		t.Errorf("since = %+v, want %+v", got, want)
 	}

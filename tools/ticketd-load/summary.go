@@ -56,6 +56,15 @@ func (s summary) databaseCPUPerCall() time.Duration {
 	return s.Machine.database / time.Duration(s.Calls)
 }
 
+// generatorCPUPerCall is the load generator's own CPU time per call in the
+// window: on one machine, a share of the cores the server did not get.
+func (s summary) generatorCPUPerCall() time.Duration {
+	if s.Calls == 0 {
+		return 0
+	}
+	return s.Machine.generator / time.Duration(s.Calls)
+}
+
 // machineBusy is the share of the machine's CPU time that was busy in the
 // window, 0 to 1.
 func (s summary) machineBusy() float64 {
