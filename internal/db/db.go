@@ -104,7 +104,7 @@ func OpenWith(ctx context.Context, rawURL string, opts Options) (*DB, error) {
 		}
 		dialector = postgres.New(postgres.Config{Conn: pool})
 	case SQLite:
-		dialector = sqlite.Open(dsn)
+		dialector = sqlite.Dialector{DSN: dsn, Conn: openSQLite(dsn)}
 	}
 	g, err := gorm.Open(dialector, &gorm.Config{
 		TranslateError:         true,

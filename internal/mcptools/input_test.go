@@ -1,10 +1,12 @@
 package mcptools_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ticketd/ticketd/internal/authn"
@@ -129,5 +131,68 @@ func TestScopesAreCheckedPerTool(t *testing.T) {
 	toolError(t, servertest.Call(t, writeOnly, mcptools.ToolGetOperationStatus, map[string]any{"operation_id": args["operation_id"]}), "forbidden")
 	if n := env.CountTickets(t, tenant); n != 1 {
 		t.Errorf("%d tickets, want 1", n)
+	}
+}
+
+// TestArgumentNamesAreCaseSensitive: an argument named in another case
+// ("Title" for title) is refused as an unknown property, as the SDK's
+// case-sensitive decoder refused it, although encoding/json, which now
+// decodes the arguments, matches names case-insensitively; nothing is
+// written.
+func TestArgumentNamesAreCaseSensitive(t *testing.T) {
+	t.Parallel()
+	env := startEnv(t, dbtest.SQLite(t))
+	cs := env.Connect(t, writer(t, env))
+	args := ticketArgs(newOperationID(t))
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		name string
+	}{
+		{mcptools.ToolCreateTicket, with(without(args, "title"), "Title", "Printer on fire"), "Title"},
+		{mcptools.ToolCreateTicket, with(args, "TITLE", "Another"), "TITLE"},
+		{mcptools.ToolListTickets, map[string]any{"Limit": 1}, "Limit"},
+	} {
+		e := toolError(t, servertest.Call(t, cs, c.tool, c.args), "invalid_input")
+		if !strings.Contains(e.Error.Message, `additional properties ["`+c.name+`"]`) {
+			t.Errorf("%s with %s: message %q does not refuse %s as an unknown property", c.tool, c.name, e.Error.Message, c.name)
+		}
+	}
+	if n, m := env.CountTickets(t, tenant), env.CountOperations(t, tenant); n != 0 || m != 0 {
+		t.Errorf("misnamed arguments wrote %d tickets and %d operation records", n, m)
+	}
+}
+
+// TestInputSchemasAreClosed: every object a tool's input schema describes
+// property by property refuses properties it does not name. The argument
+// decoding relies on it (internal/mcptools/arguments.go): only exactly
+// named properties reach encoding/json, whose case-insensitive matching
+// then never applies.
+func TestInputSchemasAreClosed(t *testing.T) {
+	t.Parallel()
+	var walk func(tool, at string, s *jsonschema.Schema)
+	walk = func(tool, at string, s *jsonschema.Schema) {
+		if s == nil {
+			return
+		}
+		if at == "" || (s.Type == "object" && s.Properties != nil) {
+			if b, _ := json.Marshal(s.AdditionalProperties); string(b) != "false" {
+				t.Errorf("%s: %s allows additional properties (%s)", tool, "root"+at, b)
+			}
+		}
+		for name, p := range s.Properties {
+			walk(tool, at+"."+name, p)
+		}
+		for _, sub := range s.AnyOf {
+			walk(tool, at, sub)
+		}
+		walk(tool, at+"[]", s.Items)
+	}
+	for _, tool := range mcptools.Tools() {
+		s, ok := tool.Def().InputSchema.(*jsonschema.Schema)
+		if !ok {
+			t.Fatalf("%s: input schema is %T", tool.Name, tool.Def().InputSchema)
+		}
+		walk(tool.Name, "", s)
 	}
 }

@@ -30,13 +30,36 @@ const PageBytes = 64 << 10
 // maxCursor bytes).
 const pageItemsBudget = PageBytes - maxCursor - 64
 
-// measureItem is an item's size in a page: its JSON and the comma after it.
-func measureItem(v any) (int, error) {
-	b, err := json.Marshal(v)
+// encodedPage measures a page's items as the JSON they are sent as and
+// keeps that JSON, so a page is encoded once rather than once to measure
+// and again to send (docs/perf.md). It relies on the service calling
+// measure once per item in page order and answering a prefix of the items
+// it measured (tickets.ListTicketsParams.Measure).
+type encodedPage[T any] struct {
+	view    func(T) any
+	encoded []json.RawMessage
+}
+
+// measure is an item's size in the page: its JSON and the comma after it.
+func (p *encodedPage[T]) measure(item T) (int, error) {
+	b, err := json.Marshal(p.view(item))
 	if err != nil {
 		return 0, fmt.Errorf("measure list item: %w", err)
 	}
+	p.encoded = append(p.encoded, b)
 	return len(b) + 1, nil
+}
+
+// items returns the JSON of the page's first n items.
+func (p *encodedPage[T]) items(n int) ([]any, error) {
+	if n > len(p.encoded) {
+		return nil, fmt.Errorf("list page: %d items but %d measured", n, len(p.encoded))
+	}
+	out := make([]any, n)
+	for i, b := range p.encoded[:n] {
+		out[i] = b
+	}
+	return out, nil
 }
 
 // pageTools are the tools whose answer is a page of up to a MiB.

@@ -106,13 +106,16 @@ func newTool[In, Out any](sp spec[In, Out]) Tool {
 	}
 	// The SDK marshals a *jsonschema.Schema input schema on every 2026-07-28
 	// call to look for x-mcp-header annotations (docs/upstream-go-sdk.md);
-	// given the JSON once, it only decodes it. It still resolves the schema
-	// once at registration, so validation and defaults are unchanged, and
-	// Def keeps the typed schema.
+	// given the JSON once, it only decodes it. Def keeps the typed schema.
 	inJSON, err := json.Marshal(in)
 	if err != nil {
 		panic(fmt.Sprintf("tool %s: marshal input schema: %v", sp.name, err))
 	}
+	// The tool is registered with the SDK's untyped AddTool: its typed
+	// mcp.AddTool decodes the arguments twice with a decoder that allocates
+	// 32 KiB each time (docs/perf.md); inputs reads them as it does, resolved
+	// once here from the JSON the SDK would resolve.
+	inputs := newArguments(sp.name, inJSON)
 	add := func(s *mcp.Server, def *mcp.Tool, svc *tickets.Service) {
 		reg := *def
 		reg.InputSchema = json.RawMessage(inJSON)
@@ -136,16 +139,20 @@ func newTool[In, Out any](sp spec[In, Out]) Tool {
 			}
 			return success(out)
 		}
-		// Out is any for the SDK and the handler sets the structured
-		// content itself (structured), so the SDK does not validate it; it
-		// still advertises def's output schema.
-		mcp.AddTool(s, &reg, func(ctx context.Context, req *mcp.CallToolRequest, args In) (*mcp.CallToolResult, any, error) {
-			res, out, err := run(ctx, req, args)
-			if err != nil || (out.ok == nil && out.err == nil) {
-				// A JSON-RPC error, or a request for input: no content.
-				return res, nil, err
+		// The handler sets the structured content itself (structured), so
+		// nothing validates it on the way out; the SDK still advertises
+		// def's output schema.
+		s.AddTool(&reg, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			in, bad := decodeArguments[In](inputs, req.Params.Arguments)
+			if bad != nil {
+				return bad, nil
 			}
-			return structured(sp.name, res, out)
+			// A JSON-RPC error, or a request for input, has no content.
+			res, out, err := run(ctx, req, in)
+			if err == nil && (out.ok != nil || out.err != nil) {
+				res, err = structured(sp.name, res, out)
+			}
+			return toolResult(res, err)
 		})
 	}
 	return Tool{Name: sp.name, Scope: sp.scope, def: def, add: add, namesOperation: namesOperation}
@@ -164,24 +171,24 @@ var checkOutput func(tool string, isError bool, content []byte) error
 // validates and encodes it again on every call: a third of a list call's
 // CPU (docs/perf.md). The outputs are ticketd's own types, whose fit to
 // the schemas the tests check on every result they see (checkOutput).
-func structured[Out any](tool string, res *mcp.CallToolResult, out outcome[Out]) (*mcp.CallToolResult, any, error) {
+func structured[Out any](tool string, res *mcp.CallToolResult, out outcome[Out]) (*mcp.CallToolResult, error) {
 	if res == nil {
 		res = &mcp.CallToolResult{}
 	}
 	body, err := json.Marshal(out)
 	if err != nil {
-		return nil, nil, fmt.Errorf("marshaling output: %w", err)
+		return nil, fmt.Errorf("marshaling output: %w", err)
 	}
 	if checkOutput != nil {
 		if err := checkOutput(tool, res.IsError, body); err != nil {
-			return nil, nil, fmt.Errorf("validating tool output: %w", err)
+			return nil, fmt.Errorf("validating tool output: %w", err)
 		}
 	}
 	res.StructuredContent = json.RawMessage(body)
 	if res.Content == nil {
 		res.Content = []mcp.Content{&mcp.TextContent{Text: string(body)}}
 	}
-	return res, nil, nil
+	return res, nil
 }
 
 // namesOperation reports whether the named tool's input has an

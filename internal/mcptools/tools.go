@@ -271,24 +271,21 @@ var (
 			if err != nil {
 				return ListTicketsOut{}, err
 			}
-			item := func(t tickets.Ticket) any { return contract.SummaryOf(t) }
+			page := encodedPage[tickets.Ticket]{view: func(t tickets.Ticket) any { return contract.SummaryOf(t) }}
 			if in.Detail == contract.DetailFull {
-				item = func(t tickets.Ticket) any { return contract.FromTicket(t) }
+				page.view = func(t tickets.Ticket) any { return contract.FromTicket(t) }
 			}
-			page, err := svc.ListTickets(ctx, c.caller(), tickets.ListTicketsParams{
+			listed, err := svc.ListTickets(ctx, c.caller(), tickets.ListTicketsParams{
 				ProjectID: in.ProjectID, Statuses: in.Status.Domain(), Query: in.Query, Assignee: in.Assignee, Label: in.Label,
 				Priority: tickets.Priority(in.Priority), UpdatedSince: since, Sort: tickets.Sort(in.Sort),
 				Limit: in.Limit, Cursor: in.Cursor,
-				MaxBytes: pageItemsBudget, Measure: func(t tickets.Ticket) (int, error) { return measureItem(item(t)) },
+				MaxBytes: pageItemsBudget, Measure: page.measure,
 			})
 			if err != nil {
 				return ListTicketsOut{}, err
 			}
-			out := ListTicketsOut{Tickets: make([]any, len(page.Tickets)), NextCursor: page.NextCursor}
-			for i, tk := range page.Tickets {
-				out.Tickets[i] = item(tk)
-			}
-			return out, nil
+			items, err := page.items(len(listed.Tickets))
+			return ListTicketsOut{Tickets: items, NextCursor: listed.NextCursor}, err
 		},
 	})
 

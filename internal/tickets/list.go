@@ -45,7 +45,10 @@ type ListTicketsParams struct {
 	// budget, below MaxPageBytes); 0 means MaxPageBytes.
 	MaxBytes int
 	// Measure sizes a ticket as the transport will send it; nil measures
-	// the whole ticket's JSON.
+	// the whole ticket's JSON. It is called once per ticket, in page
+	// order, and the page is a prefix of the tickets measured (the last
+	// one measured may be left out for the budget), so a transport may
+	// keep what it measured and send that.
 	Measure func(Ticket) (int, error)
 }
 
@@ -303,7 +306,7 @@ func (s *Service) ListTickets(ctx context.Context, c Caller, p ListTicketsParams
 			return TicketPage{}, invalidField("cursor", "not a cursor issued for this list; start again without one")
 		}
 	}
-	base, err := f.apply(s.reads.WithContext(ctx).Select(ticketColumns).Where("tenant_id = ?", tenant), s.db.Dialector.Name() == "postgres")
+	base, err := f.apply(s.reads.WithContext(ctx).Model(&ticketRow{}).Select(ticketColumns).Where("tenant_id = ?", tenant), s.db.Dialector.Name() == "postgres")
 	if err != nil {
 		return TicketPage{}, err
 	}
@@ -315,11 +318,14 @@ func (s *Service) ListTickets(ctx context.Context, c Caller, p ListTicketsParams
 		case start != nil:
 			q = f.after(q, *start)
 		}
-		var rows []ticketRow
-		if err := q.Order(f.order()).Limit(n).Find(&rows).Error; err != nil {
-			return nil, fmt.Errorf("%w: list tickets: %v", ErrUnavailable, err)
+		rows, err := q.Order(f.order()).Limit(n).Rows()
+		if err == nil {
+			var page []ticketRow
+			if page, err = scanTicketRows(rows, n); err == nil {
+				return page, nil
+			}
 		}
-		return rows, nil
+		return nil, fmt.Errorf("%w: list tickets: %v", ErrUnavailable, err)
 	}
 	maxBytes, measure := cmp.Or(p.MaxBytes, MaxPageBytes), p.Measure
 	if measure == nil {

@@ -109,6 +109,25 @@ func scanFirst(rows *sql.Rows, dest ...any) (found bool, err error) {
 	return true, rows.Scan(dest...)
 }
 
+// scanTicketRows reads every row of rows (ticketColumns, in order), by
+// hand for the reason scanFirst gives, and closes rows.
+func scanTicketRows(rows *sql.Rows, capacity int) (out []ticketRow, err error) {
+	defer func() {
+		if cerr := rows.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	out = make([]ticketRow, 0, capacity)
+	for rows.Next() {
+		var r ticketRow
+		if err := rows.Scan(r.columns()...); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
 func (r ticketRow) toTicket() (Ticket, error) {
 	id, err := uuid.Parse(r.ID)
 	if err != nil {

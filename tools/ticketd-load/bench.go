@@ -52,6 +52,9 @@ type scenario struct {
 	projects int
 }
 
+// postgres reports whether the scenario's server works on PostgreSQL.
+func (sc scenario) postgres() bool { return !sc.noop && !sc.sqlite }
+
 // spreadProjects is how many projects the create-16p scenario spreads its
 // creates over: as many as the default workers, so that no two workers
 // share a project.
@@ -121,6 +124,11 @@ type benchRun struct {
 	P50MS    float64 `json:"p50_ms"`
 	P99MS    float64 `json:"p99_ms"`
 	CPUMS    float64 `json:"cpu_per_call_ms"`
+	// DBCPUMS is PostgreSQL's CPU per call (all its processes); Busy the
+	// share of the machine's cores that were busy, 0 to 1.
+	DBCPUMS  float64 `json:"database_cpu_per_call_ms"`
+	GenCPUMS float64 `json:"load_generator_cpu_per_call_ms"`
+	Busy     float64 `json:"machine_busy"`
 	RSSMiB   float64 `json:"peak_rss_mib"`
 	Calls    int     `json:"calls"`
 	Failures int     `json:"failures"`
@@ -254,7 +262,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	var cold []time.Duration
-	if cfg.ColdStarts > 0 && slices.ContainsFunc(scenarios, func(sc scenario) bool { return !sc.noop && !sc.sqlite }) {
+	if cfg.ColdStarts > 0 && slices.ContainsFunc(scenarios, scenario.postgres) {
 		if cold, err = b.coldStarts(ctx, cfg.ColdStarts); err != nil {
 			return fmt.Errorf("bench: cold start: %w", err)
 		}
@@ -314,7 +322,7 @@ func (b *bench) runOne(ctx context.Context, sc scenario, round int) (benchRun, e
 		env = append(env, "TICKETD_TENANT_CONCURRENCY="+strconv.Itoa(db.PoolSize(db.Postgres)-1))
 	}
 	var dbURL string
-	if !sc.noop && !sc.sqlite {
+	if sc.postgres() {
 		if dbURL, err = b.freshDatabase(ctx, sc); err != nil {
 			return benchRun{}, err
 		}
@@ -385,6 +393,7 @@ func (b *bench) runOne(ctx context.Context, sc scenario, round int) (benchRun, e
 	r := benchRun{
 		Scenario: sc.name, Round: round, CallsPS: s.rate(s.Calls),
 		P50MS: msFloat(s.All.P50), P99MS: msFloat(s.All.P99), CPUMS: msFloat(s.cpuPerCall()),
+		DBCPUMS: msFloat(s.databaseCPUPerCall()), GenCPUMS: msFloat(s.generatorCPUPerCall()), Busy: s.machineBusy(),
 		RSSMiB: mib(s.Server.peakRSS), Calls: s.Calls,
 		Failures: s.failures() + s.Timeouts,
 	}
@@ -665,15 +674,15 @@ func sumFailures(runs []benchRun) int {
 
 // row is one scenario's medians over the rounds.
 type row struct {
-	sc                          scenario
-	callsPS, p50, p99, cpu, rss float64
-	failures                    int
+	sc                                               scenario
+	callsPS, p50, p99, cpu, dbCPU, genCPU, busy, rss float64
+	failures                                         int
 }
 
 func medians(scenarios []scenario, runs []benchRun) []row {
 	rows := make([]row, 0, len(scenarios))
 	for _, sc := range scenarios {
-		var calls, p50, p99, cpu, rss []float64
+		var calls, p50, p99, cpu, dbCPU, genCPU, busy, rss []float64
 		r := row{sc: sc}
 		for _, x := range runs {
 			if x.Scenario != sc.name {
@@ -681,9 +690,11 @@ func medians(scenarios []scenario, runs []benchRun) []row {
 			}
 			calls, p50, p99 = append(calls, x.CallsPS), append(p50, x.P50MS), append(p99, x.P99MS)
 			cpu, rss = append(cpu, x.CPUMS), append(rss, x.RSSMiB)
+			dbCPU, genCPU, busy = append(dbCPU, x.DBCPUMS), append(genCPU, x.GenCPUMS), append(busy, x.Busy)
 			r.failures += x.Failures
 		}
 		r.callsPS, r.p50, r.p99, r.cpu, r.rss = median(calls), median(p50), median(p99), median(cpu), median(rss)
+		r.dbCPU, r.genCPU, r.busy = median(dbCPU), median(genCPU), median(busy)
 		rows = append(rows, r)
 	}
 	return rows
@@ -708,9 +719,15 @@ func writeBenchTable(w io.Writer, cfg *benchConfig, scenarios []scenario, runs [
 	var b strings.Builder
 	fmt.Fprintf(&b, "Medians of %d rounds; each run %s warm-up + %s measured, %d workers, a fresh server per run.\n\n",
 		cfg.Rounds, cfg.Warmup, cfg.Duration, cfg.Workers)
-	b.WriteString("| what | calls/s | p50 / p99 ms | server CPU per call | peak RSS | failed calls |\n|---|---|---|---|---|---|\n")
+	b.WriteString("| what | calls/s | p50 / p99 ms | server CPU per call | PostgreSQL CPU per call | load generator CPU per call | machine busy | peak RSS | failed calls |\n" +
+		"|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %.0f | %.1f / %.1f | %.2f ms | %.1f MiB | %d |\n", r.sc.title, r.callsPS, r.p50, r.p99, r.cpu, r.rss, r.failures)
+		dbCPU := "—" // the floors and SQLite use no PostgreSQL; what it does meanwhile is not theirs
+		if r.sc.postgres() {
+			dbCPU = fmt.Sprintf("%.2f ms", r.dbCPU)
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %.1f / %.1f | %.2f ms | %s | %.2f ms | %.0f %% | %.1f MiB | %d |\n",
+			r.sc.title, r.callsPS, r.p50, r.p99, r.cpu, dbCPU, r.genCPU, 100*r.busy, r.rss, r.failures)
 	}
 	find := func(name string) (row, bool) {
 		i := slices.IndexFunc(rows, func(r row) bool { return r.sc.name == name })

@@ -111,8 +111,8 @@ func TestMedianAndTable(t *testing.T) {
 		{Scenario: "replay", CallsPS: 660},
 		{Scenario: "noop", CallsPS: 800, P50MS: 10, P99MS: 50, CPUMS: 1},
 		{Scenario: "noop", CallsPS: 1000, P50MS: 20, P99MS: 60, CPUMS: 1.2},
-		{Scenario: "create", CallsPS: 300, P50MS: 40, P99MS: 200, CPUMS: 2.6},
-		{Scenario: "create", CallsPS: 340, P50MS: 40, P99MS: 200, CPUMS: 2.6, Failures: 1},
+		{Scenario: "create", CallsPS: 300, P50MS: 40, P99MS: 200, CPUMS: 2.6, DBCPUMS: 0.9, GenCPUMS: 0.5, Busy: 0.97},
+		{Scenario: "create", CallsPS: 340, P50MS: 40, P99MS: 200, CPUMS: 2.6, DBCPUMS: 1.1, GenCPUMS: 0.7, Busy: 0.99, Failures: 1},
 		{Scenario: "create@10k", CallsPS: 300},
 		{Scenario: "create@1M", CallsPS: 270},
 	}
@@ -121,8 +121,8 @@ func TestMedianAndTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"| go-sdk no-op tool, stateless (the floor) | 900 | 15.0 / 55.0 | 1.10 ms |",
-		"| ticketd `create_ticket`, fresh IDs, one project | 320 | 40.0 / 200.0 | 2.60 ms | 0.0 MiB | 1 |",
+		"| go-sdk no-op tool, stateless (the floor) | 900 | 15.0 / 55.0 | 1.10 ms | — |",
+		"| ticketd `create_ticket`, fresh IDs, one project | 320 | 40.0 / 200.0 | 2.60 ms | 1.00 ms | 0.60 ms | 98 % | 0.0 MiB | 1 |",
 		"create/floor: 0.36×", "CPU per call, create/floor: 2.36×", "p99/p50, create: 5.0",
 		"create at 1M vs 10k stored: 0.90×",
 		"replay/floor: 0.73×", "replay/TypeScript floor: 1.10×", "TypeScript floor/go-sdk floor: 0.67×",

@@ -79,6 +79,8 @@ type result struct {
 	windowStart, windowEnd time.Time
 	// server is what /proc said about cfg.ServerPID over the window.
 	server serverUsage
+	// machine is what /proc said about the whole machine over the window.
+	machine machineUsage
 }
 
 // generate connects every worker, runs them until the duration or request
@@ -139,11 +141,15 @@ func (res *result) measureWindow(cfg *config, start time.Time, done <-chan struc
 	if cfg.ServerPID > 0 {
 		before, res.server.err = processCPU(cfg.ServerPID)
 	}
+	machineBefore, machineErr := takeMachineSnapshot()
 	select {
 	case <-time.After(time.Until(res.windowStart.Add(cfg.Duration))):
 	case <-done:
 	}
 	res.windowEnd = time.Now()
+	if machineAfter, err := takeMachineSnapshot(); err == nil && machineErr == nil {
+		res.machine = machineAfter.since(machineBefore)
+	}
 	if cfg.ServerPID == 0 || res.server.err != nil {
 		return
 	}

@@ -84,3 +84,91 @@ func parseStatusHWM(status []byte) (int64, error) {
 	}
 	return 0, errors.New("server peak RSS: no VmHWM line in /proc status")
 }
+
+// machineUsage is where the whole machine's CPU went over a run's window,
+// so a table can show whether the machine was saturated and how much of it
+// the database took: on a small machine the server, PostgreSQL and the load
+// generator share the cores, and a call's cost is theirs together.
+type machineUsage struct {
+	busy, total time.Duration // all cores: busy (not idle or iowait) and elapsed
+	database    time.Duration // CPU of the processes named "postgres"
+	generator   time.Duration // CPU of this process, the load generator
+}
+
+// machineSnapshot is the counters machineUsage is the difference of.
+type machineSnapshot struct {
+	busy, total time.Duration
+	database    map[int]time.Duration // by PID
+	generator   time.Duration
+}
+
+// takeMachineSnapshot reads /proc/stat and every postgres process's stat.
+// A process that exits between the listing and the read is skipped.
+func takeMachineSnapshot() (machineSnapshot, error) {
+	stat, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return machineSnapshot{}, fmt.Errorf("machine CPU: %w", err)
+	}
+	busy, total, err := parseProcStat(stat)
+	if err != nil {
+		return machineSnapshot{}, err
+	}
+	generator, err := processCPU(os.Getpid())
+	if err != nil {
+		return machineSnapshot{}, err
+	}
+	snap := machineSnapshot{busy: busy, total: total, database: map[int]time.Duration{}, generator: generator}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return machineSnapshot{}, fmt.Errorf("machine CPU: %w", err)
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err != nil || strings.TrimSpace(string(comm)) != "postgres" {
+			continue
+		}
+		if cpu, err := processCPU(pid); err == nil {
+			snap.database[pid] = cpu
+		}
+	}
+	return snap, nil
+}
+
+// since is the usage from earlier to s. A postgres process that started in
+// between counts from zero; one that exited in between is lost (a backend
+// of the run's pool lives as long as the run).
+func (s machineSnapshot) since(earlier machineSnapshot) machineUsage {
+	u := machineUsage{busy: s.busy - earlier.busy, total: s.total - earlier.total, generator: s.generator - earlier.generator}
+	for pid, cpu := range s.database {
+		u.database += cpu - earlier.database[pid]
+	}
+	return u
+}
+
+// parseProcStat reads the aggregate "cpu" line of /proc/stat: user, nice,
+// system, idle, iowait, irq, softirq, steal, in clock ticks. Busy is all
+// but idle and iowait.
+func parseProcStat(stat []byte) (busy, total time.Duration, err error) {
+	line, _, _ := bytes.Cut(stat, []byte("\n"))
+	fields := strings.Fields(string(line))
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, 0, fmt.Errorf("machine CPU: unexpected first line of /proc/stat %q", line)
+	}
+	var ticks [8]int64
+	for i := range ticks {
+		if ticks[i], err = strconv.ParseInt(fields[i+1], 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("machine CPU: /proc/stat field %q: %w", fields[i+1], err)
+		}
+	}
+	var all int64
+	for _, t := range ticks {
+		all += t
+	}
+	idle := ticks[3] + ticks[4]
+	unit := time.Second / clockTicks
+	return time.Duration(all-idle) * unit, time.Duration(all) * unit, nil
+}

@@ -52,3 +52,39 @@ func TestProcessReadsThisProcess(t *testing.T) {
 		t.Errorf("processPeakRSS(self) = %d, %v; want a positive size", rss, err)
 	}
 }
+
+func TestParseProcStat(t *testing.T) {
+	t.Parallel()
+	// user nice system idle iowait irq softirq steal guest guest_nice
+	stat := []byte("cpu  100 5 40 800 50 3 2 0 0 0\ncpu0 50 2 20 400 25 1 1 0 0 0\n")
+	busy, total, err := parseProcStat(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 1500 * time.Millisecond; busy != want { // 100+5+40+3+2 ticks
+		t.Errorf("busy = %v, want %v", busy, want)
+	}
+	if want := 10 * time.Second; total != want { // 1000 ticks
+		t.Errorf("total = %v, want %v", total, want)
+	}
+	for _, bad := range []string{"", "cpu0 1 2 3 4 5 6 7 8", "cpu 1 2 3", "cpu 1 2 x 4 5 6 7 8"} {
+		if _, _, err := parseProcStat([]byte(bad)); err == nil {
+			t.Errorf("parseProcStat(%q) succeeded, want an error", bad)
+		}
+	}
+}
+
+// A postgres process that started in the window counts from zero; the
+// machine's counters are differences.
+func TestMachineUsageSince(t *testing.T) {
+	t.Parallel()
+	before := machineSnapshot{busy: time.Second, total: 4 * time.Second, generator: time.Second,
+		database: map[int]time.Duration{10: time.Second, 11: 2 * time.Second}}
+	after := machineSnapshot{busy: 3 * time.Second, total: 8 * time.Second, generator: 1200 * time.Millisecond,
+		database: map[int]time.Duration{10: 1500 * time.Millisecond, 12: 300 * time.Millisecond}}
+	got := after.since(before)
+	want := machineUsage{busy: 2 * time.Second, total: 4 * time.Second, database: 800 * time.Millisecond, generator: 200 * time.Millisecond}
+	if got != want {
+		t.Errorf("since = %+v, want %+v", got, want)
+	}
+}

@@ -43,6 +43,35 @@ type summary struct {
 	// given; its err says why the numbers are missing.
 	ServerPID int
 	Server    serverUsage
+	// Machine is the whole machine's CPU over the window (zero when /proc
+	// could not be read).
+	Machine machineUsage
+}
+
+// databaseCPUPerCall is PostgreSQL's CPU time per call in the window.
+func (s summary) databaseCPUPerCall() time.Duration {
+	if s.Calls == 0 {
+		return 0
+	}
+	return s.Machine.database / time.Duration(s.Calls)
+}
+
+// generatorCPUPerCall is the load generator's own CPU time per call in the
+// window: on one machine, a share of the cores the server did not get.
+func (s summary) generatorCPUPerCall() time.Duration {
+	if s.Calls == 0 {
+		return 0
+	}
+	return s.Machine.generator / time.Duration(s.Calls)
+}
+
+// machineBusy is the share of the machine's CPU time that was busy in the
+// window, 0 to 1.
+func (s summary) machineBusy() float64 {
+	if s.Machine.total <= 0 {
+		return 0
+	}
+	return float64(s.Machine.busy) / float64(s.Machine.total)
 }
 
 // cpuPerCall is the server's CPU time per call in the window.
@@ -92,6 +121,7 @@ func summarize(cfg *config, res *result) summary {
 	s := summary{
 		URL: cfg.URL, Project: cfg.Project, Workers: cfg.Workers, RetryRatio: cfg.RetryRatio,
 		Wall: res.wall, ToolErrors: map[string]int{}, ServerPID: cfg.ServerPID, Server: res.server,
+		Machine:             res.machine,
 		RateLimitedExpected: cfg.ExpectRateLimited,
 	}
 	var creates, replays, writes, all []time.Duration
