@@ -2,7 +2,7 @@
 // the policy that says which writes need a person's yes, the approvals a
 // person gives or refuses, and the signed request state that carries an
 // elicitation across a stateless retry. It sits between the ledger's fast
-// path and its claim (operations.Ledger.RunGated), so a replay never asks
+// path and its claim (operations.Ledger.RunFolded and RunGated), so a replay never asks
 // again, and an approval is consumed in the write's own transaction.
 //
 // Nothing a caller sends as tool arguments can approve: only a person's
