@@ -22,12 +22,21 @@ func TicketOutbox(s *Service) tickets.Outbox { return ticketOutbox{s} }
 
 type ticketOutbox struct{ s *Service }
 
+// Enqueue shapes the event only once a subscription wants it: most
+// tenants have none, and the payload (the whole ticket as JSON) would be
+// built for nothing on every write.
 func (o ticketOutbox) Enqueue(tx *gorm.DB, ev tickets.WriteEvent) error {
-	e, err := ticketEvent(ev)
-	if err != nil {
-		return err
+	typ, ok := eventTypes[ev.Kind]
+	if !ok {
+		return fmt.Errorf("%w: no event type for a %q write", ErrInvalid, ev.Kind)
 	}
-	return o.s.Enqueue(tx, e)
+	return o.s.enqueue(tx, ev.Tenant, typ, func() (Event, error) {
+		e, err := ticketEvent(typ, ev)
+		if err != nil {
+			return Event{}, err
+		}
+		return e, e.validate()
+	})
 }
 
 // eventTypes names each kind of ticket write's event (docs/contract.md#webhooks).
@@ -47,11 +56,7 @@ type ticketData struct {
 }
 
 // ticketEvent is a ticket write's event as the outbox stores and sends it.
-func ticketEvent(ev tickets.WriteEvent) (Event, error) {
-	typ, ok := eventTypes[ev.Kind]
-	if !ok {
-		return Event{}, fmt.Errorf("%w: no event type for a %q write", ErrInvalid, ev.Kind)
-	}
+func ticketEvent(typ string, ev tickets.WriteEvent) (Event, error) {
 	data := ticketData{Ticket: contract.FromTicket(ev.Ticket)}
 	if ev.Kind == tickets.EventUpdated {
 		data.Changes = contract.FromChanges(ev.Changes)
@@ -77,15 +82,38 @@ func (s *Service) Enqueue(tx *gorm.DB, ev Event) error {
 	if err := ev.validate(); err != nil {
 		return err
 	}
+	return s.enqueue(tx, ev.Tenant, ev.Type, func() (Event, error) { return ev, nil })
+}
+
+// enqueue is Enqueue for an event of typ for tenant that event makes, and
+// is asked to make only when an active subscription wants typ.
+func (s *Service) enqueue(tx *gorm.DB, tenant, typ string, event func() (Event, error)) error {
 	sqlTx, err := sqlTxOf(tx)
 	if err != nil {
 		return err
 	}
 	var subs []subscriptionRow
-	err = tx.Session(&gorm.Session{NewDB: true}).Where("tenant_id = ? AND status = ?", ev.Tenant, SubscriptionActive).
+	err = tx.Session(&gorm.Session{NewDB: true}).Where("tenant_id = ? AND status = ?", tenant, SubscriptionActive).
 		Order("id").Limit(s.opts.MaxSubscriptions).Find(&subs).Error
 	if err != nil {
-		return fmt.Errorf("read webhooks of %s: %w", ev.Tenant, err)
+		return fmt.Errorf("read webhooks of %s: %w", tenant, err)
+	}
+	var wanted []subscriptionRow
+	for _, sub := range subs {
+		sd, err := sub.domain()
+		if err != nil {
+			return err
+		}
+		if slices.Contains(sd.Events, typ) {
+			wanted = append(wanted, sub)
+		}
+	}
+	if len(wanted) == 0 {
+		return nil
+	}
+	ev, err := event()
+	if err != nil {
+		return err
 	}
 	body, err := ev.body()
 	if err != nil {
@@ -93,22 +121,12 @@ func (s *Service) Enqueue(tx *gorm.DB, ev Event) error {
 	}
 	now := time.Now().UTC()
 	var rows []deliveryRow
-	for _, sub := range subs {
-		sd, err := sub.domain()
-		if err != nil {
-			return err
-		}
-		if !slices.Contains(sd.Events, ev.Type) {
-			continue
-		}
+	for _, sub := range wanted {
 		rows = append(rows, deliveryRow{
 			TenantID: ev.Tenant, ID: uuid.Must(uuid.NewV7()), SubscriptionID: sub.ID, WebhookID: ev.ID,
 			EventType: ev.Type, OperationID: nullUUID(ev.OperationID), TicketID: nullUUID(ev.TicketID),
 			Payload: string(body), Status: StatusPending, CreatedAt: now, UpdatedAt: now,
 		})
-	}
-	if len(rows) == 0 {
-		return nil
 	}
 	if err := tx.Session(&gorm.Session{NewDB: true}).Create(&rows).Error; err != nil {
 		return fmt.Errorf("insert webhook deliveries: %w", err)
