@@ -134,10 +134,13 @@ func TestCheckMessageMatchesOracle(t *testing.T) {
 }
 
 // FuzzCheckMessageMatchesOracle: on any input, the one pass gives the
-// answer the several passes gave.
+// answer the several passes gave. The deeply nested seeds stay out: each
+// is 20-60 KB, and minimizing what the fuzzer derives from them stalls it.
 func FuzzCheckMessageMatchesOracle(f *testing.F) {
 	for _, msg := range allSeeds(f) {
-		f.Add(msg)
+		if len(msg) <= 4<<10 {
+			f.Add(msg)
+		}
 	}
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		matchesOracle(t, msg)

@@ -53,6 +53,11 @@ func methodAllowed(m string) bool {
 //
 // A message that is a JSON-RPC response (no method) passes unchecked beyond
 // the byte-level rules; the SDK handles it.
+//
+// It reads msg once (pass), for every rule at a time, and a typical call
+// allocates only the id and tool name its Call holds; until issue 21 it
+// took json.Valid, a key scan, two byte scans and four encoding/json
+// decodes (docs/perf.md).
 func CheckMessage(msg []byte) (Call, *Reply) {
 	trimmed := bytes.TrimLeft(msg, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
@@ -105,8 +110,8 @@ func CheckMessage(msg []byte) (Call, *Reply) {
 // unquoted). The Reply is non-nil when the envelope itself cannot be
 // trusted.
 func (p *pass) call() (Call, *Reply) {
+	// null decodes into a map as no envelope at all: a response, passed.
 	if p.top != '{' && p.top != 'n' {
-		// null decodes as an empty envelope: a response, passed.
 		return Call{}, rpcError(nil, jsonrpc.CodeInvalidRequest, "a JSON-RPC message must be a JSON object")
 	}
 	if p.dupDepth == 1 {
@@ -114,7 +119,8 @@ func (p *pass) call() (Call, *Reply) {
 	}
 	var call Call
 	if p.id != nil && string(p.id) != "null" {
-		// A copy: a stdio line's buffer is reused for the next line.
+		// A copy, as encoding/json made: a Call may outlive msg's buffer
+		// (stdio reads each line into the same one).
 		call.ID = bytes.Clone(p.id)
 	}
 	if !idExact(call.ID) {

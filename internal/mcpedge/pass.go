@@ -1,8 +1,6 @@
 package mcpedge
 
-import (
-	"bytes"
-)
+import "bytes"
 
 // maxDepth is how deeply encoding/json lets values nest (its scanner's
 // maxNestingDepth): json.Valid refuses one level more, and so must pass.
@@ -27,6 +25,20 @@ const (
 	levelMeta
 )
 
+// member says which member of interest an object's current member is.
+type member uint8
+
+const (
+	memberOther member = iota
+	memberID
+	memberMethod
+	memberParams
+	memberName
+	memberArguments
+	memberMeta    // params' _meta, which encoding/json reads into a struct
+	memberVersion // _meta's protocol version, read into a string
+)
+
 // span is a key's bytes between its quotes; verbatim when they are its
 // value (no escape, valid UTF-8), so keys compare without decoding.
 type span struct {
@@ -34,29 +46,36 @@ type span struct {
 	verbatim   bool
 }
 
+// frame is an open object or array.
+type frame struct {
+	set        map[string]struct{} // an object's keys, past smallObject
+	start      int                 // an object's first key in keys
+	valueStart int                 // where its current member's value starts
+	obj        bool
+	level      level  // of an object: which one it is
+	member     member // of an object: its current member
+}
+
 // pass is CheckMessage's one reading of a message: it validates it as
 // json.Valid does, finds the first duplicate key as encoding/json decodes
 // keys, notes invalid UTF-8 and unpaired surrogate escapes, and keeps the
 // bytes of the envelope members that make a Call, as encoding/json's
-// decoder would read them (the last of a repeated member wins). It
-// allocates only to decode a key with an escape or invalid UTF-8, for an
-// object past smallObject keys, and for more than len(keys) keys open
-// at once.
+// decoder would read them (the last of a repeated member wins). It keeps
+// its own stack rather than recursing, so a deeply nested message costs
+// it no more than it cost encoding/json, and it allocates only to decode
+// a key with an escape or invalid UTF-8, for an object past smallObject
+// keys, and past len(stack.inline) open objects or keys.
 type pass struct {
-	b     []byte
-	i     int
-	depth int
-	top   byte // the first byte of the message's value
+	b   []byte
+	i   int
+	top byte // the first byte of the message's value
 
 	dupDepth int  // depth of the object holding the first duplicate key (1 = the envelope), or 0
 	badUTF8  bool // a string holds invalid UTF-8
 	lone     bool // a string holds an unpaired UTF-16 surrogate escape
 
-	// The keys of the open objects, innermost last: the first len(keys)
-	// here, the rest in more.
-	keys  [32]span
-	nkeys int
-	more  []span
+	frames stack[frame] // the open objects and arrays, innermost last
+	keys   stack[span]  // the keys of the open objects so far
 
 	// The envelope's id, method and params: their values' bytes, nil
 	// when absent.
@@ -76,189 +95,192 @@ func (p *pass) message() bool {
 	if p.i < len(p.b) {
 		p.top = p.b[p.i]
 	}
-	if !p.value(levelEnvelope) {
-		return false
-	}
-	p.space()
-	return p.i == len(p.b)
-}
-
-// value reads one value; l is the level of an object there.
-func (p *pass) value(l level) bool {
-	if p.i >= len(p.b) {
-		return false
-	}
-	switch p.b[p.i] {
-	case '{':
-		return p.object(l)
-	case '[':
-		return p.array()
-	case '"':
-		_, ok := p.str()
-		return ok
-	case 't':
-		return p.literal("true")
-	case 'f':
-		return p.literal("false")
-	case 'n':
-		return p.literal("null")
-	}
-	return p.number()
-}
-
-// open enters the object or array at p.i.
-func (p *pass) open() bool {
-	p.i++
-	p.depth++
-	p.space()
-	return p.depth <= maxDepth
-}
-
-// object reads an object whose members are of level l.
-func (p *pass) object(l level) bool {
-	if !p.open() {
-		return false
-	}
-	start := p.nkeys
-	var set map[string]struct{} // past smallObject keys
-	if p.i < len(p.b) && p.b[p.i] == '}' {
-		p.i++
-		p.depth--
-		return true
-	}
+	l := levelEnvelope // of an object where a value is wanted
 	for {
-		if p.i >= len(p.b) || p.b[p.i] != '"' {
-			return false
-		}
-		k := span{start: p.i + 1}
-		verbatim, ok := p.str()
+		opened, ok := p.begin(l)
 		if !ok {
 			return false
 		}
-		k.end, k.verbatim = p.i-1, verbatim
-		if p.dupDepth == 0 {
-			set = p.note(k, start, set)
+		if opened {
+			if f := p.frames.at(p.frames.n - 1); f.obj {
+				l, ok = p.key(f)
+			} else {
+				l = levelOther
+			}
+			if !ok {
+				return false
+			}
+			continue
 		}
-		p.space()
-		if p.i >= len(p.b) || p.b[p.i] != ':' {
+		more := false
+		if l, more, ok = p.next(); !ok {
 			return false
 		}
-		p.i++
-		p.space()
-		if !p.member(l, k) {
-			return false
-		}
-		p.space()
-		if p.i >= len(p.b) {
-			return false
-		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
+		if !more {
 			p.space()
-		case '}':
-			p.i++
-			p.depth--
-			p.truncate(start)
-			return true
-		default:
-			return false
+			return p.i == len(p.b)
 		}
 	}
 }
 
-// member reads the value of key k of an object of level l, keeping what
-// a Call needs.
-func (p *pass) member(l level, k span) bool {
-	start := p.i
-	var kept *[]byte
+// begin reads the value at p.i, of level l if an object: all of a scalar
+// or an empty object or array; else it opens the object or array.
+func (p *pass) begin(l level) (opened, ok bool) {
+	if p.i >= len(p.b) {
+		return false, false
+	}
+	switch c := p.b[p.i]; c {
+	case '{', '[':
+		if p.frames.n >= maxDepth {
+			return false, false
+		}
+		closing := byte('}')
+		if c == '[' {
+			closing = ']'
+		}
+		p.i++
+		p.space()
+		if p.i < len(p.b) && p.b[p.i] == closing {
+			p.i++
+			return false, true
+		}
+		p.frames.push(frame{obj: c == '{', level: l, start: p.keys.n})
+		return true, true
+	case '"':
+		_, ok := p.str()
+		return false, ok
+	case 't':
+		return false, p.literal("true")
+	case 'f':
+		return false, p.literal("false")
+	case 'n':
+		return false, p.literal("null")
+	}
+	return false, p.number()
+}
+
+// next goes on after a complete value: it closes the objects and arrays
+// the value completes and reads up to the next value wanted, of level l if
+// an object; more is false when the message's value is complete.
+func (p *pass) next() (l level, more, ok bool) {
+	for p.frames.n > 0 {
+		f := p.frames.at(p.frames.n - 1)
+		if f.obj {
+			p.keep(f)
+		}
+		p.space()
+		if p.i >= len(p.b) {
+			return 0, false, false
+		}
+		switch c := p.b[p.i]; {
+		case c == ',':
+			p.i++
+			p.space()
+			if !f.obj {
+				return levelOther, true, true
+			}
+			l, ok = p.key(f)
+			return l, true, ok
+		case c == '}' && f.obj, c == ']' && !f.obj:
+			p.i++
+			if f.obj {
+				p.keys.truncate(f.start)
+			}
+			p.frames.truncate(p.frames.n - 1)
+		default:
+			return 0, false, false
+		}
+	}
+	return 0, false, true
+}
+
+// key reads the key of the object f's next member and the colon after it,
+// and returns the level of an object as its value.
+func (p *pass) key(f *frame) (level, bool) {
+	if p.i >= len(p.b) || p.b[p.i] != '"' {
+		return 0, false
+	}
+	k := span{start: p.i + 1}
+	verbatim, ok := p.str()
+	if !ok {
+		return 0, false
+	}
+	k.end, k.verbatim = p.i-1, verbatim
+	if p.dupDepth == 0 {
+		f.set = p.note(k, f.start, f.set)
+	}
+	p.space()
+	if p.i >= len(p.b) || p.b[p.i] != ':' {
+		return 0, false
+	}
+	p.i++
+	p.space()
+	f.valueStart, f.member = p.i, p.which(f.level, k)
+	switch f.member {
+	case memberParams:
+		p.name, p.args, p.version, p.versionBad = nil, nil, nil, false
+		return levelParams, true
+	case memberMeta:
+		return levelMeta, true
+	}
+	return levelOther, true
+}
+
+// which says which member of interest key k names in an object of level l.
+// The envelope and params are read into maps (keys match exactly), _meta
+// into a struct (keys match as bytes.EqualFold does).
+func (p *pass) which(l level, k span) member {
 	switch l {
 	case levelEnvelope:
 		switch string(p.decoded(k)) {
 		case "id":
-			kept = &p.id
+			return memberID
 		case "method":
-			kept = &p.method
+			return memberMethod
 		case "params":
-			p.name, p.args, p.version, p.versionBad = nil, nil, nil, false
-			if !p.value(levelParams) {
-				return false
-			}
-			p.params = p.b[start:p.i]
-			return true
+			return memberParams
 		}
 	case levelParams:
 		switch d := p.decoded(k); {
 		case string(d) == "name":
-			kept = &p.name
+			return memberName
 		case string(d) == "arguments":
-			kept = &p.args
+			return memberArguments
 		case bytes.EqualFold(d, []byte("_meta")):
-			return p.field('{', levelMeta)
+			return memberMeta
 		}
 	case levelMeta:
 		if bytes.EqualFold(p.decoded(k), []byte(versionKey)) {
-			return p.field('"', levelOther)
+			return memberVersion
 		}
 	}
-	if !p.value(levelOther) {
-		return false
-	}
-	if kept != nil {
-		*kept = p.b[start:p.i]
-	}
-	return true
+	return memberOther
 }
 
-// field reads the value of a member encoding/json decodes into a struct
-// field of the kind want opens ('{' a struct, '"' a string): null leaves
-// the field as it was, another kind is an error that spoils the decode.
-func (p *pass) field(want byte, l level) bool {
-	start := p.i
-	if !p.value(l) {
-		return false
-	}
-	switch v := p.b[start:p.i]; v[0] {
-	case want:
-		if want == '"' {
+// keep notes the value of f's current member, which ends at p.i, if it is
+// one of interest. _meta and its version are read as encoding/json reads
+// them into a struct's fields: null leaves a field as it was, and a value
+// of the wrong kind is an error that spoils the whole read.
+func (p *pass) keep(f *frame) {
+	v := p.b[f.valueStart:p.i]
+	switch f.member {
+	case memberID:
+		p.id = v
+	case memberMethod:
+		p.method = v
+	case memberParams:
+		p.params = v
+	case memberName:
+		p.name = v
+	case memberArguments:
+		p.args = v
+	case memberMeta:
+		p.versionBad = p.versionBad || v[0] != '{' && v[0] != 'n'
+	case memberVersion:
+		if v[0] == '"' {
 			p.version = v
 		}
-	case 'n':
-	default:
-		p.versionBad = true
-	}
-	return true
-}
-
-// array reads an array.
-func (p *pass) array() bool {
-	if !p.open() {
-		return false
-	}
-	if p.i < len(p.b) && p.b[p.i] == ']' {
-		p.i++
-		p.depth--
-		return true
-	}
-	for {
-		if !p.value(levelOther) {
-			return false
-		}
-		p.space()
-		if p.i >= len(p.b) {
-			return false
-		}
-		switch p.b[p.i] {
-		case ',':
-			p.i++
-			p.space()
-		case ']':
-			p.i++
-			p.depth--
-			return true
-		default:
-			return false
-		}
+		p.versionBad = p.versionBad || v[0] != '"' && v[0] != 'n'
 	}
 }
 
@@ -266,10 +288,10 @@ func (p *pass) array() bool {
 // duplicate, noting the first one's depth, and keeps k for the keys after
 // it. Keys compare as encoding/json decodes them, case-sensitively.
 func (p *pass) note(k span, start int, set map[string]struct{}) map[string]struct{} {
-	if set == nil && p.nkeys-start >= smallObject {
+	if set == nil && p.keys.n-start >= smallObject {
 		set = make(map[string]struct{}, 2*smallObject)
-		for j := start; j < p.nkeys; j++ {
-			set[string(p.decoded(p.key(j)))] = struct{}{}
+		for j := start; j < p.keys.n; j++ {
+			set[string(p.decoded(*p.keys.at(j)))] = struct{}{}
 		}
 	}
 	dup := false
@@ -278,43 +300,17 @@ func (p *pass) note(k span, start int, set map[string]struct{}) map[string]struc
 		_, dup = set[string(d)]
 		set[string(d)] = struct{}{}
 	} else {
-		for j := start; j < p.nkeys && !dup; j++ {
-			dup = p.same(p.key(j), k)
+		for j := start; j < p.keys.n && !dup; j++ {
+			dup = p.same(*p.keys.at(j), k)
 		}
 		if !dup {
-			p.push(k)
+			p.keys.push(k)
 		}
 	}
 	if dup {
-		p.dupDepth = p.depth
+		p.dupDepth = p.frames.n
 	}
 	return set
-}
-
-func (p *pass) key(j int) span {
-	if j < len(p.keys) {
-		return p.keys[j]
-	}
-	return p.more[j-len(p.keys)]
-}
-
-func (p *pass) push(k span) {
-	if p.nkeys < len(p.keys) {
-		p.keys[p.nkeys] = k
-	} else {
-		p.more = append(p.more, k)
-	}
-	p.nkeys++
-}
-
-// truncate forgets the keys from start on, an object's as it closes.
-func (p *pass) truncate(start int) {
-	p.nkeys = start
-	if start >= len(p.keys) {
-		p.more = p.more[:start-len(p.keys)]
-	} else {
-		p.more = p.more[:0]
-	}
 }
 
 // same reports whether keys a and b decode to the same string.
@@ -331,4 +327,34 @@ func (p *pass) decoded(k span) []byte {
 		return p.b[k.start:k.end]
 	}
 	return []byte(unquote(p.b[k.start-1 : k.end+1]))
+}
+
+// stack is a last-in-first-out list whose first len(inline) elements cost
+// no allocation.
+type stack[T any] struct {
+	inline [32]T
+	more   []T
+	n      int
+}
+
+func (s *stack[T]) push(v T) {
+	if s.n < len(s.inline) {
+		s.inline[s.n] = v
+	} else {
+		s.more = append(s.more, v)
+	}
+	s.n++
+}
+
+func (s *stack[T]) at(j int) *T {
+	if j < len(s.inline) {
+		return &s.inline[j]
+	}
+	return &s.more[j-len(s.inline)]
+}
+
+// truncate keeps the first n elements.
+func (s *stack[T]) truncate(n int) {
+	s.n = n
+	s.more = s.more[:max(n-len(s.inline), 0)]
 }
