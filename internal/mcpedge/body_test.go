@@ -241,19 +241,3 @@ func TestCheckMessagePasses(t *testing.T) {
 		})
 	}
 }
-
-// BenchmarkCheckMessage measures the guard's cost on an ~800-byte
-// create_ticket call, the common size.
-func BenchmarkCheckMessage(b *testing.B) {
-	msg := []byte(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"create_ticket","arguments":{` +
-		`"operation_id":"0190f3c4-6b1e-7cc2-9a51-3f6e2d8b4c10","project_id":"support","title":"Printer on the third floor is on fire",` +
-		`"description":"` + strings.Repeat("Smoke is coming out of the paper tray; \u00e9t\u00e9 \\u00e9. ", 10) + `",` +
-		`"priority":"urgent","labels":["hardware","printer","facilities","urgent-response"]},"_meta":{"progressToken":"p-42"}}}`)
-	b.SetBytes(int64(len(msg)))
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, reply := mcpedge.CheckMessage(msg); reply != nil {
-			b.Fatalf("refused: %s", reply.Body)
-		}
-	}
-}

@@ -6,20 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unicode/utf8"
 )
-
-// walk checks that msg is exactly one JSON value and reports the depth of
-// the first object holding a duplicate key (1 = the top-level object), or 0.
-// Keys compare case-sensitively, as the SDK's decoder matches them. A valid
-// message costs one validating pass and one scan that allocates nothing
-// for a typical call; until issue 21 a token-by-token decode did both, at
-// about 170 allocations per call (docs/perf.md).
-func walk(msg []byte) (dupDepth int, err error) {
-	if !json.Valid(msg) {
-		return 0, malformed(msg)
-	}
-	return duplicates(msg), nil
-}
 
 // malformed says what is wrong with msg, which json.Valid refused, in the
 // words of encoding/json's decoder.
@@ -48,154 +36,113 @@ func malformed(msg []byte) error {
 	return errors.New("malformed JSON")
 }
 
-// smallObject is how many keys an object's duplicate check compares
-// pairwise before it switches to a map: few objects have more, and a
-// pairwise check of a huge one would be quadratic.
-const smallObject = 16
-
-// keyFrame is one open object or array of duplicates' scan.
-type keyFrame struct {
-	isObj bool
-	start int                 // this object's first key in keys
-	set   map[string]struct{} // past smallObject keys
+// known are the strings a Call most often holds: unquote returns these
+// without allocating.
+var known = [...]string{
+	"tools/call", "tools/list", "initialize", "ping", "notifications/initialized", "server/discover", Protocol2026,
 }
 
-// duplicates returns the depth of the first object holding a duplicate key
-// in msg (1 = the top-level object), or 0. msg must be valid JSON
-// (json.Valid): the scan only tracks strings and brackets. Keys compare as
-// encoding/json decodes them, escapes and invalid UTF-8 included, but a
-// key is decoded only when it has a backslash or a non-ASCII byte, so a
-// typical message costs no allocation beyond a deep nesting's stack.
-func duplicates(msg []byte) int {
-	var (
-		stackBuf [16]keyFrame
-		keysBuf  [64][]byte
-		stack    = stackBuf[:0]
-		keys     = keysBuf[:0]
-	)
-	wantKey := false
-	for i := 0; i < len(msg); i++ {
-		switch c := msg[i]; c {
-		case '{', '[':
-			stack = append(stack, keyFrame{isObj: c == '{', start: len(keys)})
-			wantKey = c == '{'
-		case '}', ']':
-			top := stack[len(stack)-1]
-			keys = keys[:top.start]
-			stack = stack[:len(stack)-1]
-			wantKey = false
-		case ',':
-			wantKey = stack[len(stack)-1].isObj
-		case '"':
-			end := stringEnd(msg, i)
-			if wantKey {
-				top := &stack[len(stack)-1]
-				k := key(msg[i : end+1])
-				if top.set == nil && len(keys)-top.start >= smallObject {
-					top.set = make(map[string]struct{}, 2*smallObject)
-					for _, old := range keys[top.start:] {
-						top.set[string(old)] = struct{}{}
-					}
-				}
-				dup := false
-				if top.set != nil {
-					_, dup = top.set[string(k)]
-					top.set[string(k)] = struct{}{}
-				} else {
-					for _, old := range keys[top.start:] {
-						if bytes.Equal(old, k) {
-							dup = true
-							break
-						}
-					}
-				}
-				if dup {
-					return len(stack)
-				}
-				keys = append(keys, k)
-				wantKey = false
-			}
-			i = end
-		}
-	}
-	return 0
-}
-
-// stringEnd returns the index of the quote closing the string that opens
-// at msg[start].
-func stringEnd(msg []byte, start int) int {
-	for i := start + 1; i < len(msg); i++ {
-		switch msg[i] {
-		case '\\':
-			i++
-		case '"':
-			return i
-		}
-	}
-	return len(msg) - 1
-}
-
-// key returns a JSON string's value as encoding/json decodes it: msg's own
-// bytes when nothing needs decoding.
-func key(quoted []byte) []byte {
+// unquote returns the value of the JSON string quoted (quotes included) as
+// encoding/json decodes it: escapes resolved, and each invalid UTF-8 byte
+// and unpaired surrogate escape turned into U+FFFD.
+func unquote(quoted []byte) string {
 	raw := quoted[1 : len(quoted)-1]
-	plain := bytes.IndexByte(raw, '\\') < 0
-	for _, b := range raw {
-		if b >= 0x80 {
-			plain = false
-			break
+	for _, k := range known {
+		if string(raw) == k {
+			return k
 		}
 	}
-	if plain {
-		return raw
+	if bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw)
 	}
 	var s string
-	_ = json.Unmarshal(quoted, &s) // valid JSON: cannot fail
-	return []byte(s)
+	_ = json.Unmarshal(quoted, &s) // a string the pass validated: cannot fail
+	return s
 }
 
-// hasLoneSurrogate reports whether a JSON string in msg escapes half of a
-// UTF-16 surrogate pair without the other half. msg must be valid JSON, so
-// a backslash inside a string always starts an escape.
-func hasLoneSurrogate(msg []byte) bool {
-	inString := false
-	for i := 0; i < len(msg); i++ {
-		c := msg[i]
-		if !inString {
-			inString = c == '"'
-			continue
+// plainByte marks the bytes a string holds as themselves: all of ASCII
+// but the quote, the backslash and the control characters.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < 0x80; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// str reads the string at p.i and reports whether its bytes are its value
+// (verbatim: no escape, valid UTF-8).
+func (p *pass) str() (verbatim, ok bool) {
+	b := p.b
+	verbatim = true
+	for i := p.i + 1; i < len(b); {
+		for i < len(b) && plainByte[b[i]] {
+			i++
 		}
-		switch c {
-		case '"':
-			inString = false
-		case '\\':
-			if msg[i+1] != 'u' {
-				i++
-				continue
+		if i >= len(b) {
+			break
+		}
+		switch c := b[i]; {
+		case c == '"':
+			p.i = i + 1
+			return verbatim, true
+		case c == '\\':
+			n := p.escape(i)
+			if n == 0 {
+				return false, false
 			}
-			r := hex4(msg[i+2 : i+6])
-			i += 5
-			switch {
-			case r >= 0xDC00 && r <= 0xDFFF:
-				return true
-			case r >= 0xD800 && r <= 0xDBFF:
-				if i+6 >= len(msg) || msg[i+1] != '\\' || msg[i+2] != 'u' {
-					return true
-				}
-				if lo := hex4(msg[i+3 : i+7]); lo < 0xDC00 || lo > 0xDFFF {
-					return true
-				}
-				i += 6
+			verbatim = false
+			i += n
+		case c < 0x20:
+			return false, false
+		default:
+			r, size := utf8.DecodeRune(b[i:])
+			if r == utf8.RuneError && size == 1 {
+				p.badUTF8, verbatim = true, false
 			}
+			i += size
 		}
 	}
-	return false
+	return false, false
 }
 
-// hex4 decodes four hex digits (already validated by the JSON walk).
-func hex4(b []byte) rune {
+// escape returns the length of the escape at b[i], a backslash: a
+// surrogate pair's two escapes count as one; 0 when it is no escape.
+func (p *pass) escape(i int) int {
+	b := p.b
+	if i+1 >= len(b) {
+		return 0
+	}
+	switch b[i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return 2
+	case 'u':
+	default:
+		return 0
+	}
+	r, ok := hex4(b, i+2)
+	switch {
+	case !ok:
+		return 0
+	case r >= 0xDC00 && r <= 0xDFFF:
+		p.lone = true
+	case r >= 0xD800 && r <= 0xDBFF:
+		if i+7 < len(b) && b[i+6] == '\\' && b[i+7] == 'u' {
+			if lo, ok := hex4(b, i+8); ok && lo >= 0xDC00 && lo <= 0xDFFF {
+				return 12
+			}
+		}
+		p.lone = true
+	}
+	return 6
+}
+
+// hex4 decodes the four hex digits at b[at].
+func hex4(b []byte, at int) (rune, bool) {
+	if at+4 > len(b) {
+		return 0, false
+	}
 	var r rune
-	for _, c := range b {
+	for _, c := range b[at : at+4] {
 		r <<= 4
 		switch {
 		case c >= '0' && c <= '9':
@@ -204,7 +151,64 @@ func hex4(b []byte) rune {
 			r |= rune(c - 'a' + 10)
 		case c >= 'A' && c <= 'F':
 			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
 		}
 	}
-	return r
+	return r, true
+}
+
+// number reads a number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (p *pass) number() bool {
+	b, i := p.b, p.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = digits(b, i)
+	default:
+		return false
+	}
+	if i < len(b) && b[i] == '.' {
+		if i++; i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		i = digits(b, i)
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		if i++; i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || b[i] < '0' || b[i] > '9' {
+			return false
+		}
+		i = digits(b, i)
+	}
+	p.i = i
+	return true
+}
+
+// digits returns the index past the digits starting at b[i].
+func digits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+func (p *pass) literal(word string) bool {
+	if !bytes.HasPrefix(p.b[p.i:], []byte(word)) {
+		return false
+	}
+	p.i += len(word)
+	return true
+}
+
+func (p *pass) space() {
+	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
+		p.i++
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
@@ -54,16 +53,21 @@ func methodAllowed(m string) bool {
 //
 // A message that is a JSON-RPC response (no method) passes unchecked beyond
 // the byte-level rules; the SDK handles it.
+//
+// It reads msg once (pass), for every rule at a time, and a typical call
+// allocates only the id and tool name its Call holds; until issue 21 it
+// took json.Valid, a key scan, two byte scans and four encoding/json
+// decodes (docs/perf.md).
 func CheckMessage(msg []byte) (Call, *Reply) {
 	trimmed := bytes.TrimLeft(msg, " \t\r\n")
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		return Call{}, rpcError(nil, jsonrpc.CodeInvalidRequest, "JSON-RPC batches are not supported; send one request per message")
 	}
-	dupDepth, err := walk(msg)
-	if err != nil {
-		return Call{}, rpcError(nil, jsonrpc.CodeParseError, "parse error: "+err.Error())
+	p := pass{b: msg}
+	if !p.message() {
+		return Call{}, rpcError(nil, jsonrpc.CodeParseError, "parse error: "+malformed(msg).Error())
 	}
-	call, params, reply := readEnvelope(msg, dupDepth)
+	call, reply := p.call()
 	if reply != nil {
 		return call, reply
 	}
@@ -72,11 +76,11 @@ func CheckMessage(msg []byte) (Call, *Reply) {
 	// allows.
 	var problem string
 	switch {
-	case !utf8.Valid(msg):
+	case p.badUTF8:
 		problem = "input is not valid UTF-8"
-	case hasLoneSurrogate(msg):
+	case p.lone:
 		problem = `input contains an unpaired UTF-16 surrogate escape (\uD800-\uDFFF)`
-	case dupDepth > 0:
+	case p.dupDepth > 0:
 		problem = "input has a duplicate object key; each key may appear once per object"
 	}
 	if call.Method == "" {
@@ -86,12 +90,8 @@ func CheckMessage(msg []byte) (Call, *Reply) {
 		}
 		return call, nil
 	}
-	if call.Method == "tools/call" && problem == "" {
-		if args, ok := params["arguments"]; ok {
-			if t := bytes.TrimLeft(args, " \t\r\n"); len(t) == 0 || t[0] != '{' {
-				problem = "arguments must be a JSON object (use {} for a tool without arguments)"
-			}
-		}
+	if call.Method == "tools/call" && problem == "" && p.args != nil && p.args[0] != '{' {
+		problem = "arguments must be a JSON object (use {} for a tool without arguments)"
 	}
 	if problem != "" {
 		if call.Method == "tools/call" && call.ID != nil {
@@ -105,50 +105,48 @@ func CheckMessage(msg []byte) (Call, *Reply) {
 	return call, nil
 }
 
-// readEnvelope reads the JSON-RPC envelope of msg, which walk found to be
-// one JSON value whose first duplicate key is at dupDepth: the Call, and the
-// params of a tools/call. The Reply is non-nil when the envelope itself
-// cannot be trusted.
-func readEnvelope(msg []byte, dupDepth int) (Call, map[string]json.RawMessage, *Reply) {
-	var env map[string]json.RawMessage
-	if err := json.Unmarshal(msg, &env); err != nil {
-		return Call{}, nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "a JSON-RPC message must be a JSON object")
+// call reads the Call from the envelope members p kept, as encoding/json
+// decodes them (the id as sent, method, params.name and _meta's version
+// unquoted). The Reply is non-nil when the envelope itself cannot be
+// trusted.
+func (p *pass) call() (Call, *Reply) {
+	// null decodes into a map as no envelope at all: a response, passed.
+	if p.top != '{' && p.top != 'n' {
+		return Call{}, rpcError(nil, jsonrpc.CodeInvalidRequest, "a JSON-RPC message must be a JSON object")
 	}
-	if dupDepth == 1 {
-		return Call{}, nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "duplicate member in the JSON-RPC envelope")
+	if p.dupDepth == 1 {
+		return Call{}, rpcError(nil, jsonrpc.CodeInvalidRequest, "duplicate member in the JSON-RPC envelope")
 	}
-	call := Call{ID: env["id"]}
-	if string(call.ID) == "null" {
-		call.ID = nil
+	var call Call
+	if p.id != nil && string(p.id) != "null" {
+		// A copy, as encoding/json made: a Call may outlive msg's buffer
+		// (stdio reads each line into the same one).
+		call.ID = bytes.Clone(p.id)
 	}
 	if !idExact(call.ID) {
-		return Call{}, nil, rpcError(nil, jsonrpc.CodeInvalidRequest, "id must be a string or an integer of at most 2^53 in magnitude, so that the answer can carry it back exactly")
+		return Call{}, rpcError(nil, jsonrpc.CodeInvalidRequest, "id must be a string or an integer of at most 2^53 in magnitude, so that the answer can carry it back exactly")
 	}
-	if raw, ok := env["method"]; ok {
-		if err := json.Unmarshal(raw, &call.Method); err != nil {
-			return call, nil, rpcError(call.ID, jsonrpc.CodeInvalidRequest, "method must be a string")
-		}
+	switch {
+	case p.method == nil || p.method[0] == 'n':
+	case p.method[0] != '"':
+		return call, rpcError(call.ID, jsonrpc.CodeInvalidRequest, "method must be a string")
+	default:
+		call.Method = unquote(p.method)
 	}
-	var params map[string]json.RawMessage
 	if call.Method == "tools/call" {
-		if err := json.Unmarshal(env["params"], &params); err != nil || params == nil {
-			return call, nil, rpcError(call.ID, jsonrpc.CodeInvalidParams, "tools/call params must be an object")
+		if p.params == nil || p.params[0] != '{' {
+			return call, rpcError(call.ID, jsonrpc.CodeInvalidParams, "tools/call params must be an object")
 		}
 		// A non-string name is left to the SDK, which refuses it.
-		_ = json.Unmarshal(params["name"], &call.Tool)
-	}
-	if raw, ok := env["params"]; ok {
-		// Best effort: a _meta the SDK cannot read is the SDK's to refuse.
-		var p struct {
-			Meta struct {
-				Version string `json:"io.modelcontextprotocol/protocolVersion"`
-			} `json:"_meta"`
-		}
-		if json.Unmarshal(raw, &p) == nil {
-			call.Version = p.Meta.Version
+		if p.name != nil && p.name[0] == '"' {
+			call.Tool = unquote(p.name)
 		}
 	}
-	return call, params, nil
+	// Best effort: a _meta the SDK cannot read is the SDK's to refuse.
+	if p.version != nil && !p.versionBad {
+		call.Version = unquote(p.version)
+	}
+	return call, nil
 }
 
 // maxExactID is the largest integer id a float64, which the SDK decodes
