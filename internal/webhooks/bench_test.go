@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/webhooks"
 )
 
@@ -181,4 +184,26 @@ func BenchmarkDeliveryBesideHangingReceiver(b *testing.B) {
 			b.ReportMetric(float64(peak.Load()), "acme-peak-held")
 		})
 	}
+}
+
+// BenchmarkTicketWriteWithoutSubscriptions measures what the outbox adds
+// to a ticket write's transaction for a tenant with no webhooks, most
+// tenants: the read of its subscriptions, and nothing else (the payload is
+// built only for a subscription that wants it).
+func BenchmarkTicketWriteWithoutSubscriptions(b *testing.B) {
+	dialects(b, func(b *testing.B, d *db.DB) {
+		outbox := webhooks.TicketOutbox(newService(b, d, fastOptions(), false))
+		now := time.Now().UTC()
+		ticket := tickets.Ticket{ID: uuid.Must(uuid.NewV7()), ProjectID: "support", Key: "SUP-1",
+			Title: "Printer on fire", Description: strings.Repeat("Smoke from tray 2. ", 20), Priority: tickets.PriorityNormal,
+			Status: tickets.StatusOpen, Labels: []string{"hardware"}, Reporter: "alice", Version: 1, CreatedAt: now, UpdatedAt: now}
+		b.ReportAllocs()
+		for b.Loop() {
+			ev := tickets.WriteEvent{ID: uuid.Must(uuid.NewV7()), Tenant: tenant, Kind: tickets.EventCreated,
+				OperationID: uuid.Must(uuid.NewV7()), At: now, Ticket: ticket}
+			if err := d.Gorm.Transaction(func(tx *gorm.DB) error { return outbox.Enqueue(tx, ev) }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
