@@ -192,7 +192,7 @@ func createTicketSQL(claim bool) string {
 	SELECT CAST(@event AS uuid), @tenant, t.id, 1, 1, @kind, @reporter, CAST(@op AS uuid), @changes, CAST(@now AS timestamptz)
 	FROM t
 )
-SELECT ` + won + `, t.number, t.key FROM (VALUES (1)) AS one LEFT JOIN t ON true`
+SELECT ` + won + `, (SELECT number FROM t), (SELECT key FROM t)`
 }
 
 // The create statement with the claim folded in, and without.
