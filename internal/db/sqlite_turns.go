@@ -15,17 +15,23 @@ import (
 // one writer in at a time and makes the others poll: its busy handler
 // sleeps 1, 2, 5, 10, … up to 100 ms between tries, so a writer that
 // arrives just after another began sleeps on past the moment the lock is
-// free. Three concurrent creates then had a p99 ten times their p50
-// (docs/perf.md). Queued in Go, the next writer starts the moment the
-// last one commits, in arrival order. Other processes on the same file
-// (ticketd migrate) still meet SQLite's lock and its busy timeout.
+// free. Three concurrent creates then had a p99 six to ten times their
+// p50 (docs/perf.md). Queued in Go, the next writer starts the moment the
+// last one commits, in arrival order. Only transactions take turns: a
+// single write statement outside one (GORM runs them bare, as
+// SkipDefaultTransaction asks: a prune batch, a session's touch) and other
+// processes on the same file (ticketd migrate) still meet SQLite's lock
+// and its busy timeout.
 func openSQLite(dsn string) *sql.DB {
 	return sql.OpenDB(sqliteConnector{dsn: dsn, turns: make(writeTurns, 1)})
 }
 
 // writeTurns holds one token while a write transaction is open: a send
 // takes the turn, a receive gives it back. Waiting senders are served in
-// the order they arrived.
+// the order they arrived. The turn is one for the whole process and not
+// re-entrant: code holding a transaction must never begin another (it
+// would wait for itself until its context ends), as SQLite's single
+// writer already forbade.
 type writeTurns chan struct{}
 
 type sqliteConnector struct {
@@ -36,7 +42,10 @@ type sqliteConnector struct {
 // sqliteDriver is the driver database/sql.Open("sqlite") uses, the one
 // github.com/glebarez/sqlite registers.
 var sqliteDriver = sync.OnceValue(func() driver.Driver {
-	d, _ := sql.Open(gormsqlite.DriverName, "") // opens nothing until used
+	d, err := sql.Open(gormsqlite.DriverName, "") // opens nothing until used
+	if err != nil {
+		panic(fmt.Sprintf("the sqlite driver is not registered: %v", err)) // unreachable: glebarez/sqlite registers it
+	}
 	defer d.Close()
 	return d.Driver()
 })

@@ -72,6 +72,12 @@ func newArguments(tool string, schemaJSON []byte) arguments {
 		}
 		a.defaulted, defaults[name] = append(a.defaulted, defaulted{name, v}), v
 	}
+	// decodeArguments lays every default under the arguments once any is
+	// missing; a second default sent as null would then keep its default
+	// where the SDK decodes the zero value.
+	if len(a.defaulted) > 1 {
+		panic(fmt.Sprintf("tool %s: %d properties have defaults; decodeArguments matches the SDK for at most one", tool, len(a.defaulted)))
+	}
 	if a.defaults, err = json.Marshal(defaults); err != nil {
 		panic(fmt.Sprintf("tool %s: encode defaults: %v", tool, err))
 	}

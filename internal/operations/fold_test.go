@@ -85,6 +85,33 @@ func TestRunFoldedFailingWriteRollsBackTheClaim(t *testing.T) {
 	})
 }
 
+// TestRunFoldedFailingConsumeRollsBackTheWrite: the gate's consuming step
+// (an approval used up meanwhile, say) runs once the key is this call's,
+// after the folded write on PostgreSQL and before it elsewhere; when it
+// fails, the write and the claim roll back together and the key stays
+// usable.
+func TestRunFoldedFailingConsumeRollsBackTheWrite(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		l := operations.NewLedger(d.Gorm, operations.Options{})
+		key := newKey()
+		usedUp := errors.New("approval already used")
+		gate := func(context.Context) (operations.WriteFunc, error) {
+			return func(*gorm.DB) error { return usedUp }, nil
+		}
+		_, err := l.RunFolded(context.Background(), key, fingerprintA, "p1", gate, operations.Replay{}, insertProjectFolded("p1"))
+		if !errors.Is(err, usedUp) {
+			t.Fatalf("err = %v, want the consuming step's", err)
+		}
+		if n := dbtest.CountRows(t, d, "projects", ""); n != 0 {
+			t.Errorf("%d rows committed after the consuming step failed, want 0", n)
+		}
+		if again, err := runFolded(l, key, "p1", insertProjectFolded("p1")); err != nil || again.Replayed {
+			t.Errorf("retry with the same key = %+v, %v; want a first execution", again, err)
+		}
+	})
+}
+
 // TestRunFoldedWriteMustRunItsClaim: an inline write that returns without
 // reporting its claim committed nothing, so the ledger refuses to commit.
 func TestRunFoldedWriteMustRunItsClaim(t *testing.T) {

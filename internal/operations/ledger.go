@@ -173,9 +173,11 @@ func answer(rec Record, fingerprint string) (Outcome, error) {
 	}
 }
 
-// claimAndWrite claims key and runs write in one transaction: the ledger's
-// own claim first, or (inline) the write's statement that holds it; then
-// consume, the gate's step, once the key is this call's; then COMMIT.
+// claimAndWrite claims key and runs write in one transaction, then COMMIT.
+// Not inline: the ledger's own claim, consume (the gate's step), the write.
+// Inline: the write, whose first statement holds the claim, then consume.
+// Either way consume runs only once the key is this call's, and a failing
+// consume rolls everything back.
 func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, resultID string, status Status, inline bool, consume WriteFunc, write FoldedWriteFunc) (Outcome, error) {
 	var opts []*sql.TxOptions
 	if l.db.Dialector.Name() == "postgres" {

@@ -30,6 +30,10 @@ func (o ticketOutbox) Enqueue(tx *gorm.DB, ev tickets.WriteEvent) error {
 	if !ok {
 		return fmt.Errorf("%w: no event type for a %q write", ErrInvalid, ev.Kind)
 	}
+	// What costs nothing is checked on every write, subscribed or not.
+	if err := (Event{ID: ev.ID, Tenant: ev.Tenant, Type: typ, OccurredAt: ev.At, Data: json.RawMessage("{}")}).validate(); err != nil {
+		return err
+	}
 	return o.s.enqueue(tx, ev.Tenant, typ, func() (Event, error) {
 		e, err := ticketEvent(typ, ev)
 		if err != nil {

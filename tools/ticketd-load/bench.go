@@ -128,6 +128,7 @@ type benchRun struct {
 	// share of the machine's cores that were busy, 0 to 1.
 	DBCPUMS  float64 `json:"database_cpu_per_call_ms"`
 	GenCPUMS float64 `json:"load_generator_cpu_per_call_ms"`
+	DBSeen   bool    `json:"database_seen"` // a postgres process was visible, so DBCPUMS means something
 	Busy     float64 `json:"machine_busy"`
 	RSSMiB   float64 `json:"peak_rss_mib"`
 	Calls    int     `json:"calls"`
@@ -394,6 +395,7 @@ func (b *bench) runOne(ctx context.Context, sc scenario, round int) (benchRun, e
 		Scenario: sc.name, Round: round, CallsPS: s.rate(s.Calls),
 		P50MS: msFloat(s.All.P50), P99MS: msFloat(s.All.P99), CPUMS: msFloat(s.cpuPerCall()),
 		DBCPUMS: msFloat(s.databaseCPUPerCall()), GenCPUMS: msFloat(s.generatorCPUPerCall()), Busy: s.machineBusy(),
+		DBSeen: s.Machine.sawDatabase,
 		RSSMiB: mib(s.Server.peakRSS), Calls: s.Calls,
 		Failures: s.failures() + s.Timeouts,
 	}
@@ -677,6 +679,7 @@ type row struct {
 	sc                                               scenario
 	callsPS, p50, p99, cpu, dbCPU, genCPU, busy, rss float64
 	failures                                         int
+	dbSeen                                           bool
 }
 
 func medians(scenarios []scenario, runs []benchRun) []row {
@@ -692,6 +695,7 @@ func medians(scenarios []scenario, runs []benchRun) []row {
 			cpu, rss = append(cpu, x.CPUMS), append(rss, x.RSSMiB)
 			dbCPU, genCPU, busy = append(dbCPU, x.DBCPUMS), append(genCPU, x.GenCPUMS), append(busy, x.Busy)
 			r.failures += x.Failures
+			r.dbSeen = r.dbSeen || x.DBSeen
 		}
 		r.callsPS, r.p50, r.p99, r.cpu, r.rss = median(calls), median(p50), median(p99), median(cpu), median(rss)
 		r.dbCPU, r.genCPU, r.busy = median(dbCPU), median(genCPU), median(busy)
@@ -722,8 +726,10 @@ func writeBenchTable(w io.Writer, cfg *benchConfig, scenarios []scenario, runs [
 	b.WriteString("| what | calls/s | p50 / p99 ms | server CPU per call | PostgreSQL CPU per call | load generator CPU per call | machine busy | peak RSS | failed calls |\n" +
 		"|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		dbCPU := "—" // the floors and SQLite use no PostgreSQL; what it does meanwhile is not theirs
-		if r.sc.postgres() {
+		// The floors and SQLite use no PostgreSQL (what it does meanwhile is
+		// not theirs), and a PostgreSQL out of sight cannot be measured.
+		dbCPU := "—"
+		if r.sc.postgres() && r.dbSeen {
 			dbCPU = fmt.Sprintf("%.2f ms", r.dbCPU)
 		}
 		fmt.Fprintf(&b, "| %s | %.0f | %.1f / %.1f | %.2f ms | %s | %.2f ms | %.0f %% | %.1f MiB | %d |\n",

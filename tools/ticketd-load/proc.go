@@ -93,6 +93,9 @@ type machineUsage struct {
 	busy, total time.Duration // all cores: busy (not idle or iowait) and elapsed
 	database    time.Duration // CPU of the processes named "postgres"
 	generator   time.Duration // CPU of this process, the load generator
+	// sawDatabase: a postgres process was visible at both ends (not, say,
+	// when PostgreSQL runs in another container).
+	sawDatabase bool
 }
 
 // machineSnapshot is the counters machineUsage is the difference of.
@@ -142,7 +145,8 @@ func takeMachineSnapshot() (machineSnapshot, error) {
 // between counts from zero; one that exited in between is lost (a backend
 // of the run's pool lives as long as the run).
 func (s machineSnapshot) since(earlier machineSnapshot) machineUsage {
-	u := machineUsage{busy: s.busy - earlier.busy, total: s.total - earlier.total, generator: s.generator - earlier.generator}
+	u := machineUsage{busy: s.busy - earlier.busy, total: s.total - earlier.total, generator: s.generator - earlier.generator,
+		sawDatabase: len(s.database) > 0 && len(earlier.database) > 0}
 	for pid, cpu := range s.database {
 		u.database += cpu - earlier.database[pid]
 	}

@@ -83,8 +83,16 @@ func TestMachineUsageSince(t *testing.T) {
 	after := machineSnapshot{busy: 3 * time.Second, total: 8 * time.Second, generator: 1200 * time.Millisecond,
 		database: map[int]time.Duration{10: 1500 * time.Millisecond, 12: 300 * time.Millisecond}}
 	got := after.since(before)
-	want := machineUsage{busy: 2 * time.Second, total: 4 * time.Second, database: 800 * time.Millisecond, generator: 200 * time.Millisecond}
+	want := machineUsage{busy: 2 * time.Second, total: 4 * time.Second, database: 800 * time.Millisecond, generator: 200 * time.Millisecond, sawDatabase: true}
 	if got != want {
 		t.Errorf("since = %+v, want %+v", got, want)
+	}
+}
+
+// No postgres process in sight (another container) is not zero CPU.
+func TestMachineUsageWithoutDatabase(t *testing.T) {
+	t.Parallel()
+	if u := (machineSnapshot{}).since(machineSnapshot{}); u.sawDatabase {
+		t.Errorf("since = %+v; want sawDatabase false when no postgres process was seen", u)
 	}
 }
