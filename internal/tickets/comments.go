@@ -256,17 +256,10 @@ func commentWithEventPostgres(tx *gorm.DB, c *commentRow, e Event) error {
 	if err != nil {
 		return err
 	}
-	rows, err := tx.Raw(commentWithEventSQL, map[string]any{
+	_, err = rawFirst(tx, commentWithEventSQL, map[string]any{
 		"id": c.ID, "tenant": c.TenantID, "ticket": c.TicketID, "author": c.Author, "body": c.Body, "op": c.OperationID,
 		"now": c.CreatedAt, "event": e.ID.String(), "version": e.Version, "kind": string(e.Kind), "changes": changes,
-	}).Rows()
-	if err == nil {
-		_, err = scanFirst(rows, &c.Seq)
-	}
-	if t, ok := tx.Dialector.(gorm.ErrorTranslator); ok && err != nil {
-		// Raw statements skip GORM's error translation.
-		err = t.Translate(err)
-	}
+	}, &c.Seq)
 	switch {
 	case errors.Is(err, gorm.ErrDuplicatedKey):
 		// The comment's unique operation index or the event's: either way

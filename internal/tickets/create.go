@@ -225,14 +225,7 @@ func insertTicketPostgres(tx *gorm.DB, claim *operations.Fold, row *ticketRow, c
 		number sql.NullInt64
 		key    sql.NullString
 	)
-	rows, err := tx.Raw(query, args).Rows()
-	if err == nil {
-		_, err = scanFirst(rows, &won, &number, &key)
-	}
-	if t, ok := tx.Dialector.(gorm.ErrorTranslator); ok && err != nil {
-		// Raw statements skip GORM's error translation.
-		err = t.Translate(err)
-	}
+	_, err = rawFirst(tx, query, args, &won, &number, &key)
 	if claim != nil && claim.Inline() {
 		claim.Report(won, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tracker"
@@ -107,6 +108,20 @@ func scanFirst(rows *sql.Rows, dest ...any) (found bool, err error) {
 		return false, rows.Err()
 	}
 	return true, rows.Scan(dest...)
+}
+
+// rawFirst runs a raw statement and scans its first row into dest, as
+// scanFirst does, with the error translated as GORM translates its own
+// (gorm.ErrDuplicatedKey for a unique violation): raw statements skip that.
+func rawFirst(tx *gorm.DB, query string, args map[string]any, dest ...any) (found bool, err error) {
+	rows, err := tx.Raw(query, args).Rows()
+	if err == nil {
+		found, err = scanFirst(rows, dest...)
+	}
+	if t, ok := tx.Dialector.(gorm.ErrorTranslator); ok && err != nil {
+		err = t.Translate(err)
+	}
+	return found, err
 }
 
 // scanTicketRows reads every row of rows (ticketColumns, in order), by

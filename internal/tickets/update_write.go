@@ -218,16 +218,8 @@ func updateWithEventPostgres(tx *gorm.DB, tenant string, cur Ticket, set map[str
 	}
 	args["tenant"], args["id"], args["event"], args["version"] = tenant, cur.ID.String(), e.ID.String(), e.Version
 	args["kind"], args["actor"], args["op"], args["changes"], args["now"] = string(e.Kind), e.Actor, e.OperationID.String(), changes, e.CreatedAt
-	rows, err := tx.Raw(query, args).Rows()
-	found := false
-	if err == nil {
-		var seq int64
-		found, err = scanFirst(rows, &seq)
-	}
-	if t, ok := tx.Dialector.(gorm.ErrorTranslator); ok && err != nil {
-		// Raw statements skip GORM's error translation.
-		err = t.Translate(err)
-	}
+	var seq int64
+	found, err := rawFirst(tx, query, args, &seq)
 	switch {
 	case errors.Is(err, gorm.ErrDuplicatedKey):
 		return eventExpired(e.Kind)
