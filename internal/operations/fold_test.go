@@ -170,56 +170,12 @@ func TestRunFoldedConcurrentHolderIsInProgress(t *testing.T) {
 // same key replays the holder's result when it commits (its statement wrote
 // nothing), and takes over the key when it rolls back.
 func TestRunFoldedWaiterFollowsTheHolder(t *testing.T) {
-	t.Parallel()
-	for name, holderFails := range map[string]bool{"HolderCommits": false, "HolderRollsBack": true} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			d := dbtest.Postgres(t)
-			l := operations.NewLedger(d.Gorm, operations.Options{LockTimeout: 10 * time.Second})
-			key := newKey()
-			entered, release := make(chan struct{}), make(chan struct{})
-			holderDone := make(chan error, 1)
-			go func() {
-				_, err := runFolded(l, key, "holder", func(tx *gorm.DB, fold *operations.Fold) error {
-					if err := insertProjectFolded("holder")(tx, fold); err != nil {
-						return err
-					}
-					close(entered)
-					<-release
-					if holderFails {
-						return errors.New("holder's write failed")
-					}
-					return nil
-				})
-				holderDone <- err
-			}()
-			<-entered
-			type result struct {
-				out operations.Outcome
-				err error
+	waiterFollowsHolder(t, func(l *operations.Ledger, key operations.Key, id string, during func() error) (operations.Outcome, error) {
+		return runFolded(l, key, id, func(tx *gorm.DB, fold *operations.Fold) error {
+			if err := insertProjectFolded(id)(tx, fold); err != nil {
+				return err
 			}
-			waiter := make(chan result, 1)
-			go func() {
-				out, err := runFolded(l, key, "waiter", insertProjectFolded("waiter"))
-				waiter <- result{out, err}
-			}()
-			waitForLockWaiter(t, d)
-			close(release)
-			if err := <-holderDone; (err != nil) != holderFails {
-				t.Fatalf("holder: %v", err)
-			}
-			got := <-waiter
-			switch {
-			case got.err != nil:
-				t.Fatalf("waiter: %v", got.err)
-			case !holderFails && (!got.out.Replayed || got.out.Record.ResultID != "holder"):
-				t.Errorf("waiter = %+v; want a replay of the holder's result", got.out)
-			case holderFails && (got.out.Replayed || got.out.Record.ResultID != "waiter"):
-				t.Errorf("waiter = %+v; want its own fresh result", got.out)
-			}
-			if n := dbtest.CountRows(t, d, "projects", ""); n != 1 {
-				t.Errorf("%d writes committed, want 1", n)
-			}
+			return during()
 		})
-	}
+	})
 }

@@ -267,24 +267,42 @@ func waitForLockWaiter(tb testing.TB, d *db.DB) {
 // PostgreSQL: a call parked behind a holder of the same key replays the
 // holder's result when it commits, and takes over the key when it rolls back.
 func TestRunWaiterFollowsTheHolder(t *testing.T) {
+	waiterFollowsHolder(t, func(l *operations.Ledger, key operations.Key, id string, during func() error) (operations.Outcome, error) {
+		return l.Run(context.Background(), key, fingerprintA, id, func(tx *gorm.DB) error {
+			if err := insertProject(id)(tx); err != nil {
+				return err
+			}
+			return during()
+		})
+	})
+}
+
+// claimRacer writes project id under key, calling during once the write
+// holds the key (its claim is in, uncommitted), and answers what the ledger
+// answered.
+type claimRacer func(l *operations.Ledger, key operations.Key, id string, during func() error) (operations.Outcome, error)
+
+// waiterFollowsHolder races a waiter against a holder of its key, both
+// writing with run: the holder pauses inside its write until the waiter is
+// parked on the key, then commits or fails.
+func waiterFollowsHolder(t *testing.T, run claimRacer) {
 	t.Parallel()
 	for name, holderFails := range map[string]bool{"HolderCommits": false, "HolderRollsBack": true} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			d := dbtest.Postgres(t)
-			ctx := context.Background()
 			l := operations.NewLedger(d.Gorm, operations.Options{LockTimeout: 10 * time.Second})
 			key := newKey()
 			entered, release := make(chan struct{}), make(chan struct{})
 			holderDone := make(chan error, 1)
 			go func() {
-				_, err := l.Run(ctx, key, fingerprintA, "holder", func(tx *gorm.DB) error {
+				_, err := run(l, key, "holder", func() error {
 					close(entered)
 					<-release
 					if holderFails {
 						return errors.New("holder's write failed")
 					}
-					return insertProject("holder")(tx)
+					return nil
 				})
 				holderDone <- err
 			}()
@@ -295,7 +313,7 @@ func TestRunWaiterFollowsTheHolder(t *testing.T) {
 			}
 			waiter := make(chan result, 1)
 			go func() {
-				out, err := l.Run(ctx, key, fingerprintA, "waiter", insertProject("waiter"))
+				out, err := run(l, key, "waiter", func() error { return nil })
 				waiter <- result{out, err}
 			}()
 			waitForLockWaiter(t, d)
