@@ -131,14 +131,13 @@ func (s *Service) AddComment(ctx context.Context, c Caller, opID operations.ID, 
 		recorded commentRow
 		comment  Comment // the one this call adds
 	)
-	added := commentRow{ID: commentID.String()}
 	replay := operations.Replay{Join: commentResult, Into: recorded.replayColumns()}
 	out, err := s.ledger.RunFolded(ctx, key, commentFingerprint(t.ID, body), commentID.String(), nil, replay, func(tx *gorm.DB, claim *operations.Fold) error {
 		row, err := lockTicketClaiming(tx, claim, tenant, t.ID)
 		if err != nil || !claim.Won() {
 			return err
 		}
-		now, err := writeComment(tx, row, &added, author, id, eventID, body)
+		added, now, err := writeComment(tx, row, commentID, id, eventID, author, body)
 		if err != nil {
 			return err
 		}
@@ -171,8 +170,7 @@ func insertComment(tx *gorm.DB, tenant, author string, opID, commentID, eventID,
 	if err != nil {
 		return Comment{}, Ticket{}, err
 	}
-	c := commentRow{ID: commentID.String()}
-	t, err := writeComment(tx, row, &c, author, opID, eventID, body)
+	c, t, err := writeComment(tx, row, commentID, opID, eventID, author, body)
 	if err != nil {
 		return Comment{}, Ticket{}, err
 	}
@@ -180,22 +178,18 @@ func insertComment(tx *gorm.DB, tenant, author string, opID, commentID, eventID,
 	return added, t, err
 }
 
-// writeComment adds the comment c (its ID set) and its `commented` event at
-// the ticket's next history position, under the ticket's row lock (row: the
-// ticket as locked), filling in c, and returns the ticket as the comment
+// writeComment adds the comment and its `commented` event at the ticket's
+// next history position, under the ticket's row lock (row: the ticket as
+// locked), and returns the comment's row and the ticket as the comment
 // found it.
-func writeComment(tx *gorm.DB, row ticketRow, c *commentRow, author string, opID, eventID uuid.UUID, body string) (Ticket, error) {
+func writeComment(tx *gorm.DB, row ticketRow, commentID, opID, eventID uuid.UUID, author, body string) (commentRow, Ticket, error) {
 	t, err := row.toTicket()
 	if err != nil {
-		return Ticket{}, err
-	}
-	commentID, err := uuid.Parse(c.ID)
-	if err != nil {
-		return Ticket{}, fmt.Errorf("comment %q: bad id: %w", c.ID, err)
+		return commentRow{}, Ticket{}, err
 	}
 	now := time.Now().UTC().Truncate(time.Microsecond)
-	*c = commentRow{
-		ID: c.ID, TenantID: row.TenantID, TicketID: row.ID, Author: author, Body: body,
+	c := commentRow{
+		ID: commentID.String(), TenantID: row.TenantID, TicketID: row.ID, Author: author, Body: body,
 		OperationID: opID.String(), CreatedAt: now,
 	}
 	e := Event{
@@ -203,9 +197,11 @@ func writeComment(tx *gorm.DB, row ticketRow, c *commentRow, author string, opID
 		Actor: author, OperationID: opID, CommentID: &commentID, CreatedAt: now,
 	}
 	if tx.Dialector.Name() == "postgres" {
-		return t, commentWithEventPostgres(tx, c, e)
+		err = commentWithEventPostgres(tx, &c, e)
+	} else {
+		err = commentWithEventSteps(tx, &c, e)
 	}
-	return t, commentWithEventSteps(tx, c, e)
+	return c, t, err
 }
 
 // commentWithEventSteps takes the next history position, then inserts the
