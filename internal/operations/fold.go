@@ -101,10 +101,7 @@ var errClaimTimedOut = errors.New("claim timed out")
 func (l *Ledger) claimThenWrite(tx *gorm.DB, fold *Fold, consume WriteFunc, write FoldedWriteFunc) error {
 	if !fold.inline {
 		if err := l.claim(tx, fold); err != nil {
-			if isLockTimeout(err) {
-				return errClaimTimedOut
-			}
-			return fmt.Errorf("%w: claim operation: %v", ErrUnavailable, err)
+			return claimFailed(err)
 		}
 		if !fold.won {
 			return nil
@@ -123,13 +120,23 @@ func (l *Ledger) claimThenWrite(tx *gorm.DB, fold *Fold, consume WriteFunc, writ
 	case err != nil:
 		return err
 	case fold.err != nil:
-		return fmt.Errorf("%w: claim operation: %v", ErrUnavailable, fold.err)
+		return claimFailed(fold.err)
 	case !fold.reported:
 		return fmt.Errorf("operation %s/%s/%s: the write never ran its claim", fold.row.TenantID, fold.row.Action, fold.row.OperationID)
 	case fold.won && consume != nil:
 		return consume(tx)
 	}
 	return nil
+}
+
+// claimFailed is the error of a claim statement that failed: a lock timeout
+// is the claim's own (ErrInProgress, through errClaimTimedOut), anything else
+// left the store unable to answer.
+func claimFailed(err error) error {
+	if isLockTimeout(err) {
+		return errClaimTimedOut
+	}
+	return fmt.Errorf("%w: claim operation: %v", ErrUnavailable, err)
 }
 
 // claim inserts fold's record unless its key exists, and sets fold.won when
