@@ -133,7 +133,7 @@ func (s *Service) AddComment(ctx context.Context, c Caller, opID operations.ID, 
 	)
 	replay := operations.Replay{Join: commentResult, Into: recorded.replayColumns()}
 	out, err := s.ledger.RunFolded(ctx, key, commentFingerprint(t.ID, body), commentID.String(), nil, replay, func(tx *gorm.DB, claim *operations.Fold) error {
-		row, err := lockTicketClaiming(tx, claim, tenant, t.ID)
+		row, unsubscribed, err := s.lockTicketClaiming(tx, claim, tenant, t.ID)
 		if err != nil || !claim.Won() {
 			return err
 		}
@@ -145,7 +145,7 @@ func (s *Service) AddComment(ctx context.Context, c Caller, opID operations.ID, 
 			return err
 		}
 		return s.enqueue(tx, WriteEvent{ID: eventID, Tenant: tenant, Kind: EventCommented, OperationID: id,
-			At: comment.CreatedAt, Ticket: now, Comment: &comment})
+			At: comment.CreatedAt, Ticket: now, Comment: &comment, Unsubscribed: unsubscribed})
 	})
 	if err != nil {
 		return CommentResult{OperationID: id}, fmt.Errorf("add comment: %w", err)

@@ -62,10 +62,12 @@ func (s *Service) CreateTicket(ctx context.Context, c Caller, opID operations.ID
 	var replayed ticketRow
 	replay := operations.Replay{Join: ticketResult, Into: replayed.columns()}
 	out, err := s.ledger.RunFolded(ctx, key, fp, ticketID.String(), gate, replay, func(tx *gorm.DB, claim *operations.Fold) error {
-		if created, err = insertTicket(tx, claim, tenant, reporter, ticketID, eventID, id, n); err != nil || !claim.Won() {
+		var unsubscribed bool
+		if created, unsubscribed, err = s.insertTicket(tx, claim, tenant, reporter, ticketID, eventID, id, n); err != nil || !claim.Won() {
 			return err
 		}
-		return s.enqueue(tx, WriteEvent{ID: eventID, Tenant: tenant, Kind: EventCreated, OperationID: id, At: created.CreatedAt, Ticket: created})
+		return s.enqueue(tx, WriteEvent{ID: eventID, Tenant: tenant, Kind: EventCreated, OperationID: id, At: created.CreatedAt, Ticket: created,
+			Unsubscribed: unsubscribed})
 	})
 	if err != nil {
 		return CreateResult{OperationID: id}, fmt.Errorf("create ticket: %w", err)
@@ -91,13 +93,15 @@ func (s *Service) CreateTicket(ctx context.Context, c Caller, opID operations.ID
 // it does. An inline claim (operations.Fold.Inline) runs in the same
 // statement, and when it does not win nothing else is written; a nil claim
 // is none (a tracked create's mirror, whose key was claimed long before).
-func insertTicket(tx *gorm.DB, claim *operations.Fold, tenant, reporter string, ticketID, eventID, opID uuid.UUID, n NewTicket) (Ticket, error) {
+// Unsubscribed is the outbox's probe as the statement read it
+// (WriteEvent.Unsubscribed; always false on SQLite, where the outbox reads).
+func (s *Service) insertTicket(tx *gorm.DB, claim *operations.Fold, tenant, reporter string, ticketID, eventID, opID uuid.UUID, n NewTicket) (t Ticket, unsubscribed bool, err error) {
 	// PostgreSQL keeps microseconds: the answer to the first call must read
 	// exactly like every later read and replay.
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	labels, err := json.Marshal(n.Labels)
 	if err != nil {
-		return Ticket{}, fmt.Errorf("encode labels: %w", err)
+		return Ticket{}, false, fmt.Errorf("encode labels: %w", err)
 	}
 	opIDText := opID.String()
 	row := ticketRow{
@@ -112,7 +116,7 @@ func insertTicket(tx *gorm.DB, claim *operations.Fold, tenant, reporter string, 
 	}
 	var found bool
 	if tx.Dialector.Name() == "postgres" {
-		found, err = insertTicketPostgres(tx, claim, &row, created)
+		found, unsubscribed, err = insertTicketPostgres(tx, s.writeSQL, claim, &row, created)
 	} else {
 		found, err = insertTicketSteps(tx, &row, created)
 	}
@@ -121,15 +125,16 @@ func insertTicket(tx *gorm.DB, claim *operations.Fold, tenant, reporter string, 
 		// Only the unique (tenant, operation_id) index can fire here: the
 		// ticket exists but its operation record is gone (pruned). Creating
 		// another would be exactly the duplicate the ledger exists to stop.
-		return Ticket{}, fmt.Errorf("%w: a ticket was already created with this operation ID", operations.ErrExpired)
+		return Ticket{}, false, fmt.Errorf("%w: a ticket was already created with this operation ID", operations.ErrExpired)
 	case err != nil:
-		return Ticket{}, err
+		return Ticket{}, false, err
 	case claim != nil && !claim.Won():
-		return Ticket{}, nil
+		return Ticket{}, false, nil
 	case !found:
-		return Ticket{}, unknownProject(tx, tenant, n.ProjectID)
+		return Ticket{}, false, unknownProject(tx, tenant, n.ProjectID)
 	}
-	return row.toTicket()
+	t, err = row.toTicket()
+	return t, unsubscribed, err
 }
 
 // insertTicketSteps allocates the number, then inserts the ticket and its
@@ -171,8 +176,9 @@ func insertTicketSteps(tx *gorm.DB, row *ticketRow, created Event) (bool, error)
 // which locks nothing until COMMIT, so creates in one project do not queue
 // behind each other (docs/perf.md). The event's foreign key to the ticket is
 // checked at the end of the statement, after both inserts. The one row says
-// whether the claim won and, when the project exists, the number and key.
-func createTicketSQL(claim bool) string {
+// whether the claim won, when the project exists the number and key, and
+// what subscribed, the outbox's probe (subscribedSQL), says.
+func createTicketSQL(claim bool, subscribed string) string {
 	with, won := "WITH ", "true"
 	if claim {
 		with, won = "WITH "+operations.ClaimWith+", ", operations.ClaimWon
@@ -192,22 +198,16 @@ func createTicketSQL(claim bool) string {
 	SELECT CAST(@event AS uuid), @tenant, t.id, 1, 1, @kind, @reporter, CAST(@op AS uuid), @changes, CAST(@now AS timestamptz)
 	FROM t
 )
-SELECT ` + won + `, (SELECT number FROM t), (SELECT key FROM t)`
+SELECT ` + won + `, (SELECT number FROM t), (SELECT key FROM t), ` + subscribed
 }
 
-// The create statement with the claim folded in, and without.
-var (
-	createTicketClaiming = createTicketSQL(true)
-	createTicketPostgres = createTicketSQL(false)
-)
-
-// insertTicketPostgres runs the create statement, claiming when claim is
-// inline, and tells claim what came of it. It reports false when the
-// project does not exist.
-func insertTicketPostgres(tx *gorm.DB, claim *operations.Fold, row *ticketRow, created Event) (bool, error) {
+// insertTicketPostgres runs the create statement of st, claiming when claim
+// is inline, and tells claim what came of it. It reports found false when
+// the project does not exist, and unsubscribed as the outbox's probe read.
+func insertTicketPostgres(tx *gorm.DB, st writeStatements, claim *operations.Fold, row *ticketRow, created Event) (found, unsubscribed bool, err error) {
 	changes, err := encodeChanges(created.Changes)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	// Sized for the claim's parameters too, so the map never grows.
 	args := make(map[string]any, 24)
@@ -215,28 +215,28 @@ func insertTicketPostgres(tx *gorm.DB, claim *operations.Fold, row *ticketRow, c
 	args["description"], args["priority"], args["status"] = row.Description, row.Priority, row.Status
 	args["labels"], args["reporter"], args["op"], args["now"] = row.Labels, row.Reporter, *row.OperationID, row.CreatedAt
 	args["event"], args["kind"], args["changes"] = created.ID.String(), string(created.Kind), changes
-	query := createTicketPostgres
+	query := st.create
 	if claim != nil && claim.Inline() {
-		query = createTicketClaiming
+		query = st.createClaiming
 		claim.Args(args)
 	}
 	var (
-		won    bool
-		number sql.NullInt64
-		key    sql.NullString
+		won, subscribed bool
+		number          sql.NullInt64
+		key             sql.NullString
 	)
-	_, err = rawFirst(tx, query, args, &won, &number, &key)
+	_, err = rawFirst(tx, query, args, &won, &number, &key, &subscribed)
 	if claim != nil && claim.Inline() {
 		claim.Report(won, err)
 	}
 	switch {
 	case errors.Is(err, gorm.ErrDuplicatedKey):
-		return false, err
+		return false, false, err
 	case err != nil:
-		return false, fmt.Errorf("%w: insert ticket: %v", ErrUnavailable, err)
+		return false, false, fmt.Errorf("%w: insert ticket: %v", ErrUnavailable, err)
 	}
 	row.Number, row.Key = number.Int64, key.String
-	return number.Valid, nil
+	return number.Valid, !subscribed, nil
 }
 
 // unknownProject builds the invalid-input error for a project the tenant does

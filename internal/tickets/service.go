@@ -70,6 +70,9 @@ type Service struct {
 	backends sync.Map
 	// approvals gates consequential writes; nil asks nobody.
 	approvals *approval.Gate
+	// writeSQL is the PostgreSQL write statements that select the outbox's
+	// subscription probe.
+	writeSQL writeStatements
 }
 
 // NewService returns a Service over a migrated database.
@@ -79,7 +82,7 @@ func NewService(db *gorm.DB, opts Options) *Service {
 		reads = db
 	}
 	return &Service{db: db, reads: reads, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey), onWrite: opts.OnWrite, outbox: opts.Outbox, deliveries: opts.Deliveries,
-		tracked: opts.Tracked.withDefaults(), approvals: opts.Approvals}
+		tracked: opts.Tracked.withDefaults(), approvals: opts.Approvals, writeSQL: newWriteStatements(subscribedSQL(opts.Outbox))}
 }
 
 // report tells Options.OnWrite the result of one write.

@@ -199,7 +199,7 @@ func (s *Service) succeedCreate(ctx context.Context, key operations.Key, row dow
 			return setExternal(tx, key.Tenant, ticketID, sc.extID, sc.extURL)
 		}
 		eventID := uuid.Must(uuid.NewV7())
-		created, err := insertTicket(tx, nil, key.Tenant, req.Reporter, ticketID, eventID, key.OperationID, req.ticket())
+		created, unsubscribed, err := s.insertTicket(tx, nil, key.Tenant, req.Reporter, ticketID, eventID, key.OperationID, req.ticket())
 		if err != nil {
 			return err
 		}
@@ -208,6 +208,6 @@ func (s *Service) succeedCreate(ctx context.Context, key operations.Key, row dow
 			return err
 		}
 		return s.enqueue(tx, WriteEvent{ID: eventID, Tenant: key.Tenant, Kind: EventCreated, OperationID: key.OperationID,
-			At: created.CreatedAt, Ticket: created})
+			At: created.CreatedAt, Ticket: created, Unsubscribed: unsubscribed})
 	})
 }

@@ -235,7 +235,7 @@ func (s *Service) UpdateTicket(ctx context.Context, c Caller, opID operations.ID
 	var recorded eventRow
 	replay := operations.Replay{Join: eventResult, Into: recorded.replayColumns()}
 	out, err := s.ledger.RunFolded(ctx, key, fp, eventID.String(), gate, replay, func(tx *gorm.DB, claim *operations.Fold) error {
-		row, err := lockTicketClaiming(tx, claim, tenant, t.ID)
+		row, unsubscribed, err := s.lockTicketClaiming(tx, claim, tenant, t.ID)
 		if err != nil || !claim.Won() {
 			return err
 		}
@@ -245,7 +245,7 @@ func (s *Service) UpdateTicket(ctx context.Context, c Caller, opID operations.ID
 			return err
 		}
 		return s.enqueue(tx, WriteEvent{ID: eventID, Tenant: tenant, Kind: EventUpdated, OperationID: id,
-			At: res.Ticket.UpdatedAt, Ticket: res.Ticket, Changes: res.Changes})
+			At: res.Ticket.UpdatedAt, Ticket: res.Ticket, Changes: res.Changes, Unsubscribed: unsubscribed})
 	})
 	if err != nil {
 		return UpdateResult{OperationID: id}, fmt.Errorf("update ticket %s: %w", t.Key, err)

@@ -103,48 +103,51 @@ func updateWithEventSteps(tx *gorm.DB, tenant string, cur Ticket, set map[string
 // first (operations.ClaimWon), so the wait for a concurrent holder of the key
 // is bounded by the lock timeout and the wait for the ticket's row lock, a
 // concurrent update's, is not. It returns one row: whether the claim won,
-// whether the ticket was found, then its columns (NULL when not).
-var lockClaimingSQL = `WITH ` + operations.ClaimWith + `
-SELECT c.won, t.id IS NOT NULL, t.` + strings.ReplaceAll(ticketColumns, ", ", ", t.") + `
+// whether the ticket was found, what subscribed, the outbox's probe
+// (subscribedSQL), says, then the ticket's columns (NULL when not found).
+func lockClaimingSQL(subscribed string) string {
+	return `WITH ` + operations.ClaimWith + `
+SELECT c.won, t.id IS NOT NULL, ` + subscribed + `, t.` + strings.ReplaceAll(ticketColumns, ", ", ", t.") + `
 FROM (SELECT ` + operations.ClaimWon + ` AS won) AS c
 LEFT JOIN LATERAL (
 	SELECT ` + ticketColumns + ` FROM tickets
 	WHERE tenant_id = @tenant AND id = CAST(@id AS uuid) AND c.won
 	FOR UPDATE
 ) AS t ON true`
+}
 
 // lockTicketClaiming is lockTicket for a write whose claim may be inline:
 // then it claims and locks in one round trip and tells claim what came of
-// it. A claim that did not win locks nothing and returns the zero row.
-func lockTicketClaiming(tx *gorm.DB, claim *operations.Fold, tenant string, id uuid.UUID) (ticketRow, error) {
+// it, and reports unsubscribed as the outbox's probe read (always false
+// otherwise: the outbox reads for itself). A claim that did not win locks
+// nothing and returns the zero row.
+func (s *Service) lockTicketClaiming(tx *gorm.DB, claim *operations.Fold, tenant string, id uuid.UUID) (row ticketRow, unsubscribed bool, err error) {
 	if !claim.Inline() {
-		return lockTicket(tx, tenant, id)
+		row, err = lockTicket(tx, tenant, id)
+		return row, false, err
 	}
 	args := make(map[string]any, 10) // with the claim's, so the map never grows
 	args["tenant"], args["id"] = tenant, id.String()
 	claim.Args(args)
-	var (
-		row        ticketRow
-		won, found bool
-	)
-	rows, err := tx.Raw(lockClaimingSQL, args).Rows()
+	var won, found, subscribed bool
+	rows, err := tx.Raw(s.writeSQL.lockClaiming, args).Rows()
 	if err == nil {
-		err = scanClaimedTicket(rows, &won, &found, &row)
+		err = scanClaimedTicket(rows, &won, &found, &subscribed, &row)
 	}
 	claim.Report(won, err)
 	switch {
 	case err != nil:
-		return ticketRow{}, fmt.Errorf("%w: lock ticket: %v", ErrUnavailable, err)
+		return ticketRow{}, false, fmt.Errorf("%w: lock ticket: %v", ErrUnavailable, err)
 	case won && !found:
-		return ticketRow{}, fmt.Errorf("ticket: %w", ErrNotFound)
+		return ticketRow{}, false, fmt.Errorf("ticket: %w", ErrNotFound)
 	}
-	return row, nil
+	return row, !subscribed, nil
 }
 
 // scanClaimedTicket reads lockClaimingSQL's row and closes rows. The row is
 // read twice when the ticket was locked: first to learn whether its columns
 // are NULL (into one throwaway target), then into row.
-func scanClaimedTicket(rows *sql.Rows, won, found *bool, row *ticketRow) (err error) {
+func scanClaimedTicket(rows *sql.Rows, won, found, subscribed *bool, row *ticketRow) (err error) {
 	defer func() {
 		if cerr := rows.Close(); err == nil {
 			err = cerr
@@ -157,8 +160,8 @@ func scanClaimedTicket(rows *sql.Rows, won, found *bool, row *ticketRow) (err er
 		return errors.New("the claim returned no row")
 	}
 	cols := row.columns()
-	dest := make([]any, 2, 2+len(cols))
-	dest[0], dest[1] = won, found
+	dest := make([]any, 3, 3+len(cols))
+	dest[0], dest[1], dest[2] = won, found, subscribed
 	var skip any
 	for range cols {
 		dest = append(dest, &skip)
@@ -166,7 +169,7 @@ func scanClaimedTicket(rows *sql.Rows, won, found *bool, row *ticketRow) (err er
 	if err := rows.Scan(dest...); err != nil || !*won || !*found {
 		return err
 	}
-	copy(dest[2:], cols)
+	copy(dest[3:], cols)
 	return rows.Scan(dest...)
 }
 

@@ -34,6 +34,9 @@ func (o ticketOutbox) Enqueue(tx *gorm.DB, ev tickets.WriteEvent) error {
 	if err := (Event{ID: ev.ID, Tenant: ev.Tenant, Type: typ, OccurredAt: ev.At, Data: json.RawMessage("{}")}).validate(); err != nil {
 		return err
 	}
+	if ev.Unsubscribed {
+		return nil // the write's statement read SubscribedSQL as false
+	}
 	return o.s.enqueue(tx, ev.Tenant, typ, func() (Event, error) {
 		e, err := ticketEvent(typ, ev)
 		if err != nil {
@@ -41,6 +44,16 @@ func (o ticketOutbox) Enqueue(tx *gorm.DB, ev tickets.WriteEvent) error {
 		}
 		return e, e.validate()
 	})
+}
+
+// SubscribedSQL is whether the tenant has an active subscription, which
+// Enqueue's read of the subscriptions would find: a write selects it in a
+// statement it runs anyway (tickets.SubscriptionProbe). It reads the
+// subscriptions a moment earlier than Enqueue would, in the same
+// transaction: a subscription committed between the two is as concurrent
+// with the write as one committed just after it, and neither is told.
+func (ticketOutbox) SubscribedSQL() string {
+	return `EXISTS (SELECT 1 FROM webhook_subscriptions WHERE tenant_id = @tenant AND status = '` + SubscriptionActive + `')`
 }
 
 // eventTypes names each kind of ticket write's event (docs/contract.md#webhooks).
