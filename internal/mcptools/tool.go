@@ -175,7 +175,9 @@ func structured[Out any](tool string, res *mcp.CallToolResult, out outcome[Out])
 	if res == nil {
 		res = &mcp.CallToolResult{}
 	}
-	body, err := json.Marshal(out)
+	// Called directly: json.Marshal(out) would scan and copy the JSON
+	// MarshalJSON returns once more to compact it, which it already is.
+	body, err := out.MarshalJSON()
 	if err != nil {
 		return nil, fmt.Errorf("marshaling output: %w", err)
 	}
