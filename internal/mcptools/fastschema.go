@@ -13,11 +13,11 @@ import (
 // fastSchema answers, for the few keywords ticketd's input schemas use,
 // whether an instance is one jsonschema-go's (*Resolved).Validate accepts,
 // without its reflection, error wrapping, per-call allocations and the
-// goroutine stack its recursion grows. It only ever
-// says yes when Validate would: a no, or an instance it does not know how
-// to judge, sends the caller to Validate, whose error text the SDK's
-// answer carries. The semantics followed are those of validate.go and
-// util.go (jsonType, equalValue) in
+// goroutine stack its recursion grows. It only ever says yes when
+// Validate would: a no, or an instance it does not know how to judge,
+// sends the caller to Validate, whose error text the SDK's answer
+// carries. The semantics followed are those of validate.go and util.go
+// (jsonType, equalValue) in
 // $(go list -m -f '{{.Dir}}' github.com/google/jsonschema-go)/jsonschema.
 type fastSchema struct {
 	// types is the "type" keyword as a list; nil means no type keyword.
