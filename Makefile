@@ -71,8 +71,9 @@ cover: ## Test with coverage; writes coverage.out and prints the total.
 screenshots: ## Refresh docs/console/*.png from the console's browser test (needs Chromium).
 	TICKETD_REQUIRE_BROWSER=1 $(GO) test -count=1 -run '^TestBrowser(Views)?$$' ./internal/console/ -update-screenshots
 
-fuzz: ## Fuzz the parsers of untrusted input and the JWT verifier (FUZZTIME each, default 30s).
+fuzz: ## Fuzz the parsers of untrusted input, the JWT verifier and the fast argument check against jsonschema-go (FUZZTIME each, default 30s).
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $${FUZZTIME:-30s} ./internal/tickets/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseID$$' -fuzztime $${FUZZTIME:-30s} ./internal/operations/
 	$(GO) test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $${FUZZTIME:-30s} ./internal/authn/
 	$(GO) test -run '^$$' -fuzz '^FuzzCheckMessage$$' -fuzztime $${FUZZTIME:-30s} ./internal/mcpedge/
+	$(GO) test -run '^$$' -fuzz '^FuzzFastValidatorAgreesWithJSONSchema$$' -fuzztime $${FUZZTIME:-30s} ./internal/mcptools/
