@@ -62,6 +62,40 @@ func (p *encodedPage[T]) items(n int) ([]any, error) {
 	return out, nil
 }
 
+// pageJSON writes out as json.Marshal writes it, from the JSON the page
+// budget measured for each item (encodedPage), which json.Marshal would
+// scan and copy once more to compact: about 4 % of a list call's CPU. It
+// reports false for a page whose items are not that JSON.
+func (out ListTicketsOut) pageJSON() ([]byte, bool) {
+	if out.Tickets == nil {
+		return nil, false // json.Marshal writes null
+	}
+	size := len(`{"tickets":[],"next_cursor":""}`) + len(out.NextCursor)
+	for _, item := range out.Tickets {
+		raw, ok := item.(json.RawMessage)
+		if !ok {
+			return nil, false
+		}
+		size += len(raw) + 1
+	}
+	b := append(make([]byte, 0, size), `{"tickets":[`...)
+	for i, item := range out.Tickets {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, item.(json.RawMessage)...)
+	}
+	b = append(b, ']')
+	if out.NextCursor != "" {
+		cursor, err := json.Marshal(out.NextCursor)
+		if err != nil {
+			return nil, false
+		}
+		b = append(append(b, `,"next_cursor":`...), cursor...)
+	}
+	return append(b, '}'), true
+}
+
 // pageTools are the tools whose answer is a page of up to a MiB.
 var pageTools = map[string]bool{ToolListTickets: true, ToolListComments: true}
 

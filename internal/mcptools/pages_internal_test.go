@@ -1,0 +1,71 @@
+package mcptools
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/ticketd/ticketd/internal/contract"
+	"github.com/ticketd/ticketd/internal/tickets"
+)
+
+// TestListPageJSONIsWhatMarshalWrites: a list page written from its
+// items' measured JSON (ListTicketsOut.pageJSON) is byte for byte what
+// json.Marshal writes for it, through the outcome the tool answers with,
+// for summaries and full tickets whose text needs escaping, empty pages
+// and pages with a cursor; and a page that is not measured JSON is left to
+// json.Marshal.
+func TestListPageJSONIsWhatMarshalWrites(t *testing.T) {
+	t.Parallel()
+	at := time.Date(2026, 12, 1, 16, 30, 0, 123456000, time.UTC)
+	ticket := func(i int, title string) tickets.Ticket {
+		return tickets.Ticket{ID: uuid.MustParse("01950000-0000-7000-8000-00000000000" + string(rune('0'+i))), Key: "SUP-" + string(rune('1'+i)),
+			ProjectID: "support", Title: title, Description: "Line 1\nLine <2> & \"3\"\t\u2028end", Priority: tickets.PriorityHigh,
+			Status: tickets.StatusOpen, Labels: []string{"a&b", "ünï"}, Reporter: "agent", Assignee: "dev", Version: 3,
+			CreatedAt: at, UpdatedAt: at.Add(time.Minute)}
+	}
+	titles := []string{"Printer <on fire>", "Ünïcödé & ☃", `quote " and \ back`, "plain"}
+	views := map[string]func(tickets.Ticket) any{
+		"summary": func(t tickets.Ticket) any { return contract.SummaryOf(t) },
+		"full":    func(t tickets.Ticket) any { return contract.FromTicket(t) },
+	}
+	for name, view := range views {
+		for _, n := range []int{0, 1, len(titles)} {
+			for _, cursor := range []string{"", "eyJrIjoiU1VQLTEifQ<&>"} {
+				page := encodedPage[tickets.Ticket]{view: view}
+				for i := range n {
+					if _, err := page.measure(ticket(i, titles[i])); err != nil {
+						t.Fatal(err)
+					}
+				}
+				items, err := page.items(n)
+				if err != nil {
+					t.Fatal(err)
+				}
+				out := ListTicketsOut{Tickets: items, NextCursor: cursor}
+				if _, ok := out.pageJSON(); !ok {
+					t.Fatalf("%s page of %d: not written from its measured items", name, n)
+				}
+				got, err := outcome[ListTicketsOut]{ok: &out}.MarshalJSON()
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := json.Marshal(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s page of %d, cursor %q:\n got %s\nwant %s", name, n, cursor, got, want)
+				}
+			}
+		}
+	}
+	for _, out := range []ListTicketsOut{{}, {Tickets: []any{contract.SummaryOf(ticket(0, "not measured"))}}} {
+		if b, ok := out.pageJSON(); ok {
+			t.Errorf("page %+v written by hand as %s; json.Marshal's to write", out, b)
+		}
+	}
+}
