@@ -58,7 +58,8 @@ func (o outcome[T]) MarshalJSON() ([]byte, error) {
 	if o.ok == nil {
 		return nil, errors.New("tool outcome has neither a result nor an error")
 	}
-	if page, ok := any(*o.ok).(interface{ pageJSON() ([]byte, bool) }); ok {
+	// Asked of the pointer: a copy of *o.ok in an interface would escape.
+	if page, ok := any(o.ok).(interface{ pageJSON() ([]byte, bool) }); ok {
 		if b, ok := page.pageJSON(); ok {
 			return b, nil
 		}

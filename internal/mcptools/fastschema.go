@@ -142,7 +142,8 @@ func (f *fastSchema) accepts(v any) bool {
 	switch v := v.(type) {
 	case float64:
 		// Bounds are float64s too, so comparing them as floats is the
-		// exact big.Rat comparison Validate makes.
+		// exact big.Rat comparison Validate makes (typeOf has declined
+		// NaN and the infinities).
 		if f.minimum != nil && v < *f.minimum || f.maximum != nil && v > *f.maximum {
 			return false
 		}
@@ -207,6 +208,12 @@ func typeOf(v any) (jsonType string, ok bool) {
 	case bool:
 		return "boolean", true
 	case float64:
+		// Validate takes a NaN or an infinity for 0 (big.Rat cannot hold
+		// it), which no comparison here would; JSON cannot write either,
+		// so leaving them to Validate costs nothing.
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return "", false
+		}
 		// As jsonType: a float with no fraction (1.0, 1e300) is an integer.
 		if _, frac := math.Modf(v); frac == 0 {
 			return "integer", true
@@ -223,11 +230,15 @@ func typeOf(v any) (jsonType string, ok bool) {
 }
 
 // scalar reports whether v is a JSON scalar as encoding/json decodes it,
-// for which == is jsonschema-go's equalValue.
+// for which == is jsonschema-go's equalValue. A NaN or an infinity is not
+// one: equalValue takes them all for 0, so to it NaN equals NaN, and +Inf
+// -Inf.
 func scalar(v any) bool {
-	switch v.(type) {
-	case nil, bool, float64, string:
+	switch v := v.(type) {
+	case nil, bool, string:
 		return true
+	case float64:
+		return !math.IsNaN(v) && !math.IsInf(v, 0)
 	}
 	return false
 }

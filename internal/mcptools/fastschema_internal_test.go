@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 // the root.
 var syntheticSchemas = map[string]string{
 	"synthetic_unique":     `{"type":"array","uniqueItems":true}`,
+	"synthetic_minimum":    `{"type":"number","minimum":1}`,
 	"synthetic_numbers":    `{"type":["integer","null","string"],"minimum":-2,"maximum":2.5,"enum":[-0,1,2,2.5,null,"x",true]}`,
 	"synthetic_additional": `{"type":"object","properties":{"a":{"type":"number"}},"additionalProperties":{"type":"string","maxLength":2,"pattern":"b"},"required":["a"]}`,
 	"synthetic_anyof":      `{"anyOf":[{"type":"string","minLength":3},{"type":"array","items":{"type":"boolean"},"minItems":1,"maxItems":2}]}`,
@@ -235,4 +237,22 @@ func FuzzFastValidatorAgreesWithJSONSchema(f *testing.F) {
 			t.Fatalf("%s: fast validator accepts %s, Validate refuses it: %v", name, raw, a.schema.Validate(&v))
 		}
 	})
+}
+
+// TestFastValidatorLeavesNonFiniteNumbersToValidate: JSON cannot write a
+// NaN or an infinity, but Validate would take one for 0, which no bound or
+// equality of the fast check does; the check must leave them to Validate.
+func TestFastValidatorLeavesNonFiniteNumbersToValidate(t *testing.T) {
+	t.Parallel()
+	subjects := fastSubjects(t)
+	for name, instances := range map[string][]any{
+		"synthetic_minimum": {math.NaN(), math.Inf(-1)},
+		"synthetic_unique":  {[]any{math.NaN(), math.NaN()}, []any{math.Inf(1), math.Inf(-1)}},
+	} {
+		for _, v := range instances {
+			if subjects[name].fast.accepts(v) {
+				t.Errorf("%s: fast validator accepts %v", name, v)
+			}
+		}
+	}
 }

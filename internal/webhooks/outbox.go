@@ -49,9 +49,12 @@ func (o ticketOutbox) Enqueue(tx *gorm.DB, ev tickets.WriteEvent) error {
 // SubscribedSQL is whether the tenant has an active subscription, which
 // Enqueue's read of the subscriptions would find: a write selects it in a
 // statement it runs anyway (tickets.SubscriptionProbe). It reads the
-// subscriptions a moment earlier than Enqueue would, in the same
-// transaction: a subscription committed between the two is as concurrent
-// with the write as one committed just after it, and neither is told.
+// subscriptions earlier than Enqueue would, in the same transaction: as the
+// statement starts, which for an update or a comment may be before a wait
+// for the ticket's row lock (internal/tickets/update_write.go,
+// lockClaimingSQL). A subscription committed while the write is in flight
+// is as concurrent with it as one committed just after its read would have
+// been, and neither is told.
 func (ticketOutbox) SubscribedSQL() string {
 	return `EXISTS (SELECT 1 FROM webhook_subscriptions WHERE tenant_id = @tenant AND status = '` + SubscriptionActive + `')`
 }
