@@ -22,9 +22,10 @@ import (
 type fastSchema struct {
 	// types is the "type" keyword as a list; nil means no type keyword.
 	types []string
-	// enum holds scalar members only (string, float64, bool, nil).
+	// enum holds scalar members only (string, float64, bool, nil); nil
+	// means no enum keyword (an empty one, which accepts nothing, is not
+	// nil).
 	enum                 []any
-	hasEnum              bool
 	minimum, maximum     *float64
 	minLength, maxLength *int
 	pattern              *regexp.Regexp
@@ -76,7 +77,7 @@ func compileFast(s *jsonschema.Schema) *fastSchema {
 				return nil
 			}
 		}
-		f.enum, f.hasEnum = s.Enum, true
+		f.enum = s.Enum
 	}
 	if s.Pattern != "" {
 		// Resolve compiled it the same way (resolve.go, checkLocal), so
@@ -133,7 +134,7 @@ func (f *fastSchema) accepts(v any) bool {
 		!(jsonType == "integer" && slices.Contains(f.types, "number")) {
 		return false
 	}
-	if f.hasEnum && !slices.ContainsFunc(f.enum, func(e any) bool { return e == v }) {
+	if f.enum != nil && !slices.ContainsFunc(f.enum, func(e any) bool { return e == v }) {
 		// e == v is equalValue for scalars: a float64 compares by value
 		// (0 == -0) as big.Rat does, and different kinds never match.
 		// A composite v matches no scalar member.
