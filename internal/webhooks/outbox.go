@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -56,8 +57,14 @@ func (o ticketOutbox) Enqueue(tx *gorm.DB, ev tickets.WriteEvent) error {
 // is as concurrent with it as one committed just after its read would have
 // been, and neither is told.
 func (ticketOutbox) SubscribedSQL() string {
-	return `EXISTS (SELECT 1 FROM webhook_subscriptions WHERE tenant_id = @tenant AND status = '` + SubscriptionActive + `')`
+	return `EXISTS (SELECT 1 FROM webhook_subscriptions WHERE ` + activeSubscriptionsOf + `)`
 }
+
+// activeSubscriptionsOf selects the active subscriptions of the tenant
+// @tenant. Enqueue reads them and SubscribedSQL asks whether there are any,
+// with this one condition, so the probe can never say none where the read
+// would find one.
+const activeSubscriptionsOf = `tenant_id = @tenant AND status = '` + SubscriptionActive + `'`
 
 // eventTypes names each kind of ticket write's event (docs/contract.md#webhooks).
 var eventTypes = map[tickets.EventKind]string{
@@ -113,7 +120,7 @@ func (s *Service) enqueue(tx *gorm.DB, tenant, typ string, event func() (Event, 
 		return err
 	}
 	var subs []subscriptionRow
-	err = tx.Session(&gorm.Session{NewDB: true}).Where("tenant_id = ? AND status = ?", tenant, SubscriptionActive).
+	err = tx.Session(&gorm.Session{NewDB: true}).Where(activeSubscriptionsOf, sql.Named("tenant", tenant)).
 		Order("id").Limit(s.opts.MaxSubscriptions).Find(&subs).Error
 	if err != nil {
 		return fmt.Errorf("read webhooks of %s: %w", tenant, err)
