@@ -16,8 +16,8 @@ import (
 // items' measured JSON (ListTicketsOut.pageJSON) is byte for byte what
 // json.Marshal writes for it, through the outcome the tool answers with,
 // for summaries and full tickets whose text needs escaping, empty pages
-// and pages with a cursor; and a page that is not measured JSON is left to
-// json.Marshal.
+// and pages with a cursor; that the outcome does write it by hand; and that
+// a page that is not measured JSON is left to json.Marshal.
 func TestListPageJSONIsWhatMarshalWrites(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 12, 1, 16, 30, 0, 123456000, time.UTC)
@@ -62,6 +62,12 @@ func TestListPageJSONIsWhatMarshalWrites(t *testing.T) {
 				}
 			}
 		}
+	}
+	// Measured items are compact; one that is not shows which path wrote
+	// the page: by hand it stays as it is, json.Marshal would compact it.
+	spaced := ListTicketsOut{Tickets: []any{json.RawMessage(`{"key": "SUP-1"}`)}}
+	if got, err := (outcome[ListTicketsOut]{ok: &spaced}).MarshalJSON(); err != nil || string(got) != `{"tickets":[{"key": "SUP-1"}]}` {
+		t.Errorf("outcome of a page = %s, %v; want it written from its items as they are", got, err)
 	}
 	for _, out := range []ListTicketsOut{{}, {Tickets: []any{contract.SummaryOf(ticket(0, "not measured"))}}} {
 		if b, ok := out.pageJSON(); ok {
