@@ -128,7 +128,7 @@ type OperationStatus struct {
 	// Action is absent only from a not_found answer: nothing ran, so no
 	// action is known.
 	Action     string      `json:"action,omitempty" jsonschema:"the write the ID was used for: create_ticket, update_ticket or add_comment (absent when status is not_found)"`
-	Status     string      `json:"status" jsonschema:"succeeded, failed, pending, unknown or not_found"`
+	Status     string      `json:"status" jsonschema:"succeeded, failed, pending, unknown, expired (it ran; its record was pruned) or not_found"`
 	TicketID   string      `json:"ticket_id,omitempty" jsonschema:"the ticket the operation created, updated or commented on, when succeeded"`
 	Ticket     *Ticket     `json:"ticket,omitempty" jsonschema:"that ticket as it is now, when succeeded"`
 	Version    int64       `json:"version,omitempty" jsonschema:"update_ticket: the version this update produced (the ticket may be later now)"`
@@ -136,6 +136,7 @@ type OperationStatus struct {
 	Error      string      `json:"error,omitempty" jsonschema:"why it failed, when failed"`
 	CreatedAt  *time.Time  `json:"created_at,omitempty"`
 	UpdatedAt  *time.Time  `json:"updated_at,omitempty"`
+	PrunedAt   *time.Time  `json:"pruned_at,omitempty" jsonschema:"when its record was pruned, when expired"`
 	NextStep   string      `json:"next_step" jsonschema:"what to do next, in one sentence"`
 	Deliveries []Delivery  `json:"deliveries,omitempty" jsonschema:"what registered webhooks have been told of this write, one per webhook; the write succeeded either way"`
 	Downstream *Downstream `json:"downstream,omitempty" jsonschema:"tracker-backed projects: what is known of the write in the tracker"`
@@ -198,6 +199,10 @@ func FromOperation(st tickets.OperationStatus, next NextStep) OperationStatus {
 		OperationID: r.OperationID.String(), Action: r.Action, Status: string(r.Status), Error: r.Error,
 		CreatedAt: &r.CreatedAt, UpdatedAt: &r.UpdatedAt, NextStep: next(r.Action, r.Status),
 		Version: st.Version,
+	}
+	if r.Status == operations.StatusExpired {
+		// A tombstone keeps when it was pruned, not when the write ran.
+		out.CreatedAt, out.UpdatedAt, out.PrunedAt = nil, nil, &r.UpdatedAt
 	}
 	switch {
 	case st.TicketID != nil:
