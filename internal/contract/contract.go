@@ -136,7 +136,6 @@ type OperationStatus struct {
 	Error      string      `json:"error,omitempty" jsonschema:"why it failed, when failed"`
 	CreatedAt  *time.Time  `json:"created_at,omitempty"`
 	UpdatedAt  *time.Time  `json:"updated_at,omitempty"`
-	PrunedAt   *time.Time  `json:"pruned_at,omitempty" jsonschema:"when its record was pruned, when expired"`
 	NextStep   string      `json:"next_step" jsonschema:"what to do next, in one sentence"`
 	Deliveries []Delivery  `json:"deliveries,omitempty" jsonschema:"what registered webhooks have been told of this write, one per webhook; the write succeeded either way"`
 	Downstream *Downstream `json:"downstream,omitempty" jsonschema:"tracker-backed projects: what is known of the write in the tracker"`
@@ -201,8 +200,9 @@ func FromOperation(st tickets.OperationStatus, next NextStep) OperationStatus {
 		Version: st.Version,
 	}
 	if r.Status == operations.StatusExpired {
-		// A tombstone keeps when it was pruned, not when the write ran.
-		out.CreatedAt, out.UpdatedAt, out.PrunedAt = nil, nil, &r.UpdatedAt
+		// A tombstone keeps when it was pruned (updated_at), not when the
+		// write ran.
+		out.CreatedAt = nil
 	}
 	switch {
 	case st.TicketID != nil:

@@ -36,8 +36,8 @@ func TestPrunedWriteIsExpired(t *testing.T) {
 
 		lookup := map[string]any{"operation_id": args["operation_id"]}
 		st := servertest.Decode[contract.OperationStatus](t, servertest.Call(t, cs, mcptools.ToolGetOperationStatus, lookup))
-		if st.Status != "expired" || st.Action != "create_ticket" || st.PrunedAt == nil {
-			t.Errorf("get_operation_status after prune = %+v, want status expired for create_ticket with pruned_at", st)
+		if st.Status != "expired" || st.Action != "create_ticket" || st.UpdatedAt == nil || st.CreatedAt != nil {
+			t.Errorf("get_operation_status after prune = %+v, want status expired for create_ticket, updated_at the time of pruning and no created_at", st)
 		}
 		if !strings.Contains(st.NextStep, "ran") || strings.Contains(st.NextStep, "safe") || strings.Contains(st.NextStep, "Nothing ran") {
 			t.Errorf("next_step %q must say the write ran, never invite a fresh call", st.NextStep)
@@ -60,7 +60,7 @@ func TestPrunedWriteIsExpired(t *testing.T) {
 		theirs := env.Connect(t, env.Token(t, "globex", authn.ScopeRead))
 		other := servertest.Decode[contract.OperationStatus](t, servertest.Call(t, theirs, mcptools.ToolGetOperationStatus, lookup))
 		unused := servertest.Decode[contract.OperationStatus](t, servertest.Call(t, theirs, mcptools.ToolGetOperationStatus, map[string]any{"operation_id": newOperationID(t)}))
-		if other.Status != "not_found" || other.Action != "" || other.PrunedAt != nil || other.NextStep != unused.NextStep {
+		if other.Status != "not_found" || other.Action != "" || other.UpdatedAt != nil || other.NextStep != unused.NextStep {
 			t.Errorf("another tenant's lookup of a pruned ID = %+v, want not_found exactly as an unused ID (%+v)", other, unused)
 		}
 	})

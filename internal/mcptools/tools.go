@@ -40,7 +40,7 @@ Urgent needs a person's approval (it pages on-call): your client may ask; else g
 
 	descPreviewTicket = `Dry run of create_ticket, writing nothing: the normalised ticket, its fingerprint and, with your operation_id, what create_ticket would do: create, replay (existing_ticket_id) or conflict (the ID made another ticket).`
 
-	descGetOperationStatus = `Did a write happen? Ask after outcome_unknown or a timeout, before retrying. status: succeeded (do not repeat), pending (check again), failed (nothing changed; see error), unknown (check again or retry the same call), expired (it ran long ago, record pruned: do not repeat, under any ID), not_found (nothing ran under it: safe to call with it).`
+	descGetOperationStatus = `Did a write happen? Ask after outcome_unknown or a timeout, before retrying. status: succeeded or expired (it ran; never repeat), pending (ask again), failed (nothing changed; see error), unknown (check again or retry unchanged), not_found (nothing ran in 30 days: safe to use it).`
 
 	descGetTicket = `Fetch a ticket in full by ID (UUID) or key (SUP-42).`
 

@@ -163,7 +163,7 @@ func claimFailed(err error) error {
 func (l *Ledger) claim(tx *gorm.DB, fold *Fold) error {
 	if tx.Dialector.Name() != "postgres" {
 		r := fold.row
-		res := tx.Exec(claimSQLiteSQL, r.TenantID, r.Action, r.OperationID, r.Fingerprint, r.Status, r.ResultID, r.CreatedAt, r.UpdatedAt,
+		res := tx.Table("operations").Exec(claimSQLiteSQL, r.TenantID, r.Action, r.OperationID, r.Fingerprint, r.Status, r.ResultID, r.CreatedAt, r.UpdatedAt,
 			r.TenantID, r.Action, r.OperationID)
 		fold.won = res.RowsAffected > 0
 		return res.Error

@@ -26,10 +26,10 @@ func (l *Ledger) Lookup(ctx context.Context, key Key) (Record, error) {
 // lookup reads key's record, or its tombstone as a record of status
 // expired, and, when replay names a result and the record succeeded, that
 // result's row into replay.Into, in one query; it reports whether the row
-// was read. The columns are scanned by hand: GORM's
-// reflective Scan was most of a replay's allocations in the store. A
-// missing record is the bare ErrNotFound: every fresh write meets it, and
-// RunReplaying only tests for it.
+// was read. The columns are scanned by hand: GORM's reflective Scan was
+// most of a replay's allocations in the store. A missing record is the
+// bare ErrNotFound: every fresh write meets it, and RunReplaying only
+// tests for it.
 func (l *Ledger) lookup(ctx context.Context, key Key, replay Replay) (Record, bool, error) {
 	var (
 		row  record
@@ -80,9 +80,10 @@ func (l *Ledger) lookup(ctx context.Context, key Key, replay Replay) (Record, bo
 	return rec, found, err
 }
 
-// lookupSQL reads a key's record or its tombstone, which never exist
-// together: Prune replaces the one by the other in one transaction, and a
-// claim never inserts a record under a tombstoned key.
+// lookupSQL reads a key's record or its tombstone, in the one round trip a
+// fresh write's fast path already pays: Prune replaces the one by the other
+// in one transaction, and a claim does not insert a record under a
+// tombstoned key (ClaimWith).
 const lookupSQL = `SELECT fingerprint, status, result_id, error, approval_id, created_at, updated_at
 FROM operations WHERE tenant_id = ? AND action = ? AND operation_id = ?
 UNION ALL SELECT fingerprint, 'expired', NULL, NULL, NULL, pruned_at, pruned_at

@@ -98,10 +98,11 @@ func TestPrunedWriteIsExpired(t *testing.T) {
 			r := do(t, e, req{path: "/api/v1/operations/" + key, token: tok})
 			op := decode[struct {
 				operation
-				PrunedAt *time.Time `json:"pruned_at"`
+				CreatedAt *time.Time `json:"created_at"`
+				UpdatedAt *time.Time `json:"updated_at"`
 			}](t, r, http.StatusOK)
-			if op.Status != "expired" || op.Action != action || op.OperationID != key || op.PrunedAt == nil {
-				t.Errorf("%s after prune = %s, want status expired with its action and pruned_at", action, r.body)
+			if op.Status != "expired" || op.Action != action || op.OperationID != key || op.UpdatedAt == nil || op.CreatedAt != nil {
+				t.Errorf("%s after prune = %s, want status expired with its action, updated_at the time of pruning and no created_at", action, r.body)
 			}
 			if !strings.Contains(op.NextStep, "ran") || strings.Contains(op.NextStep, "safe") || strings.Contains(op.NextStep, "Nothing ran") {
 				t.Errorf("%s after prune: next_step %q must say the write ran, never invite a fresh key", action, op.NextStep)
