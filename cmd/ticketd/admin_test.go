@@ -219,13 +219,19 @@ func insertApproval(tb testing.TB, rawURL, status string, expires time.Time) {
 
 func countOperations(tb testing.TB, rawURL string) int64 {
 	tb.Helper()
+	return countRows(tb, rawURL, "operations")
+}
+
+// countRows counts the rows of table, every tenant's.
+func countRows(tb testing.TB, rawURL, table string) int64 {
+	tb.Helper()
 	d, err := db.Open(context.Background(), rawURL)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	defer d.Close()
 	var n int64
-	if err := d.Gorm.Table("operations").Count(&n).Error; err != nil {
+	if err := d.Gorm.Table(table).Count(&n).Error; err != nil {
 		tb.Fatal(err)
 	}
 	return n
@@ -251,15 +257,15 @@ func TestPruneCommand(t *testing.T) {
 		if err != nil || !strings.HasPrefix(out, "would delete 3 succeeded operation records last updated before ") {
 			t.Fatalf("prune --dry-run = %q, %v", out, err)
 		}
-		if n := countOperations(t, rawURL); n != 7 {
-			t.Fatalf("the dry run left %d records, want all 7", n)
+		if n, stones := countOperations(t, rawURL), countRows(t, rawURL, "operation_tombstones"); n != 7 || stones != 0 {
+			t.Fatalf("the dry run left %d records and wrote %d tombstones, want all 7 and none", n, stones)
 		}
 		out, stderr, err := runCmd(env, "prune", "--batch-size", "2")
-		if err != nil || !regexp.MustCompile(`^deleted 3 succeeded operation records last updated before \S+Z in 2 batches\nexpired 2 approvals past their expiry\n$`).MatchString(out) || stderr != "" {
+		if err != nil || !regexp.MustCompile(`^deleted 3 succeeded operation records last updated before \S+Z in 2 batches, keeping a tombstone of each\nexpired 2 approvals past their expiry\n$`).MatchString(out) || stderr != "" {
 			t.Fatalf("prune = %q, %q, %v; want 3 deleted in 2 batches, 2 approvals expired, no warning", out, stderr, err)
 		}
-		if n := countOperations(t, rawURL); n != 4 {
-			t.Fatalf("prune left %d records, want the 4 that are young or not succeeded", n)
+		if n, stones := countOperations(t, rawURL), countRows(t, rawURL, "operation_tombstones"); n != 4 || stones != 3 {
+			t.Fatalf("prune left %d records and %d tombstones, want the 4 that are young or not succeeded and one tombstone per deleted record", n, stones)
 		}
 		// A shorter window works but says what it costs.
 		out, stderr, err = runCmd(env, "prune", "--older-than", "1h")

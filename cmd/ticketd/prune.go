@@ -13,12 +13,13 @@ import (
 )
 
 // prune deletes succeeded operation records older than the retention
-// window, in batches, and prints how many went. Records that still need an
-// answer or an operator (pending, failed, unknown) are never deleted.
+// window, in batches, and prints how many went. Each leaves a tombstone, so
+// its ID still answers (expired) and is never run again. Records that still
+// need an answer or an operator (pending, failed, unknown) are never deleted.
 func prune(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("prune", flag.ContinueOnError)
 	olderThan := fs.Duration("older-than", operations.DefaultRetention,
-		"delete succeeded operation records last updated longer ago than this; a retry of a pruned ID is refused (operation_expired) instead of replayed, so keep it at least the "+
+		"delete succeeded operation records last updated longer ago than this, keeping a tombstone of each; a lookup of a pruned ID answers expired and a retry is refused (operation_expired) instead of replayed, so keep it at least the "+
 			days(operations.DefaultRetention)+" ticketd promises agents")
 	dryRun := fs.Bool("dry-run", false, "count the records that would be deleted, delete nothing")
 	batchSize := fs.Int("batch-size", operations.DefaultPruneBatch, "records deleted per statement (each a short transaction)")
@@ -60,7 +61,7 @@ func prune(ctx context.Context, args []string, getenv func(string) string, stdou
 	if res.Batches == 1 {
 		batches = "batch"
 	}
-	if _, err := fmt.Fprintf(stdout, "deleted %d succeeded operation records last updated before %s in %d %s\n",
+	if _, err := fmt.Fprintf(stdout, "deleted %d succeeded operation records last updated before %s in %d %s, keeping a tombstone of each\n",
 		res.Deleted, cutoff.Format(time.RFC3339), res.Batches, batches); err != nil {
 		return err
 	}

@@ -123,8 +123,11 @@ type operationData struct {
 
 // advice says what to do about an operation in status s.
 func advice(s operations.Status) string {
-	if s == operations.StatusSucceeded {
+	switch s {
+	case operations.StatusSucceeded:
 		return "Nothing to do: it committed. Retrying it with the same operation ID replays this result and changes nothing."
+	case operations.StatusExpired:
+		return "Nothing to do: it ran, longer ago than ticketd keeps operation records, and its record was pruned, so its result is no longer shown. Do not repeat it, under this operation ID or a new one."
 	}
 	for _, a := range attention {
 		if a.Status == s {

@@ -128,7 +128,7 @@ type OperationStatus struct {
 	// Action is absent only from a not_found answer: nothing ran, so no
 	// action is known.
 	Action     string      `json:"action,omitempty" jsonschema:"the write the ID was used for: create_ticket, update_ticket or add_comment (absent when status is not_found)"`
-	Status     string      `json:"status" jsonschema:"succeeded, failed, pending, unknown or not_found"`
+	Status     string      `json:"status" jsonschema:"succeeded, failed, pending, unknown, expired (it ran; its record was pruned) or not_found"`
 	TicketID   string      `json:"ticket_id,omitempty" jsonschema:"the ticket the operation created, updated or commented on, when succeeded"`
 	Ticket     *Ticket     `json:"ticket,omitempty" jsonschema:"that ticket as it is now, when succeeded"`
 	Version    int64       `json:"version,omitempty" jsonschema:"update_ticket: the version this update produced (the ticket may be later now)"`
@@ -198,6 +198,11 @@ func FromOperation(st tickets.OperationStatus, next NextStep) OperationStatus {
 		OperationID: r.OperationID.String(), Action: r.Action, Status: string(r.Status), Error: r.Error,
 		CreatedAt: &r.CreatedAt, UpdatedAt: &r.UpdatedAt, NextStep: next(r.Action, r.Status),
 		Version: st.Version,
+	}
+	if r.Status == operations.StatusExpired {
+		// A tombstone keeps when it was pruned (updated_at), not when the
+		// write ran.
+		out.CreatedAt = nil
 	}
 	switch {
 	case st.TicketID != nil:

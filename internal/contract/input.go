@@ -140,7 +140,8 @@ func StringEnum[S ~string](values ...S) []any {
 
 // OperationStatusSchema is the operation status object's JSON Schema with
 // its closed vocabularies; statuses lists the values the transport reports
-// (MCP adds not_found, which REST answers with a 404 instead).
+// (OperationStatuses; MCP adds not_found, which REST answers with a 404
+// instead).
 func OperationStatusSchema(statuses ...string) *jsonschema.Schema {
 	s := Infer[OperationStatus]()
 	ConstrainOperationStatus(s, statuses...)
@@ -173,11 +174,17 @@ const (
 // DeliveryStatuses are the statuses a webhook delivery can have.
 var DeliveryStatuses = []string{DeliveryPending, DeliveryDelivered, DeliveryFailed}
 
-// LedgerStatuses are the statuses an operation record can have.
+// LedgerStatuses are the statuses an operation record can have, which a
+// list of operations can filter by.
 var LedgerStatuses = []string{
 	string(operations.StatusSucceeded), string(operations.StatusFailed),
 	string(operations.StatusPending), string(operations.StatusUnknown),
 }
+
+// OperationStatuses are the statuses a lookup of an operation ID reports:
+// a record's, or expired for a write whose record was pruned (its
+// tombstone, which lists never show).
+var OperationStatuses = append(slices.Clone(LedgerStatuses), string(operations.StatusExpired))
 
 // Statuses is a ticket list's status filter: one status or a list of them,
 // as list_tickets takes it ("open" or ["open", "in_progress"]).

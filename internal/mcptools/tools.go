@@ -40,7 +40,7 @@ Urgent needs a person's approval (it pages on-call): your client may ask; else g
 
 	descPreviewTicket = `Dry run of create_ticket, writing nothing: the normalised ticket, its fingerprint and, with your operation_id, what create_ticket would do: create, replay (existing_ticket_id) or conflict (the ID made another ticket).`
 
-	descGetOperationStatus = `Did a write happen? Ask after outcome_unknown or a timeout, before retrying. status: succeeded (do not repeat), pending (check again), failed (nothing changed; see error), unknown (check again or retry the same call), not_found (nothing ran under it in 30 days: safe to call with it).`
+	descGetOperationStatus = `Did a write happen? Ask after outcome_unknown or a timeout, before retrying. status: succeeded or expired (it ran; never repeat), pending (ask again), failed (nothing changed; see error), unknown (check again or retry unchanged), not_found (nothing ran in 30 days: safe to use it).`
 
 	descGetTicket = `Fetch a ticket in full by ID (UUID) or key (SUP-42).`
 
@@ -211,7 +211,7 @@ var (
 		name: ToolGetOperationStatus, title: "Get operation status", description: descGetOperationStatus, scope: authn.ScopeRead, readOnly: true,
 		input: func(s *jsonschema.Schema) { s.Properties["operation_id"].Pattern = operationIDPattern },
 		output: func(s *jsonschema.Schema) {
-			contract.ConstrainOperationStatus(s, slices.Concat(contract.LedgerStatuses, []string{contract.StatusNotFound})...)
+			contract.ConstrainOperationStatus(s, slices.Concat(contract.OperationStatuses, []string{contract.StatusNotFound})...)
 			s.Properties["ticket"] = ref(defTicket)
 			s.Properties["deliveries"].Items = ref(defDelivery)
 		},
@@ -335,6 +335,8 @@ func operationNextStep(action string, s operations.Status) string {
 		return "The operation is still running; check again in a moment with the same operation_id."
 	case operations.StatusFailed:
 		return "The operation was rejected for the reason in error; it changed nothing."
+	case operations.StatusExpired:
+		return "The write ran: " + verb + " succeeded under this operation_id longer ago than ticketd keeps operation records, and its record was pruned, so its result can no longer be shown. Do not make it again, with this operation_id or a new one (a retry with this one answers operation_expired and changes nothing); find what it made with list_tickets or get_ticket."
 	default:
 		return "The outcome is not known yet; check again shortly, or retry " + verb + " with the same operation_id and input (never a new one)."
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 )
 
 // ClaimWith is the ledger's claim of a key as the first item of a write's
@@ -21,11 +20,19 @@ import (
 // The statement must do nothing else unless ClaimWon holds, and return it as
 // a column, for Fold.Report: a key another call holds is that call's, and
 // the ledger answers from its record.
+//
+// A tombstoned key (its record pruned) is never claimed: the ledger answers
+// ErrExpired. The tombstone is read in the statement's snapshot; one that
+// Prune commits while the claim waits for the record it is deleting is not
+// seen, but the ledger's fast path read that record before, and answered it,
+// so a claim only waits so for a record made after its fast path.
 const ClaimWith = `claim AS (
 	INSERT INTO "operations" (tenant_id, action, operation_id, fingerprint, status, result_id, created_at, updated_at)
 	SELECT @claim_tenant, @claim_action, CAST(@claim_op AS uuid), @claim_fingerprint, @claim_status, @claim_result,
 		CAST(@claim_now AS timestamptz), CAST(@claim_now AS timestamptz)
 	FROM (SELECT set_config('lock_timeout', @claim_lock_timeout, true)) AS bounded
+	WHERE NOT EXISTS (SELECT 1 FROM operation_tombstones
+		WHERE tenant_id = @claim_tenant AND action = @claim_action AND operation_id = CAST(@claim_op AS uuid))
 	ON CONFLICT DO NOTHING
 	RETURNING set_config('lock_timeout', '0', true)
 )`
@@ -39,6 +46,14 @@ const ClaimWon = `EXISTS (SELECT 1 FROM claim)`
 
 // claimPostgresSQL is the claim alone, for writes that do not fold it.
 const claimPostgresSQL = "WITH " + ClaimWith + "\nSELECT 1 FROM claim"
+
+// claimSQLiteSQL is the claim on SQLite, where a write transaction holds
+// the one writer lock from its BEGIN (IMMEDIATE), so nothing commits
+// between its read of the tombstones and its insert.
+const claimSQLiteSQL = `INSERT INTO operations (tenant_id, action, operation_id, fingerprint, status, result_id, created_at, updated_at)
+SELECT ?, ?, ?, ?, ?, ?, ?, ?
+WHERE NOT EXISTS (SELECT 1 FROM operation_tombstones WHERE tenant_id = ? AND action = ? AND operation_id = ?)
+ON CONFLICT DO NOTHING`
 
 // Fold is one key's claim as the ledger hands it to a FoldedWriteFunc. On
 // PostgreSQL the write runs it (Inline) in its first statement and tells
@@ -147,7 +162,9 @@ func claimFailed(err error) error {
 // (docs/perf.md).
 func (l *Ledger) claim(tx *gorm.DB, fold *Fold) error {
 	if tx.Dialector.Name() != "postgres" {
-		res := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&fold.row)
+		r := fold.row
+		res := tx.Table("operations").Exec(claimSQLiteSQL, r.TenantID, r.Action, r.OperationID, r.Fingerprint, r.Status, r.ResultID, r.CreatedAt, r.UpdatedAt,
+			r.TenantID, r.Action, r.OperationID)
 		fold.won = res.RowsAffected > 0
 		return res.Error
 	}

@@ -155,10 +155,13 @@ func (l *Ledger) run(ctx context.Context, key Key, fingerprint, resultID string,
 
 // answer turns an existing record into the reply to a call that brought
 // fingerprint. Only a success is replayed; any other recorded state is
-// reported as what it is, never as a success.
+// reported as what it is, never as a success. A tombstone answers
+// ErrExpired whatever the input: the key was used.
 func answer(rec Record, fingerprint string) (Outcome, error) {
 	out := Outcome{Record: rec}
 	switch {
+	case rec.Status == StatusExpired:
+		return out, expired(rec, fingerprint)
 	case rec.Fingerprint != fingerprint:
 		return out, fmt.Errorf("%w (key %s)", ErrConflict, rec.Key)
 	case rec.Status == StatusSucceeded:
@@ -221,10 +224,20 @@ func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, result
 		return Outcome{}, err
 	}
 	if !fold.won {
-		// A concurrent call committed this key after our fast-path read.
-		// Read Committed (and SQLite's serialised writers) show us its record now.
+		// A concurrent call committed this key after our fast-path read, or
+		// Prune replaced its record by a tombstone since (the claim refuses
+		// a tombstoned key). Read Committed (and SQLite's serialised
+		// writers) show us which now.
 		var existing record
-		if err := tx.Where(keyClause(key)).Take(&existing).Error; err != nil {
+		err := tx.Where(keyClause(key)).Take(&existing).Error
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			rec, err := findTombstone(tx, "tenant_id = ? AND action = ? AND operation_id = ?", key.Tenant, key.Action, key.OperationID.String())
+			if err != nil {
+				return Outcome{}, fmt.Errorf("%w: read concurrently claimed operation: %v", ErrUnavailable, err)
+			}
+			return answer(rec, fingerprint)
+		}
+		if err != nil {
 			return Outcome{}, fmt.Errorf("%w: read concurrently claimed operation: %v", ErrUnavailable, err)
 		}
 		rec, err := existing.toRecord()
@@ -247,15 +260,22 @@ func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, result
 }
 
 // Find returns the tenant's record for operationID under any action, for
-// callers that know only the ID (an agent asking what became of it).
+// callers that know only the ID (an agent asking what became of it): the
+// newest record, else the newest tombstone as a record of status expired
+// (the write ran and its record was pruned), else ErrNotFound, which then
+// proves nothing ran under the ID for the tenant.
 func (l *Ledger) Find(ctx context.Context, tenant string, operationID uuid.UUID) (Record, error) {
 	var row record
-	err := l.db.WithContext(ctx).
-		Where("tenant_id = ? AND operation_id = ?", tenant, operationID.String()).
-		Order("created_at DESC").Take(&row).Error
+	db := l.db.WithContext(ctx)
+	const byID = "tenant_id = ? AND operation_id = ?"
+	err := db.Where(byID, tenant, operationID.String()).Order("created_at DESC").Take(&row).Error
 	switch {
 	case errors.Is(err, gorm.ErrRecordNotFound):
-		return Record{}, fmt.Errorf("%w (tenant %s, id %s)", ErrNotFound, tenant, operationID)
+		rec, err := findTombstone(db, byID, tenant, operationID.String())
+		if errors.Is(err, ErrNotFound) {
+			return Record{}, fmt.Errorf("%w (tenant %s, id %s)", ErrNotFound, tenant, operationID)
+		}
+		return rec, err
 	case err != nil:
 		return Record{}, fmt.Errorf("%w: find operation: %v", ErrUnavailable, err)
 	}

@@ -8,22 +8,28 @@ import (
 	"strings"
 )
 
-// Lookup returns the record for key, or ErrNotFound. It never sees another
-// tenant's records: the tenant is part of the key.
+// Lookup returns the record for key, or ErrNotFound. A key whose record was
+// pruned answers ErrExpired, with the tombstone as a record of status
+// expired. It never sees another tenant's records: the tenant is part of
+// the key.
 func (l *Ledger) Lookup(ctx context.Context, key Key) (Record, error) {
 	rec, _, err := l.lookup(ctx, key, Replay{})
-	if errors.Is(err, ErrNotFound) {
+	switch {
+	case errors.Is(err, ErrNotFound):
 		return Record{}, fmt.Errorf("%w (key %s)", ErrNotFound, key)
+	case err == nil && rec.Status == StatusExpired:
+		return rec, expired(rec, "")
 	}
 	return rec, err
 }
 
-// lookup reads key's record and, when replay names a result and the
-// record succeeded, that result's row into replay.Into, in one query; it
-// reports whether the row was read. The columns are scanned by hand: GORM's
-// reflective Scan was most of a replay's allocations in the store. A
-// missing record is the bare ErrNotFound: every fresh write meets it, and
-// RunReplaying only tests for it.
+// lookup reads key's record, or its tombstone as a record of status
+// expired, and, when replay names a result and the record succeeded, that
+// result's row into replay.Into, in one query; it reports whether the row
+// was read. The columns are scanned by hand: GORM's reflective Scan was
+// most of a replay's allocations in the store. A missing record is the
+// bare ErrNotFound: every fresh write meets it, and RunReplaying only
+// tests for it.
 func (l *Ledger) lookup(ctx context.Context, key Key, replay Replay) (Record, bool, error) {
 	var (
 		row  record
@@ -33,9 +39,9 @@ func (l *Ledger) lookup(ctx context.Context, key Key, replay Replay) (Record, bo
 	)
 	if replay.Join != nil {
 		rows, err = l.db.WithContext(ctx).Raw(replay.Join.query(l.db.Dialector.Name()),
-			string(StatusSucceeded), key.Tenant, key.Action, op).Rows()
+			string(StatusSucceeded), key.Tenant, key.Action, op, key.Tenant, key.Action, op).Rows()
 	} else {
-		rows, err = l.db.WithContext(ctx).Raw(lookupSQL, key.Tenant, key.Action, op).Rows()
+		rows, err = l.db.WithContext(ctx).Raw(lookupSQL, key.Tenant, key.Action, op, key.Tenant, key.Action, op).Rows()
 	}
 	if err != nil {
 		return Record{}, false, fmt.Errorf("%w: look up operation: %v", ErrUnavailable, err)
@@ -74,8 +80,14 @@ func (l *Ledger) lookup(ctx context.Context, key Key, replay Replay) (Record, bo
 	return rec, found, err
 }
 
+// lookupSQL reads a key's record or its tombstone, in the one round trip a
+// fresh write's fast path already pays: Prune replaces the one by the other
+// in one transaction, and a claim does not insert a record under a
+// tombstoned key (ClaimWith).
 const lookupSQL = `SELECT fingerprint, status, result_id, error, approval_id, created_at, updated_at
-FROM operations WHERE tenant_id = ? AND action = ? AND operation_id = ?`
+FROM operations WHERE tenant_id = ? AND action = ? AND operation_id = ?
+UNION ALL SELECT fingerprint, 'expired', NULL, NULL, NULL, pruned_at, pruned_at
+FROM operation_tombstones WHERE tenant_id = ? AND action = ? AND operation_id = ?`
 
 // Replay names what RunReplaying reads with a record: Join, made once per
 // result table, and Into, this call's scan targets, one per Join column.
@@ -99,11 +111,15 @@ func NewJoin(table string, columns []string) *Join {
 	for i, c := range columns {
 		qualified[i] = "r." + c
 	}
+	// A tombstone has no result: its row finds none and reads NULLs.
+	none := strings.Repeat(", NULL", len(columns))
 	q := func(resultID string) string {
 		return `SELECT o.fingerprint, o.status, o.result_id, o.error, o.approval_id, o.created_at, o.updated_at,
 	r.id IS NOT NULL, ` + strings.Join(qualified, ", ") + `
 FROM operations o LEFT JOIN "` + table + `" r ON r.tenant_id = o.tenant_id AND r.id = ` + resultID + ` AND o.status = ?
-WHERE o.tenant_id = ? AND o.action = ? AND o.operation_id = ?`
+WHERE o.tenant_id = ? AND o.action = ? AND o.operation_id = ?
+UNION ALL SELECT fingerprint, 'expired', NULL, NULL, NULL, pruned_at, pruned_at, false` + none + `
+FROM operation_tombstones WHERE tenant_id = ? AND action = ? AND operation_id = ?`
 	}
 	return &Join{postgres: q("CAST(o.result_id AS uuid)"), sqlite: q("o.result_id"), columns: len(columns)}
 }

@@ -31,6 +31,11 @@ const (
 	StatusFailed Status = "failed"
 	// StatusUnknown means the outcome needs reconciliation.
 	StatusUnknown Status = "unknown"
+	// StatusExpired means the write ran and its record was pruned (Prune):
+	// only its tombstone is left, which keeps the key and the fingerprint
+	// but not the result. No record is stored with it; lookups report it,
+	// and a retry gets ErrExpired.
+	StatusExpired Status = "expired"
 )
 
 // Errors the ledger returns. Each maps to one contract code (docs/contract.md#error-codes).
@@ -45,10 +50,12 @@ var (
 	// ErrFailed: the key's operation was recorded as failed; repeating it
 	// cannot succeed.
 	ErrFailed = errors.New("operation failed earlier")
-	// ErrExpired: the write's own row (ticket, comment, event) shows the
-	// key was applied once already, but its record is gone: pruned past the
-	// retention window (DefaultRetention), so its result can no longer be
-	// replayed. The write is refused rather than applied a second time.
+	// ErrExpired: the key was applied once already, but its record is
+	// gone: pruned past the retention window (DefaultRetention), so its
+	// result can no longer be replayed. The key's tombstone says so (a
+	// record pruned before tombstones existed: the write's own row, a
+	// ticket, comment or event, does). The write is refused rather than
+	// applied a second time.
 	ErrExpired = errors.New("operation ID already applied; its record is past the retention window")
 	// ErrNotFound: no record exists for the key within this tenant.
 	ErrNotFound = errors.New("no operation with this ID")

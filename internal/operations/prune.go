@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 )
 
 // DefaultRetention is how long ticketd promises to remember a succeeded
@@ -28,9 +31,13 @@ type PruneResult struct {
 }
 
 // Prune deletes succeeded records last updated before cutoff, batchSize at
-// a time, across every tenant and action. Records in any other status
-// (pending, failed, unknown) are never deleted: they still need an answer or
-// an operator. With dryRun it only counts.
+// a time, across every tenant and action, and leaves a tombstone for each
+// (its key and fingerprint) in the transaction that deletes it, so there is
+// no moment when neither exists: a lookup of a pruned key answers status
+// expired, a retry ErrExpired, and the key is never claimed again.
+// Tombstones are kept for good. Records in any other status (pending,
+// failed, unknown) are never deleted: they still need an answer or an
+// operator. With dryRun it only counts, and writes nothing.
 //
 // A record is judged by updated_at, so one reconciled to succeeded late is
 // kept for the full window after its reconciliation. Each batch re-checks the
@@ -51,31 +58,79 @@ func (l *Ledger) Prune(ctx context.Context, cutoff time.Time, batchSize int, dry
 	// Stored timestamps are UTC; SQLite compares them as text, so the
 	// cutoff must be in the same zone to compare correctly.
 	cutoff = cutoff.UTC()
-	const eligible = "status = ? AND updated_at < ?"
 	succeeded := string(StatusSucceeded)
 
-	if err := l.db.WithContext(ctx).Model(&record{}).Where(eligible, succeeded, cutoff).Count(&res.Eligible).Error; err != nil {
+	if err := l.db.WithContext(ctx).Model(&record{}).Where(pruneEligible, succeeded, cutoff).Count(&res.Eligible).Error; err != nil {
 		return res, fmt.Errorf("%w: count prunable operations: %v", ErrUnavailable, err)
 	}
 	if dryRun {
 		return res, nil
 	}
-	// Row-value IN works on PostgreSQL and SQLite alike and needs no
-	// dialect-specific row identifier (ctid, rowid).
-	const deleteBatch = `DELETE FROM operations WHERE ` + eligible + ` AND (tenant_id, action, operation_id) IN (
-		SELECT tenant_id, action, operation_id FROM operations WHERE ` + eligible + ` LIMIT ?)`
 	for {
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("prune stopped after %d records: %w", res.Deleted, err)
 		}
-		del := l.db.WithContext(ctx).Exec(deleteBatch, succeeded, cutoff, succeeded, cutoff, batchSize)
-		if del.Error != nil {
-			return res, fmt.Errorf("%w: prune operations (after %d deleted): %v", ErrUnavailable, res.Deleted, del.Error)
+		n, err := l.pruneBatch(ctx, cutoff, batchSize)
+		if err != nil {
+			return res, fmt.Errorf("%w: prune operations (after %d deleted): %v", ErrUnavailable, res.Deleted, err)
 		}
 		res.Batches++
-		res.Deleted += del.RowsAffected
-		if del.RowsAffected < int64(batchSize) {
+		res.Deleted += n
+		if n < int64(batchSize) {
 			return res, nil
 		}
 	}
+}
+
+const pruneEligible = "status = ? AND updated_at < ?"
+
+// pruneDeleteSQL deletes one batch and returns what its tombstones keep.
+// Row-value IN works on PostgreSQL and SQLite alike and needs no
+// dialect-specific row identifier (ctid, rowid).
+const pruneDeleteSQL = `DELETE FROM operations WHERE ` + pruneEligible + ` AND (tenant_id, action, operation_id) IN (
+	SELECT tenant_id, action, operation_id FROM operations WHERE ` + pruneEligible + ` LIMIT ?)
+RETURNING tenant_id, action, operation_id, fingerprint`
+
+// tombstoneBatch is how many tombstones one INSERT writes: five parameters
+// each, far below either database's limit on parameters.
+const tombstoneBatch = 200
+
+// pruneBatch deletes up to batchSize eligible records and writes their
+// tombstones, in one transaction, and returns how many it deleted.
+func (l *Ledger) pruneBatch(ctx context.Context, cutoff time.Time, batchSize int) (int64, error) {
+	var n int64
+	succeeded := string(StatusSucceeded)
+	err := l.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		rows, err := tx.Raw(pruneDeleteSQL, succeeded, cutoff, succeeded, cutoff, batchSize).Rows()
+		if err != nil {
+			return fmt.Errorf("delete: %w", err)
+		}
+		defer rows.Close()
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		var stones []tombstone
+		for rows.Next() {
+			t := tombstone{PrunedAt: now}
+			if err := rows.Scan(&t.TenantID, &t.Action, &t.OperationID, &t.Fingerprint); err != nil {
+				return fmt.Errorf("read deleted record: %w", err)
+			}
+			stones = append(stones, t)
+		}
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("delete: %w", err)
+		}
+		if err := rows.Close(); err != nil {
+			return fmt.Errorf("delete: %w", err)
+		}
+		n = int64(len(stones))
+		if n == 0 {
+			return nil
+		}
+		// A key tombstoned already (the one race ClaimWith describes)
+		// keeps its first tombstone.
+		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(stones, tombstoneBatch).Error; err != nil {
+			return fmt.Errorf("write tombstones: %w", err)
+		}
+		return nil
+	})
+	return n, err
 }

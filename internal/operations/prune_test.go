@@ -2,11 +2,14 @@ package operations_test
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
@@ -129,4 +132,79 @@ func TestPruneStopsWhenCancelled(t *testing.T) {
 	if n := len(remaining(t, d)); n != 1 {
 		t.Errorf("a cancelled prune deleted records: %d left, want 1", n)
 	}
+}
+
+// tombstones counts the tombstones of every tenant.
+func tombstones(tb testing.TB, d *db.DB) int64 {
+	tb.Helper()
+	var n int64
+	if err := d.Gorm.Table("operation_tombstones").Count(&n).Error; err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// TestPrunedKeyStaysAnswerable prunes one tenant's old record: the dry run
+// leaves no tombstone, the prune leaves exactly one, and from then on a
+// lookup answers expired (Find) or ErrExpired (Lookup), a retry with any
+// input ErrExpired without running its write, and a claim of the key
+// (Claim, which has no fast path of its own) ErrExpired with nothing
+// claimed. Another tenant's use of the same ID is untouched by it.
+func TestPrunedKeyStaysAnswerable(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		ctx := context.Background()
+		l := operations.NewLedger(d.Gorm, operations.Options{})
+		now := time.Now().UTC()
+		key := insertRecord(t, d, "acme", operations.StatusSucceeded, now.Add(-2*operations.DefaultRetention))
+		cutoff := now.Add(-operations.DefaultRetention)
+
+		if _, err := l.Prune(ctx, cutoff, 10, true); err != nil {
+			t.Fatal(err)
+		}
+		if n := tombstones(t, d); n != 0 {
+			t.Fatalf("the dry run wrote %d tombstones", n)
+		}
+		if res, err := l.Prune(ctx, cutoff, 10, false); err != nil || res.Deleted != 1 {
+			t.Fatalf("prune = %+v, %v; want 1 deleted", res, err)
+		}
+		if n := tombstones(t, d); n != 1 {
+			t.Fatalf("%d tombstones after pruning one record, want 1", n)
+		}
+
+		rec, err := l.Find(ctx, key.Tenant, key.OperationID)
+		if err != nil || rec.Status != operations.StatusExpired || rec.Action != key.Action || rec.Fingerprint != fingerprintA {
+			t.Errorf("Find after prune = %+v, %v; want status expired under %s", rec, err, key.Action)
+		}
+		if _, err := l.Lookup(ctx, key); !errors.Is(err, operations.ErrExpired) {
+			t.Errorf("Lookup after prune = %v, want ErrExpired", err)
+		}
+		if _, err := l.Find(ctx, "globex", key.OperationID); !errors.Is(err, operations.ErrNotFound) {
+			t.Errorf("another tenant's Find = %v, want ErrNotFound", err)
+		}
+		for name, fp := range map[string]string{"SameInput": fingerprintA, "OtherInput": strings.Repeat("b", 64)} {
+			ran := false
+			_, err := l.Run(ctx, key, fp, "again", func(*gorm.DB) error { ran = true; return nil })
+			if !errors.Is(err, operations.ErrExpired) || ran {
+				t.Errorf("%s: retry after prune = %v (write ran: %v), want ErrExpired and no write", name, err, ran)
+			}
+			want := map[string]string{"SameInput": "is the same as", "OtherInput": "differs from"}[name]
+			if err != nil && !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: retry after prune says %q, want it to say the input %s the pruned write's", name, err, want)
+			}
+		}
+		within := false
+		if _, err := l.Claim(ctx, key, fingerprintA, "again", func(*gorm.DB) error { within = true; return nil }); !errors.Is(err, operations.ErrExpired) || within {
+			t.Errorf("Claim of a pruned key = %v (within ran: %v), want ErrExpired and nothing claimed", err, within)
+		}
+		if ids := remaining(t, d); len(ids) != 0 {
+			t.Errorf("records after retrying a pruned key: %v, want none", ids)
+		}
+		// The same ID is another tenant's own: it runs there.
+		other := key
+		other.Tenant = "globex"
+		if out, err := l.Run(ctx, other, fingerprintA, "theirs", insertProject("theirs")); err != nil || out.Replayed {
+			t.Errorf("another tenant's first use of the ID = %+v, %v; want a fresh write", out, err)
+		}
+	})
 }

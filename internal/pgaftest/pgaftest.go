@@ -1,7 +1,8 @@
 // Package pgaftest runs a real pg_auto_failover formation for tests: a
 // monitor and two PostgreSQL nodes (a primary and its synchronous hot
-// standby) on one host, each on its own port and temporary data directory,
-// removed with every process when the test ends, pass or fail.
+// standby) on one host, each on its own port of 127.0.0.1 (and no other
+// address) and temporary data directory, removed with every process when
+// the test ends, pass or fail.
 //
 // The test that uses it runs only where `make test` found or installed
 // pg_auto_failover (scripts/ensure-pg-auto-failover.sh) and put the path of
@@ -163,7 +164,7 @@ func Start(tb testing.TB) *Cluster {
 
 func (c *Cluster) start(ctx context.Context) error {
 	if err := c.spawn(c.Monitor, "create", "monitor", "--pgdata", c.Monitor.PGData, "--pgport", strconv.Itoa(c.Monitor.Port),
-		"--pgctl", c.pgctl, "--hostname", "127.0.0.1", "--auth", "trust", "--no-ssl", "--run"); err != nil {
+		"--pgctl", c.pgctl, "--hostname", "127.0.0.1", "--listen", "127.0.0.1", "--auth", "trust", "--no-ssl", "--run"); err != nil {
 		return err
 	}
 	mon, err := sql.Open("pgx", c.MonitorURL())
@@ -188,7 +189,7 @@ func (c *Cluster) start(ctx context.Context) error {
 
 	for i, n := range c.Nodes {
 		if err := c.spawn(n, "create", "postgres", "--pgdata", n.PGData, "--pgport", strconv.Itoa(n.Port), "--pgctl", c.pgctl,
-			"--hostname", "127.0.0.1", "--name", n.Name, "--monitor", c.monitorNodeURL(), "--dbname", Database,
+			"--hostname", "127.0.0.1", "--listen", "127.0.0.1", "--name", n.Name, "--monitor", c.monitorNodeURL(), "--dbname", Database,
 			"--auth", "trust", "--no-ssl", "--run"); err != nil {
 			return err
 		}
@@ -216,11 +217,37 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the standby did not become secondary: %v: %w", c.states(ctx, mon), err)
 	}
+	if err := c.loopbackOnly(ctx); err != nil {
+		return err
+	}
 	for _, n := range c.Nodes {
 		for _, s := range KeeperSettings {
 			if out, err := c.autoctlCmd("config", "set", "--pgdata", n.PGData, s.Name, s.Value).CombinedOutput(); err != nil {
 				return fmt.Errorf("%s: pg_autoctl config set %s: %v\n%s", n.Name, s.Name, err, out)
 			}
+		}
+	}
+	return nil
+}
+
+// loopbackOnly checks that the monitor and both nodes listen on 127.0.0.1
+// alone (pg_autoctl's --listen; its default is every interface), so a
+// formation of trust-authenticated servers is never reachable from the
+// network.
+func (c *Cluster) loopbackOnly(ctx context.Context) error {
+	for _, url := range []string{c.MonitorURL(), c.NodeURL(0), c.NodeURL(1)} {
+		conn, err := sql.Open("pgx", url)
+		if err != nil {
+			return err
+		}
+		var listen string
+		err = conn.QueryRowContext(ctx, "SHOW listen_addresses").Scan(&listen)
+		conn.Close()
+		if err != nil {
+			return fmt.Errorf("read listen_addresses: %w", err)
+		}
+		if listen != "127.0.0.1" {
+			return fmt.Errorf("%s listens on %q, want 127.0.0.1 only", url, listen)
 		}
 	}
 	return nil

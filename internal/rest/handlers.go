@@ -131,8 +131,9 @@ func (a *api) listTickets(w http.ResponseWriter, r *http.Request) {
 }
 
 // getOperation is GET /api/v1/operations/{operation_id}: what became of an
-// Idempotency-Key. An ID nothing ran under is a 404 not_found, which proves
-// that no ticket was created with it.
+// Idempotency-Key. A write whose record was pruned is 200 with status
+// expired; an ID nothing ran under is a 404 not_found, which proves that no
+// ticket was created with it.
 func (a *api) getOperation(w http.ResponseWriter, r *http.Request) {
 	id, err := pathOperationID(r)
 	if err != nil {
@@ -216,6 +217,8 @@ func operationNextStep(action string, s operations.Status) string {
 		return "The operation is still running; GET it again in a moment."
 	case operations.StatusFailed:
 		return "The operation was rejected for the reason in error; it changed nothing."
+	case operations.StatusExpired:
+		return "The write ran, longer ago than ticketd keeps operation records, and its record was pruned, so its result can no longer be shown. Do not send it again under this Idempotency-Key or a new one (this one answers 409 operation_expired and changes nothing); find what it made with GET /api/v1/tickets."
 	default:
 		return "The outcome is not known yet; GET it again shortly, or send the same request with the same Idempotency-Key (never a new one)."
 	}

@@ -76,7 +76,7 @@ func generateOpenAPI(raw []byte) ([]byte, error) {
 		"Ticket":              contract.TicketSchema(),
 		"TicketSummary":       contract.TicketSummarySchema(),
 		"Project":             contract.Infer[contract.Project](),
-		"OperationStatus":     contract.OperationStatusSchema(contract.LedgerStatuses...),
+		"OperationStatus":     contract.OperationStatusSchema(contract.OperationStatuses...),
 		"Priority":            {Type: "string", Enum: contract.StringEnum(tickets.Priorities...)},
 		"TicketStatus":        {Type: "string", Enum: contract.StringEnum(tickets.Statuses...)},
 		"NewWebhook":          newWebhookSchema(),

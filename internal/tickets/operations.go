@@ -40,9 +40,11 @@ type OperationStatus struct {
 
 // GetOperation returns the tenant's record for operationID and, when it
 // succeeded, what it made: the ticket for every action, the version for
-// update_ticket, the comment for add_comment. operations.ErrNotFound is
-// authoritative proof that nothing ran under that ID for this tenant;
-// another tenant's use of the same ID is invisible.
+// update_ticket, the comment for add_comment. A write whose record was
+// pruned answers its tombstone, status expired: it ran, and what it made is
+// no longer recorded. operations.ErrNotFound is authoritative proof that
+// nothing ran under that ID for this tenant; another tenant's use of the
+// same ID (its record or its tombstone) is invisible.
 //
 // Errors: ErrInvalid (the zero ID), operations.ErrNotFound, ErrUnavailable,
 // operations.ErrUnavailable.

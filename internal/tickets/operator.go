@@ -45,7 +45,12 @@ func (s *Service) findOperation(ctx context.Context, tenant string, opID operati
 		if !slices.Contains(Actions(), action) {
 			return operations.Record{}, invalidField("action", "must be one of %s", strings.Join(Actions(), ", "))
 		}
-		return s.ledger.Lookup(ctx, operations.Key{Tenant: tenant, Action: action, OperationID: id})
+		rec, err := s.ledger.Lookup(ctx, operations.Key{Tenant: tenant, Action: action, OperationID: id})
+		if errors.Is(err, operations.ErrExpired) {
+			// A pruned write's tombstone, status expired, as Find answers it.
+			return rec, nil
+		}
+		return rec, err
 	}
 	return s.ledger.Find(ctx, tenant, id)
 }
@@ -62,6 +67,10 @@ func (s *Service) ReconcileOperation(ctx context.Context, c Caller, id operation
 	rec, err := s.findOperation(ctx, tenant, id, action)
 	if err != nil {
 		return OperationStatus{}, fmt.Errorf("reconcile operation: %w", err)
+	}
+	if rec.Status == operations.StatusExpired {
+		// Pruned: it succeeded long ago, and nothing is left to reconcile.
+		return s.statusOf(ctx, tenant, rec)
 	}
 	if _, err := s.downstream(ctx, rec.Key); err == nil {
 		err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
