@@ -4,6 +4,7 @@ import (
 	"context"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/console"
+	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/server/servertest"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
@@ -602,4 +605,32 @@ func mustDo(t *testing.T, c *http.Client, req *http.Request) *http.Response {
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// TestCookieFollowsThePublicURLNotTheRequest: a request that arrives over
+// TLS while the public URL is http gets the plain cookie, because the
+// public URL's scheme alone decides (docs/approval.md, DESIGN §20).
+func TestCookieFollowsThePublicURLNotTheRequest(t *testing.T) {
+	t.Parallel()
+	d := dbtest.SQLite(t)
+	svc := tickets.NewService(d.Gorm, tickets.Options{})
+	h := console.New(console.Config{Service: svc, Verifier: servertest.Verifier(t, audience), Sessions: console.NewSessions(d.Gorm)})
+	srv := httptest.NewTLSServer(h)
+	t.Cleanup(srv.Close)
+	client := srv.Client()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/console/signin",
+		strings.NewReader(url.Values{"token": {token(t, "alice", time.Now(), authn.ScopeRead)}}.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if ck := resp.Cookies(); len(ck) != 1 || ck[0].Name != "ticketd_console" || ck[0].Secure {
+		t.Errorf("over TLS with an http public URL: cookies %+v; want the plain ticketd_console, not Secure", ck)
+	}
 }
