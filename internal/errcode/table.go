@@ -109,7 +109,7 @@ var Table = []Row{
 		RetryAfter:   5 * time.Second,
 		AgentStep:    "Nothing was written. Ask the user to open approval_url and approve this change, then retry with the same operation_id and arguments (before expires_at).",
 		OperatorStep: "Nothing was written. A person with tickets:approve opens approval_url in the console (or POSTs /api/v1/approvals/{approval_id}/approve) and approves; then send the same request again with the same Idempotency-Key before expires_at.",
-		PersonStep:   "This change needs a person's approval first; nothing was written. Open the Approvals page, approve it, then submit the form again as it is.",
+		PersonStep:   "This change needs a person's approval first; nothing was written. Open the Approvals page (a person with the tickets:approve scope decides there; under four-eyes approval, someone other than you), then submit the form again as it is.",
 		// Waiting for a person: nothing ran; ticketd_approvals_total counts it.
 		Outcome: NotCounted,
 	},
