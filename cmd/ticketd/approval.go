@@ -28,8 +28,8 @@ func (c *config) approvalOptions() (approval.Options, error) {
 }
 
 // approvalPolicy is the part of approvalOptions that touches nothing, so
-// validate checks it before anything is opened: the policy and a configured
-// secret.
+// validate checks it before anything is opened: the policy, the channels,
+// four-eyes, the TTL and a configured secret.
 func (c *config) approvalPolicy() (approval.Options, error) {
 	var opts approval.Options
 	switch c.Approval {
@@ -44,6 +44,21 @@ func (c *config) approvalPolicy() (approval.Options, error) {
 		return opts, fmt.Errorf("TICKETD_APPROVAL_BULK_THRESHOLD=%q: want a whole number from 1 to 100 (a bulk update names at most 100 tickets)", c.ApprovalBulkThreshold)
 	}
 	opts.Policy.BulkThreshold = n
+	switch c.ApprovalChannels {
+	case "form,url":
+	case "url":
+		opts.Channels = []approval.Mode{approval.ModeURL}
+	default:
+		return opts, fmt.Errorf("TICKETD_APPROVAL_CHANNELS=%q: want form,url or url", c.ApprovalChannels)
+	}
+	switch c.ApprovalFourEyes {
+	case "on":
+		opts.FourEyes = true
+	case "off":
+	default:
+		return opts, fmt.Errorf("TICKETD_APPROVAL_FOUR_EYES=%q: want on or off", c.ApprovalFourEyes)
+	}
+	opts.TTL = c.ApprovalTTL
 	if c.ApprovalSecret != "" {
 		if err := checkSecret("TICKETD_APPROVAL_SECRET", c.ApprovalSecret); err != nil {
 			return opts, err

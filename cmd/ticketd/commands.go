@@ -42,14 +42,16 @@ func migrate(ctx context.Context, args []string, getenv func(string) string, std
 }
 
 // token mints an HS256 token from the configured secret (or the dev secret
-// with --dev) and prints only the token, so `$(ticketd token …)` works; what
+// with --dev), an agent's (tickets:read tickets:write) unless --scope says
+// otherwise, and prints only the token, so `$(ticketd token …)` works; what
 // it is for and when it expires go to stderr. Deployments verifying with a
 // JWKS or public key get tokens from their identity provider instead.
 func token(ctx context.Context, self string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("token", flag.ContinueOnError)
 	tenant := fs.String("tenant", "", "tenant the token acts for (required)")
 	subject := fs.String("subject", "", "subject: who the token identifies, recorded as the reporter (required)")
-	scope := fs.String("scope", authn.ScopeRead+" "+authn.ScopeWrite, "space-separated scopes: "+authn.ScopeRead+", "+authn.ScopeWrite+", "+authn.ScopeAdmin)
+	scope := fs.String("scope", authn.ScopeRead+" "+authn.ScopeWrite, "space-separated scopes: "+authn.ScopeRead+", "+authn.ScopeWrite+", "+authn.ScopeApprove+
+		" (a person's, to approve writes: never give it to an agent), "+authn.ScopeAdmin+"; the default is an agent's")
 	ttl := fs.Duration("ttl", defaultTokenTTL, "lifetime of the token; the default suits an agent's configuration, which nobody updates daily "+
 		"(a token cannot be revoked before it expires except by changing the secret, so use e.g. 1h for one-off scripts)")
 	cfg, err := parseConfig(fs, groupHTTP|groupDB|groupMint|groupDev, args, getenv, stdout)

@@ -82,6 +82,9 @@ type config struct {
 	Approval              string
 	ApprovalBulkThreshold string
 	ApprovalSecret        string
+	ApprovalChannels      string
+	ApprovalFourEyes      string
+	ApprovalTTL           time.Duration
 
 	WebhookRetryMin     time.Duration
 	WebhookMaxAttempts  int
@@ -148,6 +151,9 @@ var settings = []setting{
 	{groupEdge, "TICKETD_WORK_SLOTS", "work-slots", "0", "the `count` of writes and list pages run at once across all tenants, shared out in turn (0 = two per core, below the database pool)", func(c *config) decoder { return atLeastInto(&c.WorkSlots, 0) }},
 	{groupApprove, "TICKETD_APPROVAL", "approval", "on", "on: urgent tickets and large bulk updates need a person's yes before they are written; off: nobody is asked", func(c *config) decoder { return stringInto(&c.Approval) }},
 	{groupApprove, "TICKETD_APPROVAL_BULK_THRESHOLD", "approval-bulk-threshold", "10", "bulk updates of at least this many tickets need approval", func(c *config) decoder { return stringInto(&c.ApprovalBulkThreshold) }},
+	{groupApprove, "TICKETD_APPROVAL_CHANNELS", "approval-channels", "form,url", "how an agent's client may ask its person: form,url (a form the MCP host shows its user, trusting the host, else the approval URL) or url (always the approval URL, where a person with tickets:approve decides)", func(c *config) decoder { return stringInto(&c.ApprovalChannels) }},
+	{groupApprove, "TICKETD_APPROVAL_FOUR_EYES", "approval-four-eyes", "off", "on: the person who approves must be another subject than the one whose token asked (no form is then offered: the approval URL only); off: anyone with tickets:approve", func(c *config) decoder { return stringInto(&c.ApprovalFourEyes) }},
+	{groupApprove, "TICKETD_APPROVAL_TTL", "approval-ttl", "5m", "how long (a `duration`) a person has to answer, and an approval given stays usable", func(c *config) decoder { return positiveDurationInto(&c.ApprovalTTL) }},
 	{groupApprove, "TICKETD_APPROVAL_SECRET", "approval-secret", "", "key signing approval request states, at least 32 bytes; give replicas the same one (default: with --dev kept in DATA_DIR, else random per process)", func(c *config) decoder { return stringInto(&c.ApprovalSecret) }},
 	{groupToken, "TICKETD_TOKEN", "token", "", "bearer token whose principal the stdio session acts as (required; prefer the variable)", func(c *config) decoder { return stringInto(&c.Token) }},
 	{groupMigrate, "TICKETD_MIGRATE", "migrate", "true", "apply migrations at start", func(c *config) decoder { return boolInto(&c.Migrate) }},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/console"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -32,7 +33,12 @@ const (
 	// so an elicitation asked before a restart can still be answered.
 	devApprovalSecretFile = "approval.secret"
 	devTenant             = "demo"
-	devSubject            = "dev"
+	// devSubject is the agent's, whose token the banner prints;
+	// devPersonSubject the person's, who signs in to the console with the
+	// banner's link and approves there: two subjects, so four-eyes approval
+	// works in dev too.
+	devSubject       = "agent"
+	devPersonSubject = "dev"
 )
 
 // defaultTokenTTL is how long `ticketd token` and the dev banner's tokens
@@ -42,7 +48,13 @@ const defaultTokenTTL = 30 * 24 * time.Hour
 
 var (
 	devProject = tickets.Project{ID: "support", Key: "SUP", Name: "Support"}
-	devScopes  = []string{authn.ScopeRead, authn.ScopeWrite, authn.ScopeAdmin}
+	// devScopes are the agent token's: it reads and writes, and can never
+	// approve its own writes.
+	devScopes = []string{authn.ScopeRead, authn.ScopeWrite}
+	// devPerson is who the console sign-in link signs in: a person, who
+	// reads, writes, approves and administers.
+	devPerson = authn.Principal{Tenant: devTenant, Subject: devPersonSubject,
+		Scopes: []string{authn.ScopeRead, authn.ScopeWrite, authn.ScopeApprove, authn.ScopeAdmin}}
 )
 
 // devSecret returns the HS256 secret kept in dir, generating it on first
@@ -139,8 +151,8 @@ func seedDev(ctx context.Context, svc *tickets.Service) error {
 	return nil
 }
 
-// mintDevToken mints the token the dev banner prints, valid defaultTokenTTL
-// from now.
+// mintDevToken mints the agent's token the dev banner prints, valid
+// defaultTokenTTL from now.
 func mintDevToken(cfg authn.Config, now time.Time) (string, error) {
 	tok, err := authn.MintHS256(cfg.HS256Secret, authn.TokenRequest{
 		Issuer:      cfg.Issuer,
@@ -163,8 +175,11 @@ type banner struct {
 	BaseURL   string    // where this server answers
 	PublicURL string    // the configured public URL (the tokens' audience derives from it)
 	DataDir   string    // the dev data directory
-	Token     string    // a dev token
+	Token     string    // the agent's token
 	Expires   time.Time // when Token expires
+	// SignInCode is the person's single-use console sign-in code
+	// (console.SignInCodes).
+	SignInCode string
 }
 
 // vscodeConfig is .vscode/mcp.json. The token is an input VS Code prompts
@@ -191,14 +206,17 @@ type vscodeServer struct {
 // vscodeTokenInput is the id of the VS Code input holding the token.
 const vscodeTokenInput = "ticketd-token"
 
-// consoleSignInPath is the console's sign-in page; a #token=… fragment on
-// it signs in without pasting (the console's script posts it).
+// consoleSignInPath is the console's sign-in page; a #code=… (or
+// #token=…) fragment on it signs in without pasting (the console's script
+// posts it).
 const consoleSignInPath = "/console/signin"
 
 // printDevBanner writes the paste-ready setup for a dev server. It goes to
-// stdout, never to the log: this is the one place a token is shown, on
-// purpose, and only once, inside the console sign-in link; $TOKEN is cut
-// from the link, and every command after it reads $TOKEN.
+// stdout, never to the log: this is the one place the agent's token is
+// shown, on purpose, first, bare on its own line and only once; every
+// command after it reads $TOKEN. The person's console link carries a
+// single-use sign-in code, never a token, so the agent's credential and the
+// person's stay apart (docs/approval.md).
 func printDevBanner(w io.Writer, b banner) error {
 	mcpURL := b.BaseURL + "/mcp"
 	vscode, err := json.MarshalIndent(vscodeConfig{
@@ -224,17 +242,20 @@ func printDevBanner(w io.Writer, b banner) error {
 	_, err = fmt.Fprintf(w, `
 ticketd is running in development mode.
 
+Agent token for MCP clients (tenant %[3]s, subject %[7]s, scopes %[8]s; expires %[9]s):
+
+%[10]s
+
+Keep it in your shell for the commands below:  export TOKEN='<the token above>'
+
+Console sign-in link for you, a person (subject %[15]s, scopes %[16]s).
+It signs in once, within %[17]s, and carries no token. Approvals (urgent tickets, large bulk
+updates) are decided there by a person, never with the agent's token:
+  %[18]s
+
 MCP endpoint:  %[1]s
 REST API:      %[2]s/api/v1
 Tenant %[3]q has project %[4]q (key %[5]s). Data and secret: %[6]s
-
-Token (tenant %[3]s, subject %[7]s, scopes %[8]s; expires %[9]s),
-inside the console's sign-in link; paste both lines into your shell:
-  export TICKETD_CONSOLE=%[10]s
-  export TOKEN="${TICKETD_CONSOLE#*#token=}"
-
-Console: open that link in a browser and you are signed in (the token rides in the #fragment,
-which browsers never send to a server). Tickets, operations needing attention, projects.
 
 Claude Code:
   claude mcp add --transport http ticketd %[1]s --header "Authorization: Bearer $TOKEN"
@@ -246,12 +267,13 @@ REST (curl; run the POST twice: the retry answers the same ticket with Idempoten
   curl -s -H "Authorization: Bearer $TOKEN" %[2]s/api/v1/projects
   curl -si -X POST %[2]s/api/v1/tickets -H "Authorization: Bearer $TOKEN" -H "Idempotency-Key: %[12]s" -H "Content-Type: application/json" -d '{"project_id":"support","title":"Printer on fire"}'
 
-Another token:  %[13]s
+Another agent token:  %[13]s
 A new tenant needs a project before its agent can file tickets:
   %[14]s
 
 `, mcpURL, b.BaseURL, devTenant, devProject.ID, devProject.Key, b.DataDir, devSubject, strings.Join(devScopes, " "),
-		b.Expires.UTC().Truncate(time.Second).Format(time.RFC3339), shellQuote(b.BaseURL+consoleSignInPath+"#token="+b.Token), vscode, uuid.NewString(), tokenCmd, projectCmd)
+		b.Expires.UTC().Truncate(time.Second).Format(time.RFC3339), b.Token, vscode, uuid.NewString(), tokenCmd, projectCmd,
+		devPerson.Subject, strings.Join(devPerson.Scopes, " "), fmt.Sprintf("%d minutes", int(console.SignInCodeTTL.Minutes())), b.BaseURL+consoleSignInPath+"#code="+b.SignInCode)
 	return err
 }
 

@@ -109,17 +109,23 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		return err
 	}
 	defer closeProbe()
-	handler, err := newHandler(cfg, store, svc, hooks, verifier, metrics, readyCheck, logger)
+	// --dev's person signs in to the console with a single-use code the
+	// banner prints, which this process alone holds.
+	var codes *console.SignInCodes
+	if cfg.Dev {
+		codes = console.NewSignInCodes(nil)
+	}
+	handler, err := newHandler(cfg, store, svc, hooks, verifier, metrics, readyCheck, codes, logger)
 	if err != nil {
 		return err
 	}
 	return serveAndDrain(ctx, cfg, handler, metrics, logger, func(bound string) error {
-		return announceDev(cfg, self, bound, authCfg, stdout)
+		return announceDev(cfg, self, bound, authCfg, codes, stdout)
 	})
 }
 
 // newHandler builds the HTTP handler (server.New) over the opened services.
-func newHandler(cfg *config, store *db.DB, svc *tickets.Service, hooks *webhooks.Service, verifier *authn.Verifier, metrics *observe.Metrics, ready func(context.Context) error, logger *slog.Logger) (http.Handler, error) {
+func newHandler(cfg *config, store *db.DB, svc *tickets.Service, hooks *webhooks.Service, verifier *authn.Verifier, metrics *observe.Metrics, ready func(context.Context) error, codes *console.SignInCodes, logger *slog.Logger) (http.Handler, error) {
 	edgeCfg, err := cfg.edge()
 	if err != nil {
 		return nil, err
@@ -136,7 +142,8 @@ func newHandler(cfg *config, store *db.DB, svc *tickets.Service, hooks *webhooks
 		Metrics:              metrics,
 		Webhooks:             hooks,
 		// The console's sessions live beside the tickets.
-		ConsoleSessions: console.NewSessions(store.Gorm),
+		ConsoleSessions:    console.NewSessions(store.Gorm),
+		ConsoleSignInCodes: codes,
 		// With a listener of their own, metrics stay off the public one.
 		MetricsElsewhere: cfg.MetricsAddr != "",
 	})
@@ -267,9 +274,10 @@ func serveAndDrain(ctx context.Context, cfg *config, handler http.Handler, metri
 	return nil
 }
 
-// announceDev prints --dev's banner (the URLs and a ready token) once the
-// server listens at bound; outside --dev it does nothing.
-func announceDev(cfg *config, self, bound string, authCfg authn.Config, stdout io.Writer) error {
+// announceDev prints --dev's banner (the URLs, the agent's token and the
+// person's console sign-in link, a code issued from codes) once the server
+// listens at bound; outside --dev it does nothing.
+func announceDev(cfg *config, self, bound string, authCfg authn.Config, codes *console.SignInCodes, stdout io.Writer) error {
 	if !cfg.Dev {
 		return nil
 	}
@@ -282,7 +290,9 @@ func announceDev(cfg *config, self, bound string, authCfg authn.Config, stdout i
 	if err != nil {
 		return err
 	}
-	return printDevBanner(stdout, banner{Self: self, BaseURL: baseURL, PublicURL: cfg.PublicURL, DataDir: cfg.DataDir, Token: tok, Expires: now.Add(defaultTokenTTL)})
+	code := codes.Issue(devPerson)
+	return printDevBanner(stdout, banner{Self: self, BaseURL: baseURL, PublicURL: cfg.PublicURL, DataDir: cfg.DataDir, Token: tok,
+		Expires: now.Add(defaultTokenTTL), SignInCode: code})
 }
 
 // collectStore adds the database's gauges to metrics: the connection pool,

@@ -7,9 +7,9 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -200,37 +200,43 @@ func assertTicketsMatchOperations(tb testing.TB, rawURL, tenant string, attempte
 }
 
 var (
-	bannerToken = regexp.MustCompile(`(?m)^Token \(.*; expires (\S+)\),\n.*\n  export TICKETD_CONSOLE='(\S+)/console/signin#token=(\S+)'\n  export TOKEN="\$\{TICKETD_CONSOLE#\*#token=\}"$`)
-	bannerMCP   = regexp.MustCompile(`(?m)^MCP endpoint:\s+(\S+)$`)
+	// bannerToken is the agent's token: the banner's first credential,
+	// bare on a line of its own.
+	bannerToken = regexp.MustCompile(`(?m)^Agent token for MCP clients \(tenant demo, subject agent, scopes tickets:read tickets:write; expires (\S+)\):\n\n(\S+)\n`)
+	// bannerSignIn is the person's console sign-in link.
+	bannerSignIn = regexp.MustCompile(`(?m)^  (\S+)/console/signin#code=(\S+)$`)
+	bannerMCP    = regexp.MustCompile(`(?m)^MCP endpoint:\s+(\S+)$`)
 )
 
-// devBanner waits for the dev banner on stdout and returns its MCP URL and
-// token, checking that the token is shown once, lasts the default TTL, and
-// stays out of the VS Code file.
-func devBanner(tb testing.TB, s *serveProc) (mcpURL, token string) {
+// devBanner waits for the dev banner on stdout and returns its MCP URL, the
+// agent's token and the person's sign-in code, checking that the token
+// comes first, is shown once, lasts the default TTL and stays out of the VS
+// Code file, and that the sign-in link carries no JWT.
+func devBanner(tb testing.TB, s *serveProc) (mcpURL, token, signInCode string) {
 	tb.Helper()
-	waitFor(tb, func() bool { return strings.Contains(s.Stdout.String(), "Another token:") })
+	waitFor(tb, func() bool { return strings.Contains(s.Stdout.String(), "Another agent token:") })
 	out := s.Stdout.String()
-	m, tm := bannerMCP.FindStringSubmatch(out), bannerToken.FindStringSubmatch(out)
-	if m == nil || tm == nil {
-		tb.Fatalf("dev banner lacks the MCP URL or the token:\n%s", out)
+	m, tm, sm := bannerMCP.FindStringSubmatch(out), bannerToken.FindStringSubmatch(out), bannerSignIn.FindStringSubmatch(out)
+	if m == nil || tm == nil || sm == nil {
+		tb.Fatalf("dev banner lacks the MCP URL, the agent's token or the person's sign-in link:\n%s", out)
 	}
-	mcpURL, token = m[1], tm[3]
-	if mcpURL != s.URL+"/mcp" || tm[2] != s.URL {
-		tb.Fatalf("banner MCP URL %s and console link on %s, want both on %s", mcpURL, tm[2], s.URL)
+	mcpURL, token, signInCode = m[1], tm[2], sm[2]
+	if mcpURL != s.URL+"/mcp" || sm[1] != s.URL {
+		tb.Fatalf("banner MCP URL %s and console link on %s, want both on %s", mcpURL, sm[1], s.URL)
 	}
 	if n := strings.Count(out, token); n != 1 {
 		tb.Fatalf("dev banner shows the token %d times, want once:\n%s", n, out)
 	}
+	if strings.Index(out, token) > strings.Index(out, signInCode) {
+		tb.Fatalf("dev banner shows the person's link before the agent's token:\n%s", out)
+	}
+	// A JWT is three base64url segments, its header starting eyJ.
+	if strings.Contains(sm[0], "eyJ") || strings.Count(signInCode, ".") >= 2 || strings.Contains(sm[0], token) {
+		tb.Fatalf("the console sign-in link %q carries a JWT", sm[0])
+	}
 	exp, err := time.Parse(time.RFC3339, tm[1])
 	if err != nil || time.Until(exp) < defaultTokenTTL-time.Minute || time.Until(exp) > defaultTokenTTL {
 		tb.Fatalf("dev banner says the token expires %q (%v), want %s from now", tm[1], err, defaultTokenTTL)
-	}
-	// The two lines, pasted into a shell as printed, export the token.
-	lines := regexp.MustCompile(`(?m)^  export TICKETD_CONSOLE=.*\n  export TOKEN=.*$`).FindString(out)
-	shOut, err := exec.Command("sh", "-c", lines+"\nprintf %s \"$TOKEN\"").Output()
-	if err != nil || string(shOut) != token {
-		tb.Fatalf("the banner's export lines give TOKEN=%q (%v), want the token in the link", shOut, err)
 	}
 	claude := `claude mcp add --transport http ticketd ` + mcpURL + ` --header "Authorization: Bearer $TOKEN"`
 	if !strings.Contains(out, claude) {
@@ -240,7 +246,7 @@ func devBanner(tb testing.TB, s *serveProc) (mcpURL, token string) {
 	if !strings.Contains(out, vscode) || !strings.Contains(out, `"password": true`) {
 		tb.Fatalf("dev banner's VS Code snippet lacks the token prompt %s:\n%s", vscode, out)
 	}
-	return mcpURL, token
+	return mcpURL, token, signInCode
 }
 
 func TestServeDevFromEmptyDirectory(t *testing.T) {
@@ -249,7 +255,7 @@ func TestServeDevFromEmptyDirectory(t *testing.T) {
 	env := map[string]string{"TICKETD_ADDR": "127.0.0.1:0", "TICKETD_LOG_FORMAT": "json"}
 
 	first := startServe(t, env, "--dev", "--data-dir", dataDir)
-	mcpURL, firstToken := devBanner(t, first)
+	mcpURL, firstToken, signInCode := devBanner(t, first)
 	assertMode(t, dataDir, os.ModeDir|0o700)
 	secretPath := filepath.Join(dataDir, devSecretFile)
 	assertMode(t, secretPath, 0o600)
@@ -275,10 +281,9 @@ func TestServeDevFromEmptyDirectory(t *testing.T) {
 	if strings.Contains(first.Stderr.String(), firstToken) {
 		t.Fatal("the log contains the dev token; it belongs on stdout only")
 	}
-	// The banner's console link signs in, and /metrics counted the create.
-	if code := consoleSignIn(t, first.URL, firstToken); code != http.StatusSeeOther {
-		t.Fatalf("console sign-in with the banner's token = %d, want 303", code)
-	}
+	// The banner's console link signs its person in, once; /metrics
+	// counted the create.
+	personSignsInOnce(t, first.URL, signInCode, firstToken)
 	if m := scrape(t, first.URL); !strings.Contains(m, `ticketd_operations_total{action="create_ticket",outcome="created"} 1`+"\n") {
 		t.Fatalf("/metrics does not count the one created ticket:\n%s", m)
 	}
@@ -302,7 +307,7 @@ func TestServeDevFromEmptyDirectory(t *testing.T) {
 	}
 
 	second := startServe(t, env, "--dev", "--data-dir", dataDir)
-	secondURL, _ := devBanner(t, second)
+	secondURL, _, _ := devBanner(t, second)
 	again, err := os.ReadFile(secretPath)
 	if err != nil {
 		t.Fatal(err)
@@ -347,7 +352,7 @@ func TestServeDevFromEmptyDirectory(t *testing.T) {
 	}
 }
 
-var anotherTokenLine = regexp.MustCompile(`Another token:\s+(.+)`)
+var anotherTokenLine = regexp.MustCompile(`Another agent token:\s+(.+)`)
 
 func TestServeDevUsesGivenDatabase(t *testing.T) {
 	t.Parallel()
@@ -355,7 +360,7 @@ func TestServeDevUsesGivenDatabase(t *testing.T) {
 	dataDir := filepath.Join(t.TempDir(), "dev")
 	s := startServe(t, map[string]string{"TICKETD_ADDR": "127.0.0.1:0", "TICKETD_LOG_FORMAT": "json", "TICKETD_DATABASE_URL": rawURL},
 		"--dev", "--data-dir", dataDir)
-	mcpURL, tok := devBanner(t, s)
+	mcpURL, tok, _ := devBanner(t, s)
 	if _, err := os.Stat(filepath.Join(dataDir, devDatabaseFile)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("dev mode created its own database although TICKETD_DATABASE_URL was set (stat: %v)", err)
 	}
@@ -438,17 +443,50 @@ func waitFor(tb testing.TB, cond func() bool) {
 	}
 }
 
-// consoleSignIn posts token to the console's sign-in form at base, as the
-// banner link's script does, and returns the status.
-func consoleSignIn(tb testing.TB, base, token string) int {
+// personSignsInOnce posts the banner's sign-in code to the console at
+// base, as the link's script does: it opens a session of the dev person,
+// who may open the approvals page (the agent's token, signed in, may not);
+// the same code a second time is refused.
+func personSignsInOnce(tb testing.TB, base, code, agentToken string) {
 	tb.Helper()
-	client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.PostForm(base+consoleSignInPath, url.Values{"token": {token}})
+	jar, err := cookiejar.New(nil)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer resp.Body.Close()
-	return resp.StatusCode
+	client := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	post := func(form url.Values) int {
+		tb.Helper()
+		resp, err := client.PostForm(base+consoleSignInPath, form)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	get := func(path string) int {
+		tb.Helper()
+		resp, err := client.Get(base + path)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if status := post(url.Values{"code": {code}}); status != http.StatusSeeOther {
+		tb.Fatalf("console sign-in with the banner's link = %d, want 303", status)
+	}
+	if status := get("/console/approvals"); status != http.StatusOK {
+		tb.Fatalf("the banner's person opening the approvals page = %d, want 200", status)
+	}
+	if status := post(url.Values{"code": {code}}); status != http.StatusUnauthorized {
+		tb.Fatalf("the banner's sign-in link used a second time = %d, want 401", status)
+	}
+	if status := post(url.Values{"token": {agentToken}}); status != http.StatusSeeOther {
+		tb.Fatalf("console sign-in with the agent's token = %d, want 303", status)
+	}
+	if status := get("/console/approvals"); status != http.StatusForbidden {
+		tb.Fatalf("the agent's token opening the approvals page = %d, want 403", status)
+	}
 }
 
 // scrape returns the text of base's /metrics.

@@ -8,7 +8,9 @@
 // Nothing a caller sends as tool arguments can approve: only a person's
 // answer to an elicitation this package asked for (bound by an HMAC to the
 // tenant, subject, action, operation ID and fingerprint), or a decision on
-// the console page by the same subject, does.
+// the console page or over REST by a subject the transport let decide (it
+// holds tickets:approve in the tenant; with Options.FourEyes it is not the
+// requester) does. Every path honours Options.TTL (docs/approval.md).
 //
 // The package knows no transport: it tells its caller how the person can be
 // asked (Mode) and the caller, MCP or REST, phrases the question.
@@ -49,6 +51,8 @@ const (
 	// ViaConsole: the console page, opened from an approval_required error
 	// or the console's list of pending approvals.
 	ViaConsole Via = "console"
+	// ViaREST: POST /api/v1/approvals/{id}/approve or /decline.
+	ViaREST Via = "rest"
 )
 
 // Mode is how the person behind a request can be asked.
@@ -86,10 +90,13 @@ var (
 	// ErrBadState: the request state is not one this server issued for
 	// this tenant, subject and write, or was answered already.
 	ErrBadState = errors.New("invalid request state")
-	// ErrNotFound: no such approval for this tenant and subject.
+	// ErrNotFound: no such approval in this tenant.
 	ErrNotFound = errors.New("no such approval")
 	// ErrDecided: the approval was decided already (or expired).
 	ErrDecided = errors.New("approval already decided")
+	// ErrSelfApproval: with four-eyes on, the requester's own subject tried
+	// to decide its approval; another person must.
+	ErrSelfApproval = errors.New("four-eyes approval: the requester cannot decide its own write")
 	// ErrUnavailable: the store failed; nothing was decided.
 	ErrUnavailable = errors.New("approval store unavailable")
 )

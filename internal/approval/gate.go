@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,8 +24,21 @@ type Options struct {
 	// per process.
 	Secret []byte
 	// TTL bounds how long a person has to answer, and how long an approval
-	// stays usable once given. Default 5 minutes.
+	// stays usable once given (TICKETD_APPROVAL_TTL), on every path: a
+	// signed request state, the console page, REST, and the consume in the
+	// write's transaction. Default 5 minutes.
 	TTL time.Duration
+	// Channels are the ways the gate asks inside the agent's client
+	// (TICKETD_APPROVAL_CHANNELS). Nil is form and URL; without ModeForm a
+	// form-capable client is sent to the URL instead (URL elicitation when
+	// it declared it, approval_required otherwise), for deployments that
+	// do not trust their MCP hosts to show the form to a person.
+	Channels []Mode
+	// FourEyes (TICKETD_APPROVAL_FOUR_EYES) requires the approver's subject
+	// to differ from the requester's. A form is answered by the
+	// requester's own client, so with FourEyes no form is ever offered or
+	// accepted: the person decides on the URL.
+	FourEyes bool
 	// PageURL returns the console page of an approval (an absolute URL in
 	// production, so an agent's client can open it).
 	PageURL func(approvalID string) string
@@ -61,6 +75,12 @@ func New(db *gorm.DB, opts Options) *Gate {
 	return &Gate{db: db, opts: opts, codec: cursor.New(opts.Secret)}
 }
 
+// formAllowed reports whether the gate may ask with a form in the agent's
+// client.
+func (g *Gate) formAllowed() bool {
+	return !g.opts.FourEyes && (g.opts.Channels == nil || slices.Contains(g.opts.Channels, ModeForm))
+}
+
 // Policy is the gate's policy.
 func (g *Gate) Policy() Policy { return g.opts.Policy }
 
@@ -76,11 +96,12 @@ func (g *Gate) event(name string) {
 func (g *Gate) now() time.Time { return g.opts.Now().UTC().Truncate(time.Microsecond) }
 
 // state is what a request state carries; the HMAC scope binds it to the
-// tenant, subject, action, operation ID and fingerprint.
+// tenant, subject, action, operation ID and fingerprint. Its expiry is the
+// approval's, read from the store on every use: a yes given late in the
+// ask's window lasts TTL from when it was given.
 type state struct {
 	ApprovalID string `json:"a"`
 	Mode       Mode   `json:"m"`
-	Expires    int64  `json:"e"` // Unix seconds
 }
 
 func stateScope(t Target) string {
@@ -96,7 +117,8 @@ func stateScope(t Target) string {
 //
 // Errors: ErrRequired (*RequiredError), ErrDeclined, ErrBadState (a request
 // state that this server did not issue for exactly this tenant, subject and
-// write, or one answered already), ErrUnavailable.
+// write, or one answered already), ErrUnavailable. An approval past its
+// expiry, given or not, is asked again.
 func (g *Gate) Check(ctx context.Context, t Target, p Proposal) (operations.WriteFunc, error) {
 	if !g.opts.Policy.Needs(p) {
 		return nil, nil
@@ -136,27 +158,32 @@ func (g *Gate) answered(ctx context.Context, t Target, p Proposal, ch Channel) (
 	if err != nil {
 		return nil, err
 	}
-	if a.Status == StatusPending && g.now().Unix() > st.Expires {
-		// Expired: ask again rather than fail (the spec's advice).
+	now := g.now()
+	lapsed := !now.Before(a.ExpiresAt)
+	switch {
+	case a.Status == StatusExpired, lapsed && (a.Status == StatusPending || a.Status == StatusApproved):
+		// Expired, asked or given: ask again rather than fail (the spec's
+		// advice). A yes is good for TTL after it was given, not for as
+		// long as someone keeps its state.
 		if err := g.expire(ctx, a.Tenant, a.ID); err != nil {
 			return nil, err
 		}
 		return nil, g.ask(ctx, t, p, ch)
-	}
-	switch a.Status {
-	case StatusApproved:
+	case a.Status == StatusApproved:
 		return g.consume(t, a.ID), nil
-	case StatusUsed:
+	case a.Status == StatusUsed:
 		// A concurrent retry with this state made the write after this
 		// call's fast path looked: the claim finds its record and replays
 		// it. Should the claim find none, the consume step refuses, as the
 		// approval is used.
 		return g.consume(t, a.ID), nil
-	case StatusPending:
-	default:
+	case a.Status != StatusPending:
 		return nil, fmt.Errorf("%w: this requestState was answered already (approval %s is %s)", ErrBadState, a.ID, a.Status)
 	}
-	if ch.Answer == nil {
+	if ch.Answer == nil || (st.Mode == ModeForm && !g.formAllowed()) {
+		// No answer yet, or a form answer this gate no longer takes (the
+		// channels or four-eyes changed since it asked): ask as it now
+		// may.
 		return nil, g.required(a, ch)
 	}
 	if st.Mode == ModeURL {
@@ -197,12 +224,12 @@ func (g *Gate) ask(ctx context.Context, t Target, p Proposal, ch Channel) error 
 	return g.required(a, ch)
 }
 
-// required builds the ask for a pending approval, in the best mode the
-// request allows.
+// required builds the ask for a pending approval, in the best mode both the
+// request and the gate's channels allow.
 func (g *Gate) required(a Approval, ch Channel) error {
 	e := &RequiredError{Approval: a, Mode: ModeNone, URL: g.URL(a.ID)}
 	switch {
-	case ch.Form:
+	case ch.Form && g.formAllowed():
 		e.Mode = ModeForm
 	case ch.URL:
 		e.Mode = ModeURL
@@ -212,7 +239,7 @@ func (g *Gate) required(a Approval, ch Channel) error {
 	st, err := g.codec.Encode(stateScope(Target{
 		Key:         operations.Key{Tenant: a.Tenant, Action: a.Action, OperationID: a.OperationID},
 		Fingerprint: a.Fingerprint, Subject: a.RequestedBy,
-	}), state{ApprovalID: a.ID, Mode: e.Mode, Expires: a.ExpiresAt.Unix()})
+	}), state{ApprovalID: a.ID, Mode: e.Mode})
 	if err != nil {
 		return err
 	}
@@ -231,7 +258,7 @@ func (g *Gate) decide(ctx context.Context, a Approval, by string, approve bool, 
 		updates["status"], updates["reported_at"] = string(StatusDeclined), now
 	}
 	res := g.db.WithContext(ctx).Model(&approvalRow{}).
-		Where("approval_id = ? AND tenant_id = ? AND status = ?", a.ID, a.Tenant, string(StatusPending)).Updates(updates)
+		Where("approval_id = ? AND tenant_id = ? AND status = ? AND expires_at > ?", a.ID, a.Tenant, string(StatusPending), now).Updates(updates)
 	switch {
 	case res.Error != nil:
 		return fmt.Errorf("%w: decide approval: %v", ErrUnavailable, res.Error)
@@ -256,12 +283,14 @@ func (g *Gate) decide(ctx context.Context, a Approval, by string, approve bool, 
 }
 
 // consume is the step that runs in the write's transaction: it marks the
-// approval used (only an approved one, only once) and names it on the
-// operation record, so both commit or roll back with the write.
+// approval used (only an approved one, not yet expired, only once) and
+// names it on the operation record, so both commit or roll back with the
+// write.
 func (g *Gate) consume(t Target, approvalID string) operations.WriteFunc {
 	return func(tx *gorm.DB) error {
 		res := tx.Model(&approvalRow{}).
-			Where("approval_id = ? AND tenant_id = ? AND status = ?", approvalID, t.Key.Tenant, string(StatusApproved)).
+			Where("approval_id = ? AND tenant_id = ? AND status = ? AND expires_at > ?",
+				approvalID, t.Key.Tenant, string(StatusApproved), g.now()).
 			Updates(map[string]any{"status": string(StatusUsed)})
 		switch {
 		case res.Error != nil:
@@ -307,9 +336,13 @@ func (g *Gate) markReported(ctx context.Context, tenant, id string) error {
 	return nil
 }
 
+// expire marks approval id expired if it is pending or approved (unused)
+// and its time has run out.
 func (g *Gate) expire(ctx context.Context, tenant, id string) error {
 	res := g.db.WithContext(ctx).Model(&approvalRow{}).
-		Where("tenant_id = ? AND approval_id = ? AND status = ?", tenant, id, string(StatusPending)).Update("status", string(StatusExpired))
+		Where("tenant_id = ? AND approval_id = ? AND status IN ? AND expires_at <= ?",
+			tenant, id, []string{string(StatusPending), string(StatusApproved)}, g.now()).
+		Update("status", string(StatusExpired))
 	if res.Error != nil {
 		return fmt.Errorf("%w: expire approval: %v", ErrUnavailable, res.Error)
 	}

@@ -67,21 +67,18 @@ func (g *Gate) byID(ctx context.Context, tenant, id string) (Approval, error) {
 	return row.toApproval()
 }
 
-// Get returns the approval id as the console shows it to a person: only to
-// the subject whose token asked for it, in its tenant. Anyone else gets
-// ErrNotFound, as if it did not exist (the spec binds a URL elicitation to
-// the user who was asked).
+// Get returns the tenant's approval id as a person deciding it is shown it,
+// marked expired once its time has run out. Who may see it is the
+// transport's check (tickets:approve in the tenant); another tenant's
+// approval is ErrNotFound, as if it did not exist.
 //
 // Errors: ErrNotFound, ErrUnavailable.
-func (g *Gate) Get(ctx context.Context, tenant, subject, id string) (Approval, error) {
+func (g *Gate) Get(ctx context.Context, tenant, id string) (Approval, error) {
 	a, err := g.byID(ctx, tenant, id)
 	if err != nil {
 		return Approval{}, err
 	}
-	if a.RequestedBy != subject {
-		return Approval{}, fmt.Errorf("approval %s: %w", id, ErrNotFound)
-	}
-	if a.Status == StatusPending && !g.now().Before(a.ExpiresAt) {
+	if (a.Status == StatusPending || a.Status == StatusApproved) && !g.now().Before(a.ExpiresAt) {
 		if err := g.expire(ctx, a.Tenant, a.ID); err != nil {
 			return Approval{}, err
 		}
@@ -90,33 +87,38 @@ func (g *Gate) Get(ctx context.Context, tenant, subject, id string) (Approval, e
 	return a, nil
 }
 
-// Decide records the person's decision on the console page: approve or
-// decline the approval id, which only its requesting subject may decide.
+// Decide records subject's decision on the tenant's pending approval id,
+// made on the console page (ViaConsole) or over REST (ViaREST). The
+// transport has checked that subject holds tickets:approve; with FourEyes
+// the requester's own subject is refused.
 //
-// Errors: ErrNotFound, ErrDecided (decided already or expired),
-// ErrUnavailable.
-func (g *Gate) Decide(ctx context.Context, tenant, subject, id string, approve bool) (Approval, error) {
-	a, err := g.Get(ctx, tenant, subject, id)
+// Errors: ErrNotFound, ErrSelfApproval, ErrDecided (decided already or
+// expired), ErrUnavailable.
+func (g *Gate) Decide(ctx context.Context, tenant, subject, id string, approve bool, via Via) (Approval, error) {
+	a, err := g.Get(ctx, tenant, id)
 	if err != nil {
 		return Approval{}, err
+	}
+	if g.opts.FourEyes && a.RequestedBy == subject {
+		return a, fmt.Errorf("%w: %s asked for approval %s, so another person must decide it", ErrSelfApproval, subject, id)
 	}
 	if a.Status != StatusPending {
 		return a, fmt.Errorf("%w: approval %s is %s", ErrDecided, id, a.Status)
 	}
 	now := g.now()
-	updates := map[string]any{"decided_by": subject, "decided_via": string(ViaConsole), "decided_at": now}
+	updates := map[string]any{"decided_by": subject, "decided_via": string(via), "decided_at": now}
 	if approve {
 		updates["status"], updates["expires_at"] = string(StatusApproved), now.Add(g.opts.TTL)
 	} else {
 		updates["status"] = string(StatusDeclined)
 	}
 	res := g.db.WithContext(ctx).Model(&approvalRow{}).
-		Where("approval_id = ? AND tenant_id = ? AND status = ?", id, tenant, string(StatusPending)).Updates(updates)
+		Where("approval_id = ? AND tenant_id = ? AND status = ? AND expires_at > ?", id, tenant, string(StatusPending), now).Updates(updates)
 	switch {
 	case res.Error != nil:
 		return Approval{}, fmt.Errorf("%w: decide approval: %v", ErrUnavailable, res.Error)
 	case res.RowsAffected == 0:
-		return a, fmt.Errorf("%w: approval %s was decided meanwhile", ErrDecided, id)
+		return a, fmt.Errorf("%w: approval %s was decided meanwhile, or expired", ErrDecided, id)
 	}
 	if approve {
 		g.event(EventApproved)
@@ -126,14 +128,15 @@ func (g *Gate) Decide(ctx context.Context, tenant, subject, id string, approve b
 	return g.byID(ctx, tenant, id)
 }
 
-// ListPending returns the subject's pending, unexpired approvals, newest
-// first, at most limit.
+// ListPending returns the tenant's pending, unexpired approvals, whoever
+// asked for them, newest first, at most limit: what its approvers may
+// decide.
 //
 // Errors: ErrUnavailable.
-func (g *Gate) ListPending(ctx context.Context, tenant, subject string, limit int) ([]Approval, error) {
+func (g *Gate) ListPending(ctx context.Context, tenant string, limit int) ([]Approval, error) {
 	var rows []approvalRow
 	err := g.db.WithContext(ctx).
-		Where("tenant_id = ? AND requested_by = ? AND status = ? AND expires_at > ?", tenant, subject, string(StatusPending), g.now()).
+		Where("tenant_id = ? AND status = ? AND expires_at > ?", tenant, string(StatusPending), g.now()).
 		Order("created_at DESC").Limit(limit).Find(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("%w: list approvals: %v", ErrUnavailable, err)
@@ -148,6 +151,9 @@ func (g *Gate) ListPending(ctx context.Context, tenant, subject string, limit in
 	}
 	return out, nil
 }
+
+// FourEyes reports whether the requester is refused as its own approver.
+func (g *Gate) FourEyes() bool { return g.opts.FourEyes }
 
 // Lookup returns the tenant's approval id whoever asked for it, for
 // reports on the write it let through (get_operation_status, history).

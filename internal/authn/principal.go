@@ -20,6 +20,10 @@ const (
 	ScopeRead  = "tickets:read"
 	ScopeWrite = "tickets:write"
 	ScopeAdmin = "tickets:admin"
+	// ScopeApprove is a person's: it decides approvals (docs/approval.md),
+	// alone, without ScopeWrite. An agent's token never carries it, so an
+	// agent cannot approve its own write; ScopeAdmin does not imply it.
+	ScopeApprove = "tickets:approve"
 )
 
 // Principal is the authenticated caller. Tenant scopes every query, so it only
@@ -50,7 +54,8 @@ func (p Principal) Expired(now time.Time) bool {
 // HasScope reports whether p grants scope. Scopes are compared literally with
 // one exception: ScopeAdmin also grants ScopeRead and ScopeWrite, so an
 // operator token does not have to list all three. ScopeWrite does not imply
-// ScopeRead.
+// ScopeRead, and nothing implies ScopeApprove: approving is granted to a
+// person by name, never by way of an operator's or an agent's scopes.
 func (p Principal) HasScope(scope string) bool {
 	if slices.Contains(p.Scopes, scope) {
 		return true

@@ -19,6 +19,8 @@ func TestPrincipalHasScope(t *testing.T) {
 		{name: "WriteDoesNotImplyRead", scopes: []string{authn.ScopeWrite}, want: map[string]bool{authn.ScopeRead: false, authn.ScopeWrite: true, authn.ScopeAdmin: false}},
 		{name: "AdminImpliesReadAndWrite", scopes: []string{authn.ScopeAdmin}, want: map[string]bool{authn.ScopeRead: true, authn.ScopeWrite: true, authn.ScopeAdmin: true}},
 		{name: "UnknownScopesGrantNothing", scopes: []string{"tickets", "tickets:*", "custom:x"}, want: map[string]bool{authn.ScopeRead: false, authn.ScopeWrite: false, authn.ScopeAdmin: false, "custom:x": true}},
+		{name: "NothingImpliesApprove", scopes: []string{authn.ScopeRead, authn.ScopeWrite, authn.ScopeAdmin}, want: map[string]bool{authn.ScopeApprove: false}},
+		{name: "ApproveImpliesNothingElse", scopes: []string{authn.ScopeApprove}, want: map[string]bool{authn.ScopeApprove: true, authn.ScopeRead: false, authn.ScopeWrite: false, authn.ScopeAdmin: false}},
 		{name: "AdminDoesNotImplyUnknown", scopes: []string{authn.ScopeAdmin}, want: map[string]bool{"custom:x": false, "": false}},
 	}
 	for _, tt := range tests {

@@ -21,8 +21,10 @@ var approvalLink = regexp.MustCompile(`href="/console/approvals/([0-9a-f-]{36})"
 // TestUrgentFormWaitsForApproval follows a person who files an urgent ticket
 // in the console while approval is on: the form answers 428 approval_required
 // with the person's next step and keeps its operation ID; nothing is written;
-// the approval waits on the person's Approvals page; once approved, the same
-// form submitted again makes the ticket once, and again only replays it.
+// the approval waits on the Approvals page, which her token (tickets:read
+// and tickets:write, as an agent's) may not open; a person holding
+// tickets:approve alone approves it; the same form submitted again then
+// makes the ticket once, and again only replays it.
 func TestUrgentFormWaitsForApproval(t *testing.T) {
 	t.Parallel()
 	d := dbtest.SQLite(t)
@@ -47,12 +49,26 @@ func TestUrgentFormWaitsForApproval(t *testing.T) {
 		t.Fatalf("%d tickets before approval, want 0", n)
 	}
 
-	m := approvalLink.FindStringSubmatch(e.get(t, c, "/console/approvals").body)
-	if m == nil {
-		t.Fatal("the pending approval is not on the person's Approvals page")
+	// Alice's token reads and writes, as an agent's does: the approval
+	// pages refuse her, and so does a decision posted anyway.
+	if p := e.get(t, c, "/console/approvals"); p.status != http.StatusForbidden || !strings.Contains(p.body, authn.ScopeApprove) {
+		t.Fatalf("the approvals page without tickets:approve: status %d, want 403 naming the scope; body:\n%s", p.status, p.body)
 	}
-	decide := e.get(t, c, "/console/approvals/"+m[1]).form(t, "approve-form")
-	if resp := e.post(t, c, "/console/approvals/"+m[1]+"/approve", decide); resp.StatusCode != http.StatusSeeOther {
+	// Carol holds tickets:approve alone, and decides what anyone in the
+	// tenant asked for.
+	carol := e.signedIn(t, token(t, "carol", time.Now(), authn.ScopeApprove))
+	m := approvalLink.FindStringSubmatch(e.get(t, carol, "/console/approvals").body)
+	if m == nil {
+		t.Fatal("the pending approval is not on an approver's Approvals page")
+	}
+	if resp := e.post(t, c, "/console/approvals/"+m[1]+"/approve", f); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("alice approving without tickets:approve: status %d, want 403", resp.StatusCode)
+	}
+	if p := e.get(t, c, "/console/approvals/"+m[1]); p.status != http.StatusForbidden {
+		t.Fatalf("alice opening the approval without tickets:approve: status %d, want 403", p.status)
+	}
+	decide := e.get(t, carol, "/console/approvals/"+m[1]).form(t, "approve-form")
+	if resp := e.post(t, carol, "/console/approvals/"+m[1]+"/approve", decide); resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("approve: status %d, want 303", resp.StatusCode)
 	}
 

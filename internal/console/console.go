@@ -2,11 +2,13 @@
 // over the same tickets.Service and the same scopes as the REST and MCP
 // transports, with a little external JavaScript for progressive enhancement.
 //
-// Sign-in takes a bearer token, checks it once, and opens a console session
+// Sign-in takes a bearer token (or a sign-in link's single-use code,
+// SignInCodes), checks it once, and opens a console session
 // of its own (Sessions): its secret, not the token, goes in an HttpOnly,
-// SameSite=Strict session cookie scoped to /console (over https a __Host-
-// cookie, which no other origin on the host can plant; a request with two
-// session cookies is refused); sign-out ends the session on every replica.
+// SameSite=Strict session cookie scoped to /console (a Secure __Host-
+// cookie, which no other origin on the host can plant, exactly when the
+// public URL is https; a request with two session cookies is refused);
+// sign-out ends the session on every replica.
 // The session ends when the token would have, or after MaxSessionAge. Every POST is
 // checked twice against cross-site forgery: the standard library's
 // cross-origin protection (Sec-Fetch-Site and Origin) and a CSRF token derived
@@ -48,10 +50,14 @@ type Config struct {
 	Sessions *Sessions
 	// Logger receives unexpected errors (never a token); nil discards them.
 	Logger *slog.Logger
-	// Secure marks the session cookie Secure. Set it when the console is
-	// reached over https through a proxy that terminates TLS; a request that
-	// arrives over TLS gets a Secure cookie anyway.
+	// Secure is true exactly when the public URL is https: the session
+	// cookie is then __Host- prefixed and Secure, and otherwise neither,
+	// whatever scheme a request arrives by.
 	Secure bool
+	// SignInCodes, when set, lets a sign-in link's single-use code
+	// (SignInCodes.Issue) open a session instead of a pasted token; nil
+	// accepts tokens only.
+	SignInCodes *SignInCodes
 	// Webhooks adds the failed-deliveries page (tickets:admin); nil leaves
 	// it out.
 	Webhooks *webhooks.Service
@@ -70,6 +76,7 @@ type console struct {
 	pages    pages
 	hooks    *webhooks.Service
 	gate     *approval.Gate
+	codes    *SignInCodes
 	nav      []nav
 }
 
@@ -81,7 +88,7 @@ func New(cfg Config) http.Handler {
 		panic("console.New: Config.Service, Config.Verifier and Config.Sessions are required")
 	}
 	c := &console{svc: cfg.Service, verifier: cfg.Verifier, sessions: cfg.Sessions, log: cfg.Logger, secure: cfg.Secure, pages: mustParsePages(),
-		hooks: cfg.Webhooks, gate: cfg.Approvals}
+		hooks: cfg.Webhooks, gate: cfg.Approvals, codes: cfg.SignInCodes}
 	c.nav = slices.Clone(navigation)
 	if c.hooks != nil {
 		c.nav = append(c.nav, deliveriesNav)
@@ -125,10 +132,10 @@ func (c *console) routes() http.Handler {
 		mux.Handle("POST /console/webhooks/{webhook}/deliveries/{delivery}/retry", c.admin(c.retryDelivery))
 	}
 	if c.gate != nil {
-		mux.Handle("GET /console/approvals", c.reader(c.approvalsPage))
-		mux.Handle("GET /console/approvals/{id}", c.reader(c.approvalPage))
-		mux.Handle("POST /console/approvals/{id}/approve", c.writer(c.approve))
-		mux.Handle("POST /console/approvals/{id}/decline", c.writer(c.decline))
+		mux.Handle("GET /console/approvals", c.approver(c.approvalsPage))
+		mux.Handle("GET /console/approvals/{id}", c.approver(c.approvalPage))
+		mux.Handle("POST /console/approvals/{id}/approve", c.approver(c.approve))
+		mux.Handle("POST /console/approvals/{id}/decline", c.approver(c.decline))
 	}
 	mux.HandleFunc("/console/", c.notFound)
 

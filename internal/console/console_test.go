@@ -4,14 +4,18 @@ import (
 	"context"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/console"
+	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/server/servertest"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
@@ -602,4 +606,71 @@ func mustDo(t *testing.T, c *http.Client, req *http.Request) *http.Response {
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// TestCookieFollowsThePublicURLNotTheRequest: a request that arrives over
+// TLS while the public URL is http gets the plain cookie, because the
+// public URL's scheme alone decides (docs/approval.md, DESIGN §20).
+func TestCookieFollowsThePublicURLNotTheRequest(t *testing.T) {
+	t.Parallel()
+	d := dbtest.SQLite(t)
+	svc := tickets.NewService(d.Gorm, tickets.Options{})
+	h := console.New(console.Config{Service: svc, Verifier: servertest.Verifier(t, audience), Sessions: console.NewSessions(d.Gorm)})
+	srv := httptest.NewTLSServer(h)
+	t.Cleanup(srv.Close)
+	client := srv.Client()
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/console/signin",
+		strings.NewReader(url.Values{"token": {token(t, "alice", time.Now(), authn.ScopeRead)}}.Encode()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if ck := resp.Cookies(); len(ck) != 1 || ck[0].Name != "ticketd_console" || ck[0].Secure {
+		t.Errorf("over TLS with an http public URL: cookies %+v; want the plain ticketd_console, not Secure", ck)
+	}
+}
+
+// TestSignInCodeOpensOneSessionWithinItsTTL: a sign-in code opens a session
+// of the principal it was issued for, once; a code past SignInCodeTTL, or
+// on a console without codes, opens nothing.
+func TestSignInCodeOpensOneSessionWithinItsTTL(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	var mu sync.Mutex
+	now := start
+	codes := console.NewSignInCodes(func() time.Time { mu.Lock(); defer mu.Unlock(); return now })
+	e := newEnv(t, console.Config{SignInCodes: codes})
+	person := authn.Principal{Tenant: tenant, Subject: "dev", Scopes: []string{authn.ScopeRead, authn.ScopeApprove}}
+	signIn := func(code string) int {
+		t.Helper()
+		resp := e.post(t, e.client(t), "/console/signin", url.Values{"code": {code}})
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	code := codes.Issue(person)
+	if status := signIn(code); status != http.StatusSeeOther {
+		t.Fatalf("a fresh code = %d, want 303", status)
+	}
+	if status := signIn(code); status != http.StatusUnauthorized {
+		t.Fatalf("the same code again = %d, want 401", status)
+	}
+	late := codes.Issue(person)
+	mu.Lock()
+	now = start.Add(console.SignInCodeTTL)
+	mu.Unlock()
+	if status := signIn(late); status != http.StatusUnauthorized {
+		t.Fatalf("a code at its TTL = %d, want 401", status)
+	}
+	other := newEnv(t, console.Config{})
+	resp := other.post(t, other.client(t), "/console/signin", url.Values{"code": {codes.Issue(person)}})
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a code on a console without codes = %d, want 401", resp.StatusCode)
+	}
 }

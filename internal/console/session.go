@@ -15,21 +15,23 @@ import (
 )
 
 // The session cookie holds a console session's secret (Sessions), never the
-// bearer token it signed in with. Over https it is
-// hostCookieName: the __Host- prefix makes browsers accept it only when set
-// Secure, for Path=/ and without Domain, from this host over https, so a page
-// on another port or subdomain of the host cannot plant or override it
-// (cookie tossing). Over plain http (dev) there is no such protection; a
-// request with two session cookies is refused either way, which is what a
-// planted cookie with a longer path beside the real one looks like.
+// bearer token it signed in with. Exactly when the public URL is https
+// (Config.Secure) it is hostCookieName, set Secure: the __Host- prefix makes
+// browsers accept it only when set Secure, for Path=/ and without Domain,
+// from this host over https, so a page on another port or subdomain of the
+// host cannot plant or override it (cookie tossing). Over plain http (dev)
+// there is no such protection; a request with two session cookies is
+// refused either way, which is what a planted cookie with a longer path
+// beside the real one looks like.
 const (
 	cookieName     = "ticketd_console"
 	hostCookieName = "__Host-ticketd_console"
 )
 
-// sessionCookie names the session cookie of r's scheme and its path.
-func (c *console) sessionCookie(r *http.Request) (name, path string) {
-	if c.secure || r.TLS != nil {
+// sessionCookie names the session cookie and its path: the public URL's
+// scheme decides, never the request's (a proxy in front may speak either).
+func (c *console) sessionCookie() (name, path string) {
+	if c.secure {
 		return hostCookieName, "/"
 	}
 	return cookieName, "/console"
@@ -42,7 +44,7 @@ var errTwoSessions = errors.New("two console session cookies")
 // is none, or errTwoSessions. Over https a cookie without the __Host- prefix
 // is ignored: anyone on the host could have set it.
 func (c *console) sessionToken(r *http.Request) (string, error) {
-	name, _ := c.sessionCookie(r)
+	name, _ := c.sessionCookie()
 	var found []string
 	for _, ck := range r.Cookies() {
 		if ck.Name == name {
@@ -181,7 +183,9 @@ func (c *console) signInPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // signIn checks the token once before keeping it, so a typo or a token
-// without tickets:read is refused here rather than on the next page.
+// that opens no page (neither tickets:read nor tickets:approve) is refused
+// here rather than on the next page. A sign-in code (SignInCodes) instead
+// of a token opens the session of the principal it was issued for, once.
 func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, tickets.MaxInputBytes)
 	if err := r.ParseForm(); err != nil {
@@ -195,6 +199,16 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 		raw = strings.TrimSpace(raw[7:])
 	}
 	data := signInData{Next: next}
+	if code := strings.TrimSpace(r.PostForm.Get("code")); code != "" {
+		p, ok := c.codes.redeem(code)
+		if !ok {
+			c.render(w, r, nil, http.StatusUnauthorized, "signin", layout{Title: "Sign in", Problem: problemFor(errcode.Unauthenticated,
+				"This sign-in link was used already or has expired; each link signs in once. Restart ticketd serve --dev for a new one, or paste a token.")}, data)
+			return
+		}
+		c.startSession(w, r, p, next)
+		return
+	}
 	if raw == "" {
 		c.render(w, r, nil, http.StatusBadRequest, "signin",
 			layout{Title: "Sign in", Problem: problemFor(errcode.InvalidInput, "Paste a bearer token to sign in.")}, data)
@@ -207,11 +221,18 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 			layout{Title: "Sign in", Problem: problemFor(errcode.Unauthenticated, "This token was not accepted: "+err.Error()+".")}, data)
 		return
 	}
-	if !p.HasScope(authn.ScopeRead) {
+	if !p.HasScope(authn.ScopeRead) && !p.HasScope(authn.ScopeApprove) {
 		c.render(w, r, nil, http.StatusForbidden, "signin", layout{Title: "Sign in", Problem: problemFor(errcode.Forbidden,
-			"This token lacks the tickets:read scope the console needs to show anything.")}, data)
+			"This token has neither the tickets:read scope the console needs to show tickets nor the tickets:approve scope its approval pages need.")}, data)
 		return
 	}
+	c.startSession(w, r, p, next)
+}
+
+// startSession opens a console session for p, sets its cookie and sends the
+// browser on to next.
+func (c *console) startSession(w http.ResponseWriter, r *http.Request, p authn.Principal, next string) {
+	data := signInData{Next: next}
 	secret, err := c.sessions.create(r.Context(), p)
 	if err != nil {
 		c.log.ErrorContext(r.Context(), "console: sign in", "err", err)
@@ -220,10 +241,10 @@ func (c *console) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	// No Expires or Max-Age: the cookie ends with the browser session, and
 	// the session itself at the token's exp or after MaxSessionAge.
-	name, path := c.sessionCookie(r)
+	name, path := c.sessionCookie()
 	http.SetCookie(w, &http.Cookie{
 		Name: name, Value: secret, Path: path, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: c.secure || r.TLS != nil,
+		SameSite: http.SameSiteStrictMode, Secure: c.secure,
 	})
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
@@ -239,10 +260,10 @@ func (c *console) signOut(w http.ResponseWriter, r *http.Request, req *request) 
 }
 
 func (c *console) clearCookie(w http.ResponseWriter, r *http.Request) {
-	name, path := c.sessionCookie(r)
+	name, path := c.sessionCookie()
 	http.SetCookie(w, &http.Cookie{
 		Name: name, Value: "", Path: path, MaxAge: -1, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: c.secure || r.TLS != nil,
+		SameSite: http.SameSiteStrictMode, Secure: c.secure,
 	})
 }
 

@@ -168,7 +168,7 @@ type Approval struct {
 	ApprovalID  string     `json:"approval_id"`
 	RequestedBy string     `json:"requested_by" jsonschema:"subject of the token that asked for the write"`
 	DecidedBy   string     `json:"decided_by" jsonschema:"subject of the person who approved"`
-	DecidedVia  string     `json:"decided_via" jsonschema:"form (in the agent's client), url or console (the console's approval page)"`
+	DecidedVia  string     `json:"decided_via" jsonschema:"form (in the agent's client), url or console (the console's approval page), or rest (POST /api/v1/approvals/{id}/approve)"`
 	DecidedAt   *time.Time `json:"decided_at,omitempty"`
 }
 

@@ -176,6 +176,8 @@ func Of(err error) Code {
 		return NotFound
 	case errors.Is(err, approval.ErrDecided):
 		return StateConflict
+	case errors.Is(err, approval.ErrSelfApproval):
+		return Forbidden
 	case errors.Is(err, approval.ErrUnavailable):
 		return Unavailable
 	case errors.Is(err, operations.ErrFailed):

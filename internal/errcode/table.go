@@ -108,8 +108,8 @@ var Table = []Row{
 		// A person takes seconds at least; polling faster only adds load.
 		RetryAfter:   5 * time.Second,
 		AgentStep:    "Nothing was written. Ask the user to open approval_url and approve this change, then retry with the same operation_id and arguments (before expires_at).",
-		OperatorStep: "Nothing was written. Open approval_url (signed in to the console as the same user) and approve, then send the same request again with the same Idempotency-Key before expires_at.",
-		PersonStep:   "This change needs a person's approval first; nothing was written. Open the Approvals page, approve it, then submit the form again as it is.",
+		OperatorStep: "Nothing was written. A person with tickets:approve opens approval_url in the console (or POSTs /api/v1/approvals/{approval_id}/approve) and approves; then send the same request again with the same Idempotency-Key before expires_at.",
+		PersonStep:   "This change needs a person's approval first; nothing was written. Open the Approvals page (a person with the tickets:approve scope decides there; under four-eyes approval, someone other than you), then submit the form again as it is.",
 		// Waiting for a person: nothing ran; ticketd_approvals_total counts it.
 		Outcome: NotCounted,
 	},
@@ -124,12 +124,12 @@ var Table = []Row{
 		Outcome: NotCounted,
 	},
 	{
-		Code: Forbidden, Meaning: "the token lacks the scope", Retry: "no",
+		Code: Forbidden, Meaning: "the token lacks the scope (or, with four-eyes approval, the requester tried to approve its own write)", Retry: "no",
 		MCP: MCPToolError, Status: http.StatusForbidden, Title: "Forbidden", ShowCause: true,
 		Public:       "your token lacks the scope this action needs",
 		AgentStep:    "Your token lacks the scope for this action; ask for a token with the scope named in the message.",
-		OperatorStep: "Your token lacks the scope this request needs; use a token that grants the scope named here.",
-		PersonStep:   "Your token lacks the scope for this. Sign out and sign in with a token that has it.",
+		OperatorStep: "Your token lacks the scope this request needs (use a token that grants the scope named here), or, under four-eyes approval, another person must approve this write.",
+		PersonStep:   "Your token lacks the scope for this (sign out and sign in with a token that has it), or, under four-eyes approval, another person must approve this change.",
 		Outcome:      NotCounted,
 	},
 	{

@@ -88,6 +88,31 @@ func writeToken(t *testing.T, env *servertest.Env, subject string) string {
 		Scopes: []string{authn.ScopeRead, authn.ScopeWrite}, TTL: time.Hour}, time.Now())
 }
 
+// approveAs has person subject approve approval id over REST.
+func approveAs(t *testing.T, env *servertest.Env, subject, id string) {
+	t.Helper()
+	if status, body := env.Decide(t, "acme", subject, id, true); status != http.StatusOK {
+		t.Fatalf("%s approving %s = %d %s; want 200", subject, id, status, body)
+	}
+}
+
+// decideWith posts an approve of approval id over REST with token and
+// returns the status.
+func decideWith(t *testing.T, env *servertest.Env, token, id string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, env.URL+"/api/v1/approvals/"+id+"/approve", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 func approvalsWith(t *testing.T, env *servertest.Env, status approval.Status) int64 {
 	t.Helper()
 	var n int64
@@ -308,11 +333,13 @@ func TestStatelessLegacyClientGetsApprovalRequired(t *testing.T) {
 	if again.ApprovalID != out.ApprovalID || env.CountTickets(t, "acme") != 0 || env.CountOperations(t, "acme") != 0 {
 		t.Errorf("unapproved retry: approval %s (first %s), %d tickets; want the same approval, nothing written", again.ApprovalID, out.ApprovalID, env.CountTickets(t, "acme"))
 	}
-	// The person approves (here through the gate; the console's browser
-	// test clicks the button); the agent's retry writes once.
-	if _, err := env.Approvals.Decide(context.Background(), "acme", "alice", out.ApprovalID, true); err != nil {
-		t.Fatal(err)
+	// The agent's own token cannot approve; a person with tickets:approve
+	// does (here over REST; the console's tests press the button); the
+	// agent's retry writes once.
+	if status := decideWith(t, env, writeToken(t, env, "alice"), out.ApprovalID); status != http.StatusForbidden {
+		t.Fatalf("the agent's token approving = %d, want 403", status)
 	}
+	approveAs(t, env, "carol", out.ApprovalID)
 	created(t, servertest.Call(t, legacy, mcptools.ToolCreateTicket, ticketArgs(op)))
 	replay := created(t, servertest.Call(t, legacy, mcptools.ToolCreateTicket, ticketArgs(op)))
 	if !replay.Replayed || env.CountTickets(t, "acme") != 1 {
@@ -365,8 +392,8 @@ func TestURLElicitationDecidesFromTheStoredDecision(t *testing.T) {
 		}
 		if approveOnPage.Load() {
 			// The person opens the page and approves there.
-			if _, err := env.Approvals.Decide(ctx, "acme", "alice", p.ElicitationID, true); err != nil {
-				t.Error(err)
+			if status, body := env.Decide(t, "acme", "carol", p.ElicitationID, true); status != http.StatusOK {
+				t.Errorf("carol approving = %d %s", status, body)
 			}
 		}
 		// Accept only says the person agreed to open the page.
@@ -443,4 +470,115 @@ func TestStdioAsksThroughTheSession(t *testing.T) {
 			t.Errorf("over stdio without elicitation: %+v; want approval_required with a URL, nothing written", out)
 		}
 	})
+}
+
+// pendingApproval returns the ID of the tenant's newest pending approval,
+// the one a form ask left for a person to decide elsewhere.
+func pendingApproval(t *testing.T, env *servertest.Env) string {
+	t.Helper()
+	var id string
+	if err := env.DB.Gorm.Table("approvals").Where("tenant_id = ? AND status = ?", "acme", string(approval.StatusPending)).
+		Order("created_at DESC").Limit(1).Pluck("approval_id", &id).Error; err != nil || id == "" {
+		t.Fatalf("no pending approval (%v)", err)
+	}
+	return id
+}
+
+// TestApprovedThenExpiredIsAskedAgainThroughItsState is issue 28's
+// reproduction: a person approves a write, TICKETD_APPROVAL_TTL passes, and
+// the agent then retries with the signed requestState it was asked with.
+// The state still verifies, but the approval is spent by time: the retry is
+// asked again, with a fresh state, and nothing is written until a new yes.
+func TestApprovedThenExpiredIsAskedAgainThroughItsState(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		start := time.Now()
+		var clock atomic.Int64
+		clock.Store(start.UnixNano())
+		env := approvalEnv(t, d, approval.Options{Now: func() time.Time { return time.Unix(0, clock.Load()) }})
+		agent := manualClient(t, env, writeToken(t, env, "agent"))
+		args := ticketArgs(newOperationID(t))
+		state := askFor(t, agent, args)
+		approveAs(t, env, "carol", pendingApproval(t, env))
+
+		clock.Store(start.Add(approval.DefaultTTL + 2*time.Second).UnixNano())
+		res, err := retryWith(agent, args, state)
+		if err != nil || !res.NeedsInput() || res.RequestState == state {
+			t.Fatalf("the state of an approval past its TTL = %+v, %v; want asked again with a new state", res, err)
+		}
+		if env.CountTickets(t, "acme") != 0 || approvalsWith(t, env, approval.StatusExpired) != 1 {
+			t.Fatalf("%d tickets, %d expired approvals; want none written and the old approval expired",
+				env.CountTickets(t, "acme"), approvalsWith(t, env, approval.StatusExpired))
+		}
+		// The same state again is no way around it either.
+		if res, err := retryWith(agent, args, state); err != nil || !res.NeedsInput() || env.CountTickets(t, "acme") != 0 {
+			t.Fatalf("the expired state again = %+v, %v (%d tickets); want asked again, nothing written", res, err, env.CountTickets(t, "acme"))
+		}
+	})
+}
+
+// TestURLChannelSendsFormClientsToTheURL: with TICKETD_APPROVAL_CHANNELS=url
+// a client that declares form and URL elicitation is asked by URL, and one
+// that declares form alone is told approval_required: no form is offered
+// for its host to answer.
+func TestURLChannelSendsFormClientsToTheURL(t *testing.T) {
+	t.Parallel()
+	env := approvalEnv(t, dbtest.SQLite(t), approval.Options{Channels: []approval.Mode{approval.ModeURL}})
+	both := env.ConnectWith(t, writeToken(t, env, "agent"), &mcp.ClientOptions{
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
+			Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}},
+	}, nil)
+	res, err := both.CallTool(context.Background(), &mcp.CallToolParams{Name: mcptools.ToolCreateTicket, Arguments: ticketArgs(newOperationID(t))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ask, ok := res.InputRequests["approval"].(*mcp.ElicitParams); !ok || ask.Mode != "url" {
+		t.Errorf("a form- and URL-capable client with channels=url was asked %+v; want a URL elicitation", res.InputRequests)
+	}
+	p := newPerson(true)
+	formOnly := formClient(t, env, writeToken(t, env, "agent"), p)
+	toolError(t, servertest.Call(t, formOnly, mcptools.ToolCreateTicket, ticketArgs(newOperationID(t))), "approval_required")
+	if p.asked.Load() != 0 || env.CountTickets(t, "acme") != 0 {
+		t.Errorf("with channels=url a form-only client was asked %d times, %d tickets; want told approval_required, nothing written",
+			p.asked.Load(), env.CountTickets(t, "acme"))
+	}
+	// A form answer sent without being asked is no approval either.
+	manual := manualClient(t, env, writeToken(t, env, "agent"))
+	res, err = retryWith(manual, ticketArgs(newOperationID(t)), "")
+	if err != nil || res.NeedsInput() || !res.IsError || env.CountTickets(t, "acme") != 0 {
+		t.Errorf("an unasked form answer with channels=url = %+v, %v; want approval_required, nothing written", res, err)
+	}
+}
+
+// TestFourEyesNeedsASecondPerson: with four-eyes on, a form-capable client
+// is never offered the form its own host would answer; the requester, even
+// holding tickets:approve, cannot approve its own write; a second person
+// can, and the retry writes once.
+func TestFourEyesNeedsASecondPerson(t *testing.T) {
+	t.Parallel()
+	env := approvalEnv(t, dbtest.SQLite(t), approval.Options{FourEyes: true})
+	aliceToken := env.Mint(t, authn.TokenRequest{Issuer: servertest.Issuer, Audience: env.Endpoint, Tenant: "acme", Subject: "alice",
+		Scopes: []string{authn.ScopeRead, authn.ScopeWrite, authn.ScopeApprove}, TTL: time.Hour}, time.Now())
+	p := newPerson(true)
+	cs := formClient(t, env, aliceToken, p)
+	op := newOperationID(t)
+	out := toolError(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, ticketArgs(op)), "approval_required")
+	if p.asked.Load() != 0 {
+		t.Fatalf("with four-eyes the requester's own client was asked %d times; want it sent to the URL", p.asked.Load())
+	}
+	if status := decideWith(t, env, aliceToken, out.ApprovalID); status != http.StatusForbidden {
+		t.Fatalf("the requester approving its own write under four-eyes = %d, want 403", status)
+	}
+	toolError(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, ticketArgs(op)), "approval_required")
+	approveAs(t, env, "bob", out.ApprovalID)
+	first := created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, ticketArgs(op)))
+	replay := created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, ticketArgs(op)))
+	if first.Replayed || !replay.Replayed || env.CountTickets(t, "acme") != 1 {
+		t.Errorf("after bob approved: replayed %v then %v, %d tickets; want one write, then a replay", first.Replayed, replay.Replayed, env.CountTickets(t, "acme"))
+	}
+	st := servertest.Decode[contract.OperationStatus](t, servertest.Call(t, cs, mcptools.ToolGetOperationStatus, map[string]any{"operation_id": op}))
+	if st.Approval == nil || st.Approval.DecidedBy != "bob" || st.Approval.RequestedBy != "alice" || st.Approval.DecidedVia != "rest" {
+		t.Errorf("get_operation_status approval = %+v; want asked by alice, decided by bob via rest", st.Approval)
+	}
 }

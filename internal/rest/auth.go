@@ -33,9 +33,9 @@ func (a *api) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		reqinfo.From(r.Context()).SetCaller(p.Tenant, p.Subject)
-		if !p.HasScope(authn.ScopeRead) && !p.HasScope(authn.ScopeWrite) {
+		if !p.HasScope(authn.ScopeRead) && !p.HasScope(authn.ScopeWrite) && !p.HasScope(authn.ScopeApprove) {
 			w.Header().Set("WWW-Authenticate", a.challenge(`error="insufficient_scope"`, a.scopeParam()))
-			pr := newProblem(errcode.Forbidden, "This token grants no ticketd scope (tickets:read, tickets:write or tickets:admin).")
+			pr := newProblem(errcode.Forbidden, "This token grants no ticketd scope (tickets:read, tickets:write, tickets:approve or tickets:admin).")
 			noteError(r, pr.Code, nil)
 			writeProblem(w, r, pr)
 			return

@@ -86,6 +86,7 @@ func generateOpenAPI(raw []byte) ([]byte, error) {
 		"WebhookDeliveryList": contract.Infer[rest.WebhookDeliveryList](),
 		"Resolution":          resolutionSchema(),
 		"Backend":             contract.Infer[contract.Backend](),
+		"Approval":            contract.Infer[rest.Approval](),
 	} {
 		if err := described(name, s); err != nil {
 			return nil, err

@@ -51,6 +51,11 @@ func (a *api) routes() http.Handler {
 			r.With(a.require(authn.ScopeAdmin)).Post("/operations/{operation_id}/reconcile", a.reconcileOperation)
 			r.With(a.require(authn.ScopeAdmin)).Post("/operations/{operation_id}/resolve", a.resolveOperation)
 
+			// A person's decision: tickets:approve alone, which agents'
+			// tokens never carry (docs/approval.md).
+			r.With(a.require(authn.ScopeApprove)).Post("/approvals/{approval_id}/approve", a.approveApproval)
+			r.With(a.require(authn.ScopeApprove)).Post("/approvals/{approval_id}/decline", a.declineApproval)
+
 			if a.hooks != nil {
 				r.Group(func(r chi.Router) {
 					r.Use(a.require(authn.ScopeAdmin))

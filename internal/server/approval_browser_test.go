@@ -42,22 +42,25 @@ func chromiumPath(t *testing.T) string {
 	return ""
 }
 
-// TestApprovalInTheConsole is the URL path of docs/contract.md#approval end to end: a
+// TestApprovalInTheConsole is the URL path of docs/approval.md end to end: a
 // 2025-11-25 agent on stateless HTTP is told approval_required with a
-// console URL; another person opening it gets 404; the asked person,
-// signed in in headless Chromium, sees exactly what will change and
-// approves; the agent's retry with the same operation ID writes once.
+// console URL; the agent's own token signed in to the console gets 403
+// there, and an approver of another tenant 404; a person holding
+// tickets:approve, signed in in headless Chromium, sees exactly what will
+// change and approves; the agent's retry with the same operation ID writes
+// once.
 func TestApprovalInTheConsole(t *testing.T) {
 	t.Parallel()
 	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{
 		Approval: &approval.Options{Policy: approval.Policy{Enabled: true, BulkThreshold: approval.DefaultBulkThreshold}},
 	})
 	env.SeedProject(t, "acme")
-	mint := func(subject string) string {
-		return env.Mint(t, authn.TokenRequest{Issuer: servertest.Issuer, Audience: env.Endpoint, Tenant: "acme", Subject: subject,
-			Scopes: []string{authn.ScopeRead, authn.ScopeWrite}, TTL: time.Hour}, time.Now())
+	mint := func(tenant, subject string, scopes ...string) string {
+		return env.Mint(t, authn.TokenRequest{Issuer: servertest.Issuer, Audience: env.Endpoint, Tenant: tenant, Subject: subject,
+			Scopes: scopes, TTL: time.Hour}, time.Now())
 	}
-	agent := env.ConnectWith(t, mint("alice"), nil, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	agentToken := mint("acme", "alice", authn.ScopeRead, authn.ScopeWrite)
+	agent := env.ConnectWith(t, agentToken, nil, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	op := uuid.NewString()
 	args := map[string]any{"operation_id": op, "project_id": "support", "title": "Checkout is down", "priority": "urgent"}
 	res := servertest.Call(t, agent, mcptools.ToolCreateTicket, args)
@@ -81,13 +84,13 @@ func TestApprovalInTheConsole(t *testing.T) {
 		}
 		return resp
 	}
-	signIn := func(subject string) {
+	signIn := func(tok string) {
 		t.Helper()
 		// The link form of sign-in: the token rides in the fragment.
 		if err := chromedp.Do(ctx, chromedp.Navigate("about:blank"),
-			chromedp.Navigate(env.URL+"/console/signin#token="+url.QueryEscape(mint(subject))),
+			chromedp.Navigate(env.URL+"/console/signin#token="+url.QueryEscape(tok)),
 			chromedp.WaitVisible(chromedp.CSS("#signout"))); err != nil {
-			t.Fatalf("sign in as %s: %v", subject, err)
+			t.Fatalf("sign in: %v", err)
 		}
 	}
 	text := func(sel string) string {
@@ -99,18 +102,22 @@ func TestApprovalInTheConsole(t *testing.T) {
 		return strings.TrimSpace(s)
 	}
 
-	signIn("mallory")
+	signIn(agentToken)
+	if resp := open(ask.ApprovalURL); resp.Status != 403 || !strings.Contains(text(".problem"), authn.ScopeApprove) {
+		t.Fatalf("the agent's token opening the approval URL got %d %q; want 403 naming %s", resp.Status, text(".problem"), authn.ScopeApprove)
+	}
+	signIn(mint("globex", "mallory", authn.ScopeRead, authn.ScopeApprove))
 	if resp := open(ask.ApprovalURL); resp.Status != 404 || !strings.Contains(text(".problem"), "not_found") {
-		t.Fatalf("another person opening the approval URL got %d %q; want 404", resp.Status, text(".problem"))
+		t.Fatalf("another tenant's approver opening the approval URL got %d %q; want 404", resp.Status, text(".problem"))
 	}
 
-	signIn("alice")
+	signIn(mint("acme", "carol", authn.ScopeRead, authn.ScopeApprove))
 	open(env.URL + "/console/approvals")
 	if pending := text("table.list"); !strings.Contains(pending, op) {
 		t.Errorf("the console's pending approvals %q do not list the operation", pending)
 	}
 	if resp := open(ask.ApprovalURL); resp.Status != 200 {
-		t.Fatalf("the asked person got %d", resp.Status)
+		t.Fatalf("the approver got %d", resp.Status)
 	}
 	changes := text("#changes")
 	for _, want := range []string{"priority", "urgent", "Checkout is down"} {
@@ -156,11 +163,11 @@ func TestApprovalInTheConsole(t *testing.T) {
 		t.Errorf("the agent's retry = %+v, then %+v; want one write, then a replay (%d tickets)", out, replay, env.CountTickets(t, "acme"))
 	}
 	open(env.URL + "/console/tickets/" + out.Ticket.Key)
-	if got := text(".history .approved"); !strings.Contains(got, "approved by alice via console") {
+	if got := text(".history .approved"); !strings.Contains(got, "approved by carol via console") {
 		t.Errorf("the ticket's history says %q; want who approved and how", got)
 	}
 	st := servertest.Decode[map[string]any](t, servertest.Call(t, agent, mcptools.ToolGetOperationStatus, map[string]any{"operation_id": op}))
-	if a, _ := st["approval"].(map[string]any); a["decided_by"] != "alice" || a["decided_via"] != "console" {
-		t.Errorf("get_operation_status approval = %v; want decided by alice in the console", st["approval"])
+	if a, _ := st["approval"].(map[string]any); a["decided_by"] != "carol" || a["requested_by"] != "alice" || a["decided_via"] != "console" {
+		t.Errorf("get_operation_status approval = %v; want asked by alice, decided by carol in the console", st["approval"])
 	}
 }

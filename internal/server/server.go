@@ -77,6 +77,9 @@ type Config struct {
 	// ConsoleSessions keeps the web console's sessions
 	// (console.NewSessions over the service's database). Required.
 	ConsoleSessions *console.Sessions
+	// ConsoleSignInCodes lets single-use sign-in links open console
+	// sessions (serve --dev's person); nil accepts pasted tokens only.
+	ConsoleSignInCodes *console.SignInCodes
 }
 
 // New returns the HTTP handler serving:
@@ -122,6 +125,7 @@ func New(cfg Config) (http.Handler, error) {
 	mux.Handle(console.Prefix, nameSpan(console.Prefix, w.guards.consoleHost(console.New(console.Config{
 		Service: cfg.Service, Verifier: cfg.Verifier, Sessions: cfg.ConsoleSessions, Logger: w.logger.With("component", "console"),
 		Secure: strings.HasPrefix(w.public, "https://"), Webhooks: cfg.Webhooks, Approvals: cfg.Service.Approvals(),
+		SignInCodes: cfg.ConsoleSignInCodes,
 	}))))
 	mux.Handle("GET /{$}", http.RedirectHandler(console.Prefix, http.StatusSeeOther))
 	if !cfg.MetricsElsewhere {

@@ -1,17 +1,24 @@
 // ticketd console: progressive enhancement only. Every page works without it.
 "use strict";
 
-// Sign-in link: /console/signin#token=... carries the token in the fragment,
-// which the browser never sends to the server (so it never reaches a log).
-// Clear it from the address bar and history first, then post it like the form.
+// Sign-in link: /console/signin#code=... (a single-use sign-in code, as
+// serve --dev prints for its person) or #token=... carries its secret in the
+// fragment, which the browser never sends to the server (so it never reaches
+// a log). Clear it from the address bar and history first, then post it like
+// the form.
 function signInFromFragment() {
   const form = document.getElementById("signin");
   if (!form || !location.hash) {
     return;
   }
-  const token = new URLSearchParams(location.hash.slice(1)).get("token");
+  const params = new URLSearchParams(location.hash.slice(1));
   history.replaceState(null, "", location.pathname + location.search);
-  if (token) {
+  const code = params.get("code");
+  const token = params.get("token");
+  if (code) {
+    form.elements.code.value = code;
+    form.submit();
+  } else if (token) {
     form.elements.token.value = token;
     form.submit();
   }

@@ -90,6 +90,7 @@ var Examples = []Example{
 	{errcode.InvalidInput, wrap(approval.ErrBadState)},
 	{errcode.NotFound, wrap(approval.ErrNotFound)},
 	{errcode.StateConflict, wrap(approval.ErrDecided)},
+	{errcode.Forbidden, wrap(approval.ErrSelfApproval)},
 	{errcode.Unavailable, wrap(approval.ErrUnavailable)},
 	{errcode.Forbidden, wrap(authn.ErrForbidden)},
 	{errcode.Unauthenticated, wrap(authn.ErrInvalidToken)},

@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -178,6 +179,38 @@ func Verifier(tb testing.TB, audience string) *authn.Verifier {
 		tb.Fatalf("servertest: verifier: %v", err)
 	}
 	return v
+}
+
+// Decide has person subject of tenant, holding tickets:approve alone,
+// approve (or decline) approval id over REST, as a person does
+// (docs/approval.md), and returns the status and body of the answer. It
+// reports a failure to ask with Errorf, so any goroutine may call it.
+func (e *Env) Decide(tb testing.TB, tenant, subject, id string, approve bool) (int, string) {
+	tb.Helper()
+	verb := "decline"
+	if approve {
+		verb = "approve"
+	}
+	tok := e.Mint(tb, authn.TokenRequest{
+		Issuer: Issuer, Audience: e.Audience, Tenant: tenant, Subject: subject, Scopes: []string{authn.ScopeApprove}, TTL: time.Hour,
+	}, time.Now())
+	req, err := http.NewRequest(http.MethodPost, e.URL+"/api/v1/approvals/"+id+"/"+verb, nil)
+	if err != nil {
+		tb.Errorf("servertest: %s approval %s: %v", verb, id, err)
+		return 0, ""
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		tb.Errorf("servertest: %s approval %s: %v", verb, id, err)
+		return 0, ""
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Errorf("servertest: read the answer to %s approval %s: %v", verb, id, err)
+	}
+	return resp.StatusCode, string(body)
 }
 
 // Connect opens an MCP client session to the Env's endpoint as token.
