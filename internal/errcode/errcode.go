@@ -22,7 +22,7 @@ import (
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/webhooks"
-	"github.com/ticketd/ticketd/internal/webhooks/ssrf"
+	"github.com/ticketd/ticketd/internal/ssrf"
 )
 
 // Code is a contract error code.

@@ -15,7 +15,7 @@ import (
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/webhooks"
-	"github.com/ticketd/ticketd/internal/webhooks/ssrf"
+	"github.com/ticketd/ticketd/internal/ssrf"
 )
 
 func TestSubscriptionsAreValidatedAndTenantScoped(t *testing.T) {

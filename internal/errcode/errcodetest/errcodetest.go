@@ -23,7 +23,7 @@ import (
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/webhooks"
-	"github.com/ticketd/ticketd/internal/webhooks/ssrf"
+	"github.com/ticketd/ticketd/internal/ssrf"
 )
 
 // DriverText is what a database driver says about a connection it lost: the
