@@ -20,10 +20,10 @@ import (
 
 // newProjectBody is POST /api/v1/projects.
 type newProjectBody struct {
-	ID      string            `json:"id"`
-	Key     string            `json:"key"`
-	Name    string            `json:"name"`
-	Backend *backendBody      `json:"backend,omitempty"`
+	ID      string       `json:"id"`
+	Key     string       `json:"key"`
+	Name    string       `json:"name"`
+	Backend *backendBody `json:"backend,omitempty"`
 }
 
 // backendBody is contract.Backend, decoded refusing members it does not

@@ -1,7 +1,6 @@
 package tracker
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -106,6 +105,3 @@ func ParseCredentials(text string) (Credentials, error) {
 	}
 	return out, nil
 }
-
-// ErrNoCredential: a backend names no credential its tenant may use.
-var ErrNoCredential = errors.New("no tracker credential")
