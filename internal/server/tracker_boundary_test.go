@@ -22,6 +22,7 @@ import (
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tracker"
 	"github.com/ticketd/ticketd/internal/tracker/github"
+	"github.com/ticketd/ticketd/internal/tracker/githubtest"
 )
 
 // dns is a Resolver whose answers a test sets; an unknown name does not
@@ -309,4 +310,32 @@ func TestCreateSendsALoopbackListenerNothing(t *testing.T) {
 			t.Errorf("the loopback listener accepted %d connections; want none", n)
 		}
 	})
+}
+
+// TestTrackerErrorTextIsNotEchoed: what a tracker says in a refusal is
+// not copied into downstream.last_error, where the tenant reads it; the
+// operation records ticketd's own classification (a 401 refusal).
+func TestTrackerErrorTextIsNotEchoed(t *testing.T) {
+	t.Parallel()
+	gh := githubtest.New("ghp_right")
+	apiURL := githubtest.Start(t, gh)
+	tracked := githubtest.Tracked("ghp_wrong", time.Second)
+	tracked.Settle, tracked.Lease = time.Hour, 5*time.Second
+	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{Tracked: tracked})
+	tenant := "t" + uuid.NewString()[:8]
+	e := &trackerEnv{Env: env, gh: gh, tenant: tenant,
+		admin: env.Token(t, tenant, authn.ScopeRead, authn.ScopeWrite, authn.ScopeAdmin),
+		agent: env.Token(t, tenant, authn.ScopeRead, authn.ScopeWrite)}
+	e.rest(t, "POST", "/api/v1/projects", e.admin, "", map[string]any{"id": "widgets", "key": "WID", "name": "Widgets",
+		"backend": map[string]any{"kind": "github", "repository": trackerRepo, "api_url": apiURL, "credential": githubtest.Credential}}, http.StatusCreated, nil)
+	key := uuid.NewString()
+	e.rest(t, "POST", "/api/v1/tickets", e.agent, key, map[string]any{"project_id": "widgets", "title": "Widget jams"}, 0, nil)
+	var st contract.OperationStatus
+	e.rest(t, "GET", "/api/v1/operations/"+key, e.agent, "", nil, http.StatusOK, &st)
+	if st.Status != "failed" || st.Downstream == nil || st.Downstream.LastError != "create issue: tracker rejected the request: the tracker answered 401" {
+		t.Fatalf("operation = %+v %+v; want failed with ticketd's classification of the 401", st, st.Downstream)
+	}
+	if raw := mustJSON(t, st); strings.Contains(raw, "Bad credentials") {
+		t.Errorf("the operation shows the tracker's own text: %s", raw)
+	}
 }
