@@ -29,7 +29,7 @@ type trackedEnv struct {
 	svc    *tickets.Service
 	gh     *githubtest.Server
 	d      *db.DB
-	open   tracker.Opener
+	conn   tickets.TrackedOptions // the connection to the fake, with the test's windows
 }
 
 // newTracked returns a service with a tracker-backed project "gh" (key GH)
@@ -44,7 +44,7 @@ func newTracked(t *testing.T, d *db.DB, queue bool) *trackedEnv {
 	env := &trackedEnv{gh: gh, d: d, tenant: "t" + newID()[:8]}
 	tracked := githubtest.Tracked(fakeToken, 500*time.Millisecond)
 	tracked.Settle, tracked.Lease = settle, 5*time.Second
-	env.open = tracked.Open
+	env.conn = tracked
 	opts := tickets.Options{Tracked: tracked}
 	var q *reconciler.Queue
 	if queue {
