@@ -339,3 +339,17 @@ func TestTrackerErrorTextIsNotEchoed(t *testing.T) {
 		t.Errorf("the operation shows the tracker's own text: %s", raw)
 	}
 }
+
+// TestExternalURLIsTicketds: a tracker answering a javascript: html_url
+// does not get it into the ticket; the external_url REST answers is the
+// one ticketd builds from the API URL and the repository.
+func TestExternalURLIsTicketds(t *testing.T) {
+	t.Parallel()
+	e := startTracker(t, dbtest.SQLite(t))
+	e.gh.AnswerHTMLURL("javascript:alert(document.cookie)")
+	var tk contract.Ticket
+	e.rest(t, "POST", "/api/v1/tickets", e.agent, uuid.NewString(), map[string]any{"project_id": "widgets", "title": "Widget jams"}, http.StatusCreated, &tk)
+	if !strings.HasPrefix(tk.ExternalURL, "https://127.0.0.1:") || !strings.HasSuffix(tk.ExternalURL, "/"+trackerRepo+"/issues/1") {
+		t.Errorf("external_url = %q, want https://<the fake's host>/%s/issues/1", tk.ExternalURL, trackerRepo)
+	}
+}
