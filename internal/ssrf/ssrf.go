@@ -122,7 +122,9 @@ func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
 }
 
 // CheckAddr reports whether ip may be dialled under g's policy. An IPv6
-// address that embeds an IPv4 one is judged by the IPv4 address.
+// address that embeds an IPv4 one is judged by the IPv4 address. Its error
+// says why, for tests; CheckURL and DialContext never pass that on, and
+// refuse in one text whatever the reason.
 func (g Guard) CheckAddr(ip netip.Addr) error {
 	ip = ip.Unmap() // ::ffff:127.0.0.1 is 127.0.0.1
 	for _, p := range tunnels {
