@@ -5,6 +5,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/limits"
+	"github.com/ticketd/ticketd/internal/tracker"
 )
 
 // group is a set of settings; each command takes the groups it uses, so
@@ -90,13 +91,22 @@ type config struct {
 	WebhookMaxAttempts  int
 	WebhookAllowPrivate bool
 	// Tracker-backed projects (docs/contract.md#tracker-backed-projects); zero takes the defaults.
-	ReconcileSettle    time.Duration
-	TrackerTimeout     time.Duration
-	WebhookConcurrency int
-	WebhookRescueAfter time.Duration
+	ReconcileSettle time.Duration
+	TrackerTimeout  time.Duration
+	// TrackerCredentials, TrackerHosts and TrackerAllowPrivate are the
+	// tracker boundary (docs/trackers.md).
+	TrackerCredentials  tracker.Credentials
+	TrackerHosts        []string
+	TrackerAllowPrivate bool
+	WebhookConcurrency  int
+	WebhookRescueAfter  time.Duration
 
 	// DBSession bounds each PostgreSQL session (db.Session).
 	DBSession db.Session
+
+	// getenv reads the environment the settings came from; tracker
+	// credentials' variables are read through it when a tracker is used.
+	getenv func(string) string
 
 	// derivedPublicURL records that PublicURL came from Addr, which is
 	// wrong for clients when Addr is a wildcard such as 0.0.0.0.
@@ -163,6 +173,9 @@ var settings = []setting{
 	{groupWebhook, "TICKETD_WEBHOOK_ALLOW_PRIVATE", "webhook-allow-private", "false", "allow http:// and loopback or private webhook URLs; --dev allows loopback", func(c *config) decoder { return boolInto(&c.WebhookAllowPrivate) }},
 	{groupWebhook, "TICKETD_RECONCILE_SETTLE", "reconcile-settle", "2m", "how long (a `duration`) after an unanswered tracker request ticketd waits for it to land before it may send again", func(c *config) decoder { return positiveDurationInto(&c.ReconcileSettle) }},
 	{groupWebhook, "TICKETD_TRACKER_TIMEOUT", "tracker-timeout", "10s", "the bound (a `duration`) on one request to a tracker, answer included", func(c *config) decoder { return positiveDurationInto(&c.TrackerTimeout) }},
+	{groupWebhook, "TICKETD_TRACKER_CREDENTIALS", "tracker-credentials", "", "comma-separated NAME=ENV_VAR[@tenant|tenant…]: the tracker tokens projects may name as backend.credential, each in its variable, optionally only for those tenants; ticketd reads no other variable for a tracker, and never a TICKETD_* one (docs/trackers.md)", func(c *config) decoder { return credentialsInto(&c.TrackerCredentials) }},
+	{groupWebhook, "TICKETD_TRACKER_HOSTS", "tracker-hosts", "api.github.com,*.atlassian.net", "comma-separated hosts a tracker's api_url may name; *.example.com is any name below example.com (--dev: any host)", func(c *config) decoder { return hostsInto(&c.TrackerHosts) }},
+	{groupWebhook, "TICKETD_TRACKER_ALLOW_PRIVATE", "tracker-allow-private", "off", "on: a listed tracker host may be on a private or loopback address, reached over https or plain http; link-local and metadata addresses stay refused", func(c *config) decoder { return boolInto(&c.TrackerAllowPrivate) }},
 	{groupWebhook, "TICKETD_WEBHOOK_CONCURRENCY", "webhook-concurrency", "32", "the `count` of webhook deliveries one replica sends at once; while others wait a tenant holds at most three quarters of them, a subscription half; a receiver that answers quickly borrows idle ones, all but an eighth", func(c *config) decoder { return atLeastInto(&c.WebhookConcurrency, 1) }},
 	{groupWebhook, "TICKETD_WEBHOOK_RESCUE_AFTER", "webhook-rescue-after", "22s", "retry a delivery on another worker once its attempt has looked running this long (a `duration`; a dead replica's); the default is the longest a live attempt takes", func(c *config) decoder { return positiveDurationInto(&c.WebhookRescueAfter) }},
 	// The PostgreSQL session limits (db.Session): above the 15s write timeout.

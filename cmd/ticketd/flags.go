@@ -30,7 +30,7 @@ func setup(fs *flag.FlagSet, groups group, args []string, getenv func(string) st
 // defaults. For -h it writes help to out and returns flag.ErrHelp, which the
 // commands turn into success.
 func parseConfig(fs *flag.FlagSet, groups group, args []string, getenv func(string) string, out io.Writer) (*config, error) {
-	c := &config{}
+	c := &config{getenv: getenv}
 	texts := register(fs, c, groups, getenv)
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/observe"
 	"github.com/ticketd/ticketd/internal/reconciler"
+	"github.com/ticketd/ticketd/internal/ssrf"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tracker/github"
 	"github.com/ticketd/ticketd/internal/webhooks"
@@ -102,7 +103,9 @@ func openStore(ctx context.Context, cfg *config, opts tickets.Options, approvals
 		_ = store.Close()
 		return nil, nil, nil, nil, err
 	}
-	opts.Tracked.Open = github.Opener(github.Options{Timeout: cfg.TrackerTimeout})
+	opts.Tracked.Credentials, opts.Tracked.Guard = cfg.TrackerCredentials, cfg.trackerGuard()
+	opts.Tracked.Open = github.Opener(github.Options{Timeout: cfg.TrackerTimeout, Credentials: cfg.TrackerCredentials,
+		Getenv: cfg.getenv, Guard: opts.Tracked.Guard})
 	opts.Tracked.Scheduler = queue
 	opts.Tracked.Settle = cfg.ReconcileSettle
 	if cfg.TrackerTimeout > 0 {
@@ -114,7 +117,28 @@ func openStore(ctx context.Context, cfg *config, opts tickets.Options, approvals
 		opts.Approvals = approval.New(store.Gorm, *approvals)
 	}
 	svc := tickets.NewService(store.Gorm, opts)
+	// Every command, every start: a credential declared since the last
+	// start makes a stored row with a retired token_env usable.
+	unmapped, err := svc.MapRetiredTokenEnvs(ctx)
+	if err != nil {
+		_ = store.Close()
+		return nil, nil, nil, nil, err
+	}
+	for _, note := range unmapped {
+		logger.Warn("tracker-backed project unusable", "note", note)
+	}
 	return store, svc, hooks, queue, nil
+}
+
+// trackerGuard is the tracker endpoint policy (docs/trackers.md): https
+// to the listed hosts at public addresses; with allow-private, private and
+// loopback addresses too, plain http only to those; --dev admits any host,
+// as it does for webhooks.
+func (c *config) trackerGuard() ssrf.Guard {
+	if c.Dev {
+		return ssrf.Guard{AllowPrivate: true}
+	}
+	return ssrf.Guard{AllowPrivate: c.TrackerAllowPrivate, PlainPrivate: true, Hosts: c.TrackerHosts}
 }
 
 func migrateUp(ctx context.Context, store *db.DB) (int64, error) {

@@ -2,17 +2,21 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/tracker"
 	"github.com/ticketd/ticketd/internal/tracker/githubtest"
@@ -41,6 +45,9 @@ func TestKill9BetweenSendAndRecordSettlesWithoutASecondIssue(t *testing.T) {
 	env := []string{
 		"TICKETD_DATABASE_URL=" + rawURL, "TICKETD_JWT_ISSUER=" + issuer, "TICKETD_JWT_HS256_SECRET=" + testSecret,
 		"TICKETD_LOG_LEVEL=warn", "GH_TOKEN_KILL9=ghp_kill9",
+		// The fake listens on loopback over plain http: an operator's
+		// self-hosted tracker on its own network.
+		"TICKETD_TRACKER_CREDENTIALS=gh=GH_TOKEN_KILL9", "TICKETD_TRACKER_HOSTS=127.0.0.1", "TICKETD_TRACKER_ALLOW_PRIVATE=on",
 		// Short windows so the test runs in seconds: the lease a killed
 		// holder leaves is six tracker timeouts.
 		"TICKETD_RECONCILE_SETTLE=1s", "TICKETD_TRACKER_TIMEOUT=2s",
@@ -56,7 +63,7 @@ func TestKill9BetweenSendAndRecordSettlesWithoutASecondIssue(t *testing.T) {
 
 	first := startBinary(t, bin, addr, env)
 	api(t, "POST", base+"/api/v1/projects", token, map[string]any{"id": "widgets", "key": "WID", "name": "Widgets",
-		"backend": map[string]any{"kind": "github", "repository": "acme/widgets", "api_url": apiURL, "token_env": "GH_TOKEN_KILL9"}},
+		"backend": map[string]any{"kind": "github", "repository": "acme/widgets", "api_url": apiURL, "credential": "gh"}},
 		http.StatusCreated, nil)
 	key := uuid.NewString()
 	sendUnanswered(base+"/api/v1/tickets", token, key, map[string]any{"project_id": "widgets", "title": "Widget jams"})
@@ -153,5 +160,71 @@ func waitSettled(t *testing.T, base, token, key string, logs func() string) sett
 			t.Fatal("reconciliation did not settle the operation within 60s")
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestStartMapsRetiredTokenEnvs: at start, a project stored with a
+// token_env (before credentials) is mapped to the declared credential
+// whose variable it named, and one naming a variable no credential holds
+// (ticketd's own secret, as the attack run did) stays unusable, with a
+// warning that names the project; a create in it says the project needs a
+// credential and sends nothing.
+func TestStartMapsRetiredTokenEnvs(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			_ = c.Close()
+		}
+	}()
+	env := with(baseEnv(dbtest.SQLiteURL(t)), "TICKETD_ADDR", freeAddr(t), "TICKETD_TRACKER_CREDENTIALS", "gh=GH_TOKEN", "GH_TOKEN", "ghp_operator")
+	first := startServe(t, env)
+	if err := first.stop(t); err != nil {
+		t.Fatal(err)
+	}
+	store, err := db.Open(context.Background(), env["TICKETD_DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	for id, variable := range map[string]string{"mapped": "GH_TOKEN", "stolen": "TICKETD_JWT_HS256_SECRET"} {
+		err := store.Gorm.Exec(`INSERT INTO projects (tenant_id, id, key, name, created_at, backend_kind, backend_repository, backend_api_url, backend_token_env_retired)
+			VALUES ('acme', ?, ?, ?, ?, 'github', 'acme/widgets', ?, ?)`, id, strings.ToUpper(id[:3]), id, time.Now().UTC(), "http://"+ln.Addr().String()+"/", variable).Error
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	second := startServe(t, env)
+	logs := second.Stderr.String()
+	if !strings.Contains(logs, "project stolen of tenant acme names the retired token_env TICKETD_JWT_HS256_SECRET") || strings.Contains(logs, "project mapped") {
+		t.Errorf("start logs:\n%s\nwant a warning for the unmapped project alone", logs)
+	}
+	var credential *string
+	if err := store.Gorm.Raw(`SELECT backend_credential FROM projects WHERE tenant_id = 'acme' AND id = 'mapped'`).Scan(&credential).Error; err != nil || credential == nil || *credential != "gh" {
+		t.Errorf("the mapped project's credential = %v, %v; want gh", credential, err)
+	}
+	token := mintToken(t, env, "--tenant", "acme", "--subject", "alice", "--scope", "tickets:read tickets:write")
+	var problem struct {
+		Code   string `json:"code"`
+		Detail string `json:"detail"`
+	}
+	api(t, "POST", second.URL+"/api/v1/tickets", token, map[string]any{"project_id": "stolen", "title": "Widget jams"},
+		http.StatusBadRequest, &problem, "Idempotency-Key", uuid.NewString())
+	if problem.Code != "invalid_input" || !strings.Contains(problem.Detail, "needs a credential") {
+		t.Errorf("create in the unmapped project = %+v; want invalid_input saying it needs a credential", problem)
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Errorf("the project's listener accepted %d connections; want none", n)
 	}
 }

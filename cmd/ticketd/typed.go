@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ticketd/ticketd/internal/server"
+	"github.com/ticketd/ticketd/internal/tracker"
 )
 
 // text holds a setting's text until it is decoded, so the variable
@@ -41,9 +43,17 @@ type boolDecoder struct{ p *bool }
 func boolInto(p *bool) decoder { return boolDecoder{p} }
 
 func (d boolDecoder) decode(text string) error {
+	switch strings.ToLower(text) {
+	case "on":
+		*d.p = true
+		return nil
+	case "off":
+		*d.p = false
+		return nil
+	}
 	b, err := strconv.ParseBool(text)
 	if err != nil {
-		return errors.New("want true or false")
+		return errors.New("want on or off (or true or false)")
 	}
 	*d.p = b
 	return nil
@@ -189,3 +199,47 @@ func (d concurrencyDecoder) decode(text string) error {
 }
 
 func (concurrencyDecoder) isBool() bool { return false }
+
+type credentialsDecoder struct{ p *tracker.Credentials }
+
+func credentialsInto(p *tracker.Credentials) decoder { return credentialsDecoder{p} }
+
+func (d credentialsDecoder) decode(text string) error {
+	cs, err := tracker.ParseCredentials(text)
+	if err != nil {
+		return err
+	}
+	*d.p = cs
+	return nil
+}
+
+func (credentialsDecoder) isBool() bool { return false }
+
+type hostsDecoder struct{ p *[]string }
+
+func hostsInto(p *[]string) decoder { return hostsDecoder{p} }
+
+// decode reads a host allow-list: names or addresses, "*." only as a
+// whole first label, no scheme, port or path.
+func (d hostsDecoder) decode(text string) error {
+	out := []string{}
+	for h := range strings.SplitSeq(text, ",") {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if h == "" {
+			continue
+		}
+		rest := strings.TrimPrefix(h, "*.")
+		if _, err := netip.ParseAddr(strings.Trim(rest, "[]")); err == nil && rest == h {
+			out = append(out, h)
+			continue
+		}
+		if rest == "" || strings.ContainsAny(rest, "*/:@[] ") {
+			return fmt.Errorf("%q: want a host name such as api.github.com or *.atlassian.net, without scheme, port or path", h)
+		}
+		out = append(out, h)
+	}
+	*d.p = out
+	return nil
+}
+
+func (hostsDecoder) isBool() bool { return false }

@@ -17,7 +17,6 @@ import (
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 	"github.com/ticketd/ticketd/internal/tracker"
-	"github.com/ticketd/ticketd/internal/tracker/github"
 	"github.com/ticketd/ticketd/internal/tracker/githubtest"
 )
 
@@ -31,14 +30,13 @@ func TestBrowserOperatorResolvesUnknownOperation(t *testing.T) {
 	gh := githubtest.New("ghp_console")
 	apiURL := githubtest.Start(t, gh)
 	d := dbtest.SQLite(t)
-	svc := tickets.NewService(d.Gorm, tickets.Options{Tracked: tickets.TrackedOptions{
-		Open:   github.Opener(github.Options{Timeout: time.Second, Getenv: func(string) string { return "ghp_console" }}),
-		Settle: time.Hour, // nothing settles by itself during the test: the operator does
-	}})
+	tracked := githubtest.Tracked("ghp_console", time.Second)
+	tracked.Settle = time.Hour // nothing settles by itself during the test: the operator does
+	svc := tickets.NewService(d.Gorm, tickets.Options{Tracked: tracked})
 	e := serveConsole(t, svc, d.Gorm, console.Config{})
 	ctx := context.Background()
 	if _, err := e.svc.CreateProject(ctx, tenant, tickets.Project{ID: "widgets", Key: "WID", Name: "Widgets",
-		Backend: &tracker.Backend{Kind: tracker.KindGitHub, Repository: "acme/widgets", APIURL: apiURL, TokenEnv: "GH_TOKEN"}}); err != nil {
+		Backend: &tracker.Backend{Kind: tracker.KindGitHub, Repository: "acme/widgets", APIURL: apiURL, Credential: githubtest.Credential}}); err != nil {
 		t.Fatal(err)
 	}
 	gh.FailCreates(githubtest.DropAfterCreate)

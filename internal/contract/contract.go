@@ -102,14 +102,15 @@ type Project struct {
 }
 
 // Backend is the tracker of a tracker-backed project as an admin gives it
-// (POST /api/v1/projects). It names the environment variable holding the
-// token, never the token. Projects are listed without it: agents need not
-// know, and every byte of list_projects' schema counts against tools/list.
+// (POST /api/v1/projects). It names a credential the operator declared
+// (docs/trackers.md), never a token or the variable holding one. Projects
+// are listed without it: agents need not know, and every byte of
+// list_projects' schema counts against tools/list.
 type Backend struct {
 	Kind       string `json:"kind" jsonschema:"github"`
 	Repository string `json:"repository" jsonschema:"owner/name"`
-	APIURL     string `json:"api_url,omitempty" jsonschema:"the API root; default https://api.github.com/"`
-	TokenEnv   string `json:"token_env" jsonschema:"the environment variable on the server that holds the token"`
+	APIURL     string `json:"api_url,omitempty" jsonschema:"the https API root on a host the operator allows; default https://api.github.com/"`
+	Credential string `json:"credential" jsonschema:"the name of a tracker credential the operator declared for this tenant"`
 }
 
 // FromProject converts a domain project.

@@ -20,9 +20,9 @@ import (
 	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/ssrf"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/webhooks"
-	"github.com/ticketd/ticketd/internal/webhooks/ssrf"
 )
 
 // Code is a contract error code.

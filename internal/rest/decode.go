@@ -50,6 +50,10 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any) error {
 	}
 	if err := json.Unmarshal(body, dst); err != nil {
 		var typeErr *json.UnmarshalTypeError
+		var invalidErr *tickets.ValidationError
+		if errors.As(err, &invalidErr) {
+			return invalidErr // a nested object's own check (backendBody)
+		}
 		if errors.As(err, &typeErr) {
 			return invalid(typeErr.Field, "must be a JSON "+jsonKind(typeErr.Type)+", got "+typeErr.Value)
 		}

@@ -1,8 +1,10 @@
 package rest
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -18,10 +20,37 @@ import (
 
 // newProjectBody is POST /api/v1/projects.
 type newProjectBody struct {
-	ID      string            `json:"id"`
-	Key     string            `json:"key"`
-	Name    string            `json:"name"`
-	Backend *contract.Backend `json:"backend,omitempty"`
+	ID      string       `json:"id"`
+	Key     string       `json:"key"`
+	Name    string       `json:"name"`
+	Backend *backendBody `json:"backend,omitempty"`
+}
+
+// backendBody is contract.Backend, decoded refusing members it does not
+// have, so that a retired token_env is named rather than silently dropped.
+type backendBody contract.Backend
+
+func (b *backendBody) UnmarshalJSON(raw []byte) error {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil {
+		return invalid("backend", "must be a JSON object")
+	}
+	known := jsonNames(&contract.Backend{})
+	var fields []tickets.FieldError
+	for name := range members {
+		switch {
+		case name == "token_env":
+			fields = append(fields, tickets.FieldError{Field: "backend.token_env",
+				Message: "is retired: name a tracker credential the operator declared in backend.credential instead (docs/trackers.md)"})
+		case !known[name]:
+			fields = append(fields, tickets.FieldError{Field: "backend." + name, Message: "is not a known field" + knownList(known)})
+		}
+	}
+	if len(fields) > 0 {
+		slices.SortFunc(fields, func(a, b tickets.FieldError) int { return strings.Compare(a.Field, b.Field) })
+		return &tickets.ValidationError{Fields: fields}
+	}
+	return json.Unmarshal(raw, (*contract.Backend)(b))
 }
 
 // ticketList holds contract.Ticket values, or contract.TicketSummary values with
@@ -197,7 +226,7 @@ func (a *api) createProject(w http.ResponseWriter, r *http.Request) {
 	}
 	p := tickets.Project{ID: body.ID, Key: body.Key, Name: body.Name}
 	if b := body.Backend; b != nil {
-		p.Backend = &tracker.Backend{Kind: b.Kind, Repository: b.Repository, APIURL: b.APIURL, TokenEnv: b.TokenEnv}
+		p.Backend = &tracker.Backend{Kind: b.Kind, Repository: b.Repository, APIURL: b.APIURL, Credential: b.Credential}
 	}
 	p, err := a.svc.CreateProject(r.Context(), principal(r).Tenant, p)
 	if err != nil {

@@ -17,9 +17,7 @@ import (
 	"github.com/ticketd/ticketd/internal/dbtest"
 	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/server/servertest"
-	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tracker"
-	"github.com/ticketd/ticketd/internal/tracker/github"
 	"github.com/ticketd/ticketd/internal/tracker/githubtest"
 )
 
@@ -37,19 +35,18 @@ func startTracker(t *testing.T, d *db.DB) *trackerEnv {
 	t.Helper()
 	gh := githubtest.New("ghp_cross")
 	apiURL := githubtest.Start(t, gh)
-	env := servertest.Start(t, d, servertest.Options{Tracked: tickets.TrackedOptions{
-		Open: github.Opener(github.Options{Timeout: time.Second, Getenv: func(string) string { return "ghp_cross" }}),
-		// Shorter than a request may take on a loaded machine would invite
-		// the duplicate the settle window exists to prevent.
-		Settle: 3 * time.Second, Lease: 10 * time.Second,
-	}})
+	tracked := githubtest.Tracked("ghp_cross", time.Second)
+	// Shorter than a request may take on a loaded machine would invite
+	// the duplicate the settle window exists to prevent.
+	tracked.Settle, tracked.Lease = 3*time.Second, 10*time.Second
+	env := servertest.Start(t, d, servertest.Options{Tracked: tracked})
 	tenant := "t" + uuid.NewString()[:8] // subtests share the database
 	e := &trackerEnv{Env: env, gh: gh, tenant: tenant,
 		admin: env.Token(t, tenant, authn.ScopeRead, authn.ScopeWrite, authn.ScopeAdmin),
 		agent: env.Token(t, tenant, authn.ScopeRead, authn.ScopeWrite)}
 	var p contract.Project
 	e.rest(t, "POST", "/api/v1/projects", e.admin, "", map[string]any{"id": "widgets", "key": "WID", "name": "Widgets",
-		"backend": map[string]any{"kind": "github", "repository": trackerRepo, "api_url": apiURL, "token_env": "GH_TOKEN"}}, http.StatusCreated, &p)
+		"backend": map[string]any{"kind": "github", "repository": trackerRepo, "api_url": apiURL, "credential": githubtest.Credential}}, http.StatusCreated, &p)
 	if p.ID != "widgets" || strings.Contains(mustJSON(t, p), "ghp_cross") {
 		t.Fatalf("project = %+v; want it, and never the token", p)
 	}

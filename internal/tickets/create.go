@@ -52,6 +52,9 @@ func (s *Service) CreateTicket(ctx context.Context, c Caller, opID operations.ID
 		return CreateResult{OperationID: id}, fmt.Errorf("create ticket: %w", err)
 	}
 	if backend != nil {
+		if err := s.usable(n.ProjectID, backend); err != nil {
+			return CreateResult{OperationID: id}, fmt.Errorf("create ticket: %w", err)
+		}
 		return s.createTracked(ctx, tenant, reporter, id, n)
 	}
 	key := operations.Key{Tenant: tenant, Action: ActionCreateTicket, OperationID: id}

@@ -47,7 +47,7 @@ func (s *Service) CreateProject(ctx context.Context, tenant string, p Project) (
 	} else if n := utf8.RuneCountInString(p.Name); n == 0 || n > MaxProjectName {
 		errs = append(errs, FieldError{"name", fmt.Sprintf("must be 1–%d characters after trimming", MaxProjectName)})
 	}
-	errs = append(errs, s.checkBackend(p.Backend)...)
+	errs = append(errs, s.checkBackend(ctx, tenant, p.Backend)...)
 	if len(errs) > 0 {
 		return Project{}, &ValidationError{Fields: errs}
 	}
@@ -58,7 +58,7 @@ func (s *Service) CreateProject(ctx context.Context, tenant string, p Project) (
 	row := projectRow{TenantID: tenant, ID: p.ID, Key: p.Key, Name: p.Name, CreatedAt: time.Now().UTC()}
 	if b := p.Backend; b != nil {
 		row.BackendKind, row.BackendRepository = &b.Kind, &b.Repository
-		row.BackendAPIURL, row.BackendTokenEnv = nonEmpty(b.APIURL), &b.TokenEnv
+		row.BackendAPIURL, row.BackendCredential = nonEmpty(b.APIURL), &b.Credential
 	}
 	err := s.db.WithContext(ctx).Create(&row).Error
 	switch {
@@ -70,20 +70,21 @@ func (s *Service) CreateProject(ctx context.Context, tenant string, p Project) (
 	return row.toProject(), nil
 }
 
-var (
-	repositoryPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$`)
-	tokenEnvPattern   = regexp.MustCompile(`^[A-Z_][A-Z0-9_]{0,127}$`)
-)
+var repositoryPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$`)
+
+// defaultAPIURL is the API a GitHub backend without api_url reaches.
+const defaultAPIURL = "https://api.github.com/"
 
 // checkBackend validates (and trims, in place) a tracker backend. The
-// token itself is never given: only the name of the environment variable
-// that holds it.
-func (s *Service) checkBackend(b *tracker.Backend) []FieldError {
+// token itself is never given, nor the variable that holds it: the backend
+// names a credential the operator declared for the tenant, and its API URL
+// must pass the tracker endpoint policy (TrackedOptions.Guard).
+func (s *Service) checkBackend(ctx context.Context, tenant string, b *tracker.Backend) []FieldError {
 	if b == nil {
 		return nil
 	}
 	b.Kind, b.Repository = strings.TrimSpace(b.Kind), strings.TrimSpace(b.Repository)
-	b.APIURL, b.TokenEnv = strings.TrimSpace(b.APIURL), strings.TrimSpace(b.TokenEnv)
+	b.APIURL, b.Credential = strings.TrimSpace(b.APIURL), strings.TrimSpace(b.Credential)
 	var errs []FieldError
 	if s.tracked.Open == nil {
 		return []FieldError{{"backend", "this server has no tracker connector configured"}}
@@ -95,14 +96,72 @@ func (s *Service) checkBackend(b *tracker.Backend) []FieldError {
 		errs = append(errs, FieldError{"backend.repository", "must be owner/name"})
 	}
 	if b.APIURL != "" {
-		if u, err := url.Parse(b.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-			errs = append(errs, FieldError{"backend.api_url", "must be an http(s) URL of the API root, e.g. https://api.github.com/"})
+		if _, err := s.tracked.Guard.CheckURL(ctx, b.APIURL); err != nil {
+			errs = append(errs, FieldError{"backend.api_url", fmt.Sprintf("must be the https URL of the API root on a host the operator allows, e.g. %s (%v)", defaultAPIURL, err)})
 		}
+	} else if u, _ := url.Parse(defaultAPIURL); s.tracked.Guard.Check(u) != nil {
+		errs = append(errs, FieldError{"backend.api_url", "is required: this server does not allow " + defaultAPIURL})
 	}
-	if !tokenEnvPattern.MatchString(b.TokenEnv) {
-		errs = append(errs, FieldError{"backend.token_env", "must name an environment variable (A-Z, 0-9, _) that holds the token; the token itself is never sent"})
+	if _, ok := s.tracked.Credentials.For(b.Credential, tenant); !ok {
+		errs = append(errs, FieldError{"backend.credential", credentialHint(s.tracked.Credentials.Names(tenant))})
 	}
 	return errs
+}
+
+// credentialHint says what backend.credential may be: only the names the
+// tenant may use, never another tenant's.
+func credentialHint(names []string) string {
+	if len(names) == 0 {
+		return "must name a tracker credential the operator declared for this tenant (TICKETD_TRACKER_CREDENTIALS); none is declared for it"
+	}
+	return "must name a tracker credential the operator declared for this tenant: one of " + strings.Join(names, ", ")
+}
+
+// usable refuses a write to a tracker-backed project whose backend names no
+// credential its tenant may use (a project stored with a retired token_env
+// that no declared credential holds, or one the operator unbound): nothing
+// is claimed or sent.
+func (s *Service) usable(projectID string, b *tracker.Backend) error {
+	if _, ok := s.tracked.Credentials.For(b.Credential, b.Tenant); ok {
+		return nil
+	}
+	return invalidField("project_id", "project %s cannot reach its tracker: it needs a credential the operator declared for this tenant "+
+		"(a retired token_env is never read; docs/trackers.md); nothing was written", projectID)
+}
+
+// MapRetiredTokenEnvs maps every project stored with a token_env (before
+// credentials) to the declared credential whose variable it named, if its
+// tenant may use that credential, and clears the retired column. It returns
+// a note for each project it cannot map, which stays unusable until an
+// admin or the operator gives it a credential; the variable is never read.
+//
+// Errors: ErrUnavailable.
+func (s *Service) MapRetiredTokenEnvs(ctx context.Context) (unmapped []string, err error) {
+	type retired struct {
+		TenantID string `gorm:"column:tenant_id"`
+		ID       string `gorm:"column:id"`
+		Env      string `gorm:"column:backend_token_env_retired"`
+	}
+	var rows []retired
+	err = s.db.WithContext(ctx).Table("projects").Select("tenant_id, id, backend_token_env_retired").
+		Where("backend_kind IS NOT NULL AND backend_credential IS NULL AND backend_token_env_retired IS NOT NULL").Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("%w: read projects with a retired token_env: %v", ErrUnavailable, err)
+	}
+	for _, r := range rows {
+		c, ok := s.tracked.Credentials.ForEnv(r.Env, r.TenantID)
+		if !ok {
+			unmapped = append(unmapped, fmt.Sprintf("project %s of tenant %s names the retired token_env %s, which no credential declared for its tenant holds: "+
+				"it is unusable until TICKETD_TRACKER_CREDENTIALS declares one (docs/trackers.md)", r.ID, r.TenantID, r.Env))
+			continue
+		}
+		err := s.db.WithContext(ctx).Table("projects").Where("tenant_id = ? AND id = ? AND backend_credential IS NULL", r.TenantID, r.ID).
+			Updates(map[string]any{"backend_credential": c.Name, "backend_token_env_retired": nil}).Error
+		if err != nil {
+			return unmapped, fmt.Errorf("%w: map project %s to credential %s: %v", ErrUnavailable, r.ID, c.Name, err)
+		}
+	}
+	return unmapped, nil
 }
 
 // ListProjects returns all of the tenant's projects, ordered by ID.

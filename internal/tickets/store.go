@@ -27,7 +27,10 @@ type projectRow struct {
 	BackendKind       *string `gorm:"column:backend_kind"`
 	BackendRepository *string `gorm:"column:backend_repository"`
 	BackendAPIURL     *string `gorm:"column:backend_api_url"`
-	BackendTokenEnv   *string `gorm:"column:backend_token_env"`
+	// BackendCredential names a declared credential. A row stored before
+	// credentials has none until MapRetiredTokenEnvs maps its retired
+	// token_env (backend_token_env_retired, which is never read as a token).
+	BackendCredential *string `gorm:"column:backend_credential"`
 }
 
 func (projectRow) TableName() string { return "projects" }
@@ -36,7 +39,7 @@ func (r projectRow) toProject() Project {
 	p := Project{ID: r.ID, Key: r.Key, Name: r.Name, CreatedAt: r.CreatedAt.UTC()}
 	if r.BackendKind != nil {
 		p.Backend = &tracker.Backend{Kind: *r.BackendKind, Repository: deref(r.BackendRepository),
-			APIURL: deref(r.BackendAPIURL), TokenEnv: deref(r.BackendTokenEnv)}
+			APIURL: deref(r.BackendAPIURL), Credential: deref(r.BackendCredential), Tenant: r.TenantID}
 	}
 	return p
 }

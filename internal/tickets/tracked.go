@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/ssrf"
 	"github.com/ticketd/ticketd/internal/tracker"
 )
 
@@ -49,6 +50,12 @@ import (
 type TrackedOptions struct {
 	// Open reaches a project's tracker (internal/tracker/github.Opener).
 	Open tracker.Opener
+	// Credentials are the tracker credentials the operator declared; a
+	// backend must name one its tenant may use, at creation and at use.
+	Credentials tracker.Credentials
+	// Guard judges a backend's api_url at creation (the adapter judges
+	// every connection with the same policy).
+	Guard ssrf.Guard
 	// Scheduler queues an operation's reconciliation in the claiming
 	// transaction, so a crash after the claim is still settled; nil leaves
 	// settling to retries and operators.

@@ -44,6 +44,9 @@ func (s *Service) ticketIssue(ctx context.Context, tenant string, t Ticket) (int
 	if b == nil {
 		return 0, fmt.Errorf("%w: ticket %s mirrors %s, but project %s has no tracker backend", ErrUnavailable, t.Key, t.ExternalID, t.ProjectID)
 	}
+	if err := s.usable(t.ProjectID, b); err != nil {
+		return 0, err
+	}
 	return issueNumber(b.Repository, t.ExternalID)
 }
 

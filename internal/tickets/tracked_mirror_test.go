@@ -27,7 +27,7 @@ func TestTrackedWritesMirrorLocallyWhenProven(t *testing.T) {
 		var mu sync.Mutex
 		var outbox []tickets.WriteEvent
 		svc := tickets.NewService(d.Gorm, tickets.Options{
-			Tracked: tickets.TrackedOptions{Open: e.open, Settle: settle, Lease: 5 * time.Second},
+			Tracked: e.conn,
 			Outbox: outboxFunc(func(ev tickets.WriteEvent) error {
 				mu.Lock()
 				defer mu.Unlock()

@@ -14,7 +14,6 @@ import (
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 	"github.com/ticketd/ticketd/internal/tracker"
-	"github.com/ticketd/ticketd/internal/tracker/github"
 	"github.com/ticketd/ticketd/internal/tracker/githubtest"
 	"github.com/ticketd/ticketd/internal/webhooks"
 )
@@ -30,7 +29,7 @@ type trackedEnv struct {
 	svc    *tickets.Service
 	gh     *githubtest.Server
 	d      *db.DB
-	open   tracker.Opener
+	conn   tickets.TrackedOptions // the connection to the fake, with the test's windows
 }
 
 // newTracked returns a service with a tracker-backed project "gh" (key GH)
@@ -43,13 +42,10 @@ func newTracked(t *testing.T, d *db.DB, queue bool) *trackedEnv {
 	gh.SlowDelay = 800 * time.Millisecond
 	apiURL := githubtest.Start(t, gh)
 	env := &trackedEnv{gh: gh, d: d, tenant: "t" + newID()[:8]}
-	env.open = github.Opener(github.Options{Timeout: 500 * time.Millisecond, Getenv: func(name string) string {
-		if name == "GH_TOKEN" {
-			return fakeToken
-		}
-		return ""
-	}})
-	opts := tickets.Options{Tracked: tickets.TrackedOptions{Open: env.open, Settle: settle, Lease: 5 * time.Second}}
+	tracked := githubtest.Tracked(fakeToken, 500*time.Millisecond)
+	tracked.Settle, tracked.Lease = settle, 5*time.Second
+	env.conn = tracked
+	opts := tickets.Options{Tracked: tracked}
 	var q *reconciler.Queue
 	if queue {
 		if err := webhooks.Migrate(context.Background(), d); err != nil {
@@ -73,7 +69,7 @@ func newTracked(t *testing.T, d *db.DB, queue bool) *trackedEnv {
 		})
 	}
 	_, err := env.svc.CreateProject(context.Background(), env.tenant, tickets.Project{ID: "gh", Key: "GH", Name: "Widgets",
-		Backend: &tracker.Backend{Kind: tracker.KindGitHub, Repository: repo, APIURL: apiURL, TokenEnv: "GH_TOKEN"}})
+		Backend: &tracker.Backend{Kind: tracker.KindGitHub, Repository: repo, APIURL: apiURL, Credential: githubtest.Credential}})
 	if err != nil {
 		t.Fatal(err)
 	}

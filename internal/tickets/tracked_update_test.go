@@ -191,7 +191,7 @@ func TestTrackedWritesAskForApproval(t *testing.T) {
 		gate := approval.New(d.Gorm, approval.Options{Policy: approval.Policy{Enabled: true, BulkThreshold: 10},
 			PageURL: func(id string) string { return "http://console/approvals/" + id }})
 		svc := tickets.NewService(d.Gorm, tickets.Options{Approvals: gate,
-			Tracked: tickets.TrackedOptions{Open: e.open, Settle: settle, Lease: 5 * time.Second}})
+			Tracked: e.conn})
 		in := ghTicket("Checkout is down")
 		in.Priority = tickets.PriorityUrgent
 		id := newID()

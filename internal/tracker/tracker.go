@@ -20,13 +20,16 @@ const KindGitHub = "github"
 const Label = "ticketd"
 
 // Backend says where a tracker-backed project's tickets live. The token is
-// never held here: TokenEnv names the environment variable that holds it,
-// read each time the tracker is used.
+// never held here: Credential names one the operator declared
+// (TICKETD_TRACKER_CREDENTIALS), read each time the tracker is used.
 type Backend struct {
 	Kind       string // KindGitHub
 	Repository string // owner/name
 	APIURL     string // empty: the public API
-	TokenEnv   string // name of the environment variable holding the token
+	Credential string // the name of a declared credential
+	// Tenant is the project's tenant, set by the store (never by a caller):
+	// the credential must be one the tenant may use.
+	Tenant string
 }
 
 // Issue is an issue as the tracker reports it.
@@ -101,8 +104,9 @@ var (
 	// ErrRejected: the tracker answered with a definite refusal (a 4xx other
 	// than a rate limit): nothing was created or changed.
 	ErrRejected = errors.New("tracker rejected the request")
-	// ErrMisconfigured: the backend cannot be used as configured (no token
-	// in its environment variable, a bad API URL); nothing was sent.
+	// ErrMisconfigured: the backend cannot be used as configured (no
+	// credential the tenant may use, no token in its variable, a bad or
+	// refused API URL); nothing was sent.
 	ErrMisconfigured = errors.New("tracker backend misconfigured")
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/jobqueue"
-	"github.com/ticketd/ticketd/internal/webhooks/ssrf"
+	"github.com/ticketd/ticketd/internal/ssrf"
 )
 
 // queueName is the River queue webhook deliveries run on.

@@ -14,8 +14,8 @@ import (
 
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/ssrf"
 	"github.com/ticketd/ticketd/internal/webhooks"
-	"github.com/ticketd/ticketd/internal/webhooks/ssrf"
 )
 
 func TestSubscriptionsAreValidatedAndTenantScoped(t *testing.T) {

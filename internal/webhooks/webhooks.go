@@ -22,7 +22,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ticketd/ticketd/internal/contract"
-	"github.com/ticketd/ticketd/internal/webhooks/ssrf"
+	"github.com/ticketd/ticketd/internal/ssrf"
 )
 
 // The event types a subscription may ask for.

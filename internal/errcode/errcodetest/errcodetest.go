@@ -21,9 +21,9 @@ import (
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/ssrf"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/webhooks"
-	"github.com/ticketd/ticketd/internal/webhooks/ssrf"
 )
 
 // DriverText is what a database driver says about a connection it lost: the

@@ -1,17 +1,21 @@
 // Package github is the GitHub Issues adapter of internal/tracker, over
 // google/go-github. It classifies every answer for the caller that has to
 // decide whether an issue may have been created: not sent, rate limited,
-// rejected, or possibly acted on.
+// rejected, or possibly acted on. It reaches only the host its project
+// names, through the SSRF guard, with the operator's credential
+// (docs/trackers.md).
 package github
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,32 +23,85 @@ import (
 
 	gh "github.com/google/go-github/v84/github"
 
+	"github.com/ticketd/ticketd/internal/ssrf"
 	"github.com/ticketd/ticketd/internal/tracker"
 )
+
+// Bounds on what a tracker can make ticketd hold.
+const (
+	// DefaultMaxAnswer bounds one answer's body.
+	DefaultMaxAnswer = 4 << 20
+	// maxHeaderBytes bounds one answer's headers.
+	maxHeaderBytes = 64 << 10
+	// maxPages bounds one list: 100 pages of 100.
+	maxPages = 100
+)
+
+// publicAPI is the API root of github.com.
+const publicAPI = "https://api.github.com/"
 
 // Options tune the adapter. Zero values take the defaults.
 type Options struct {
 	// Timeout bounds one request, answer included (default 10s).
 	Timeout time.Duration
-	// Getenv reads the token's environment variable (default os.Getenv);
-	// it is called on every Open, so a rotated token is picked up.
+	// Credentials are the tokens the operator declared
+	// (TICKETD_TRACKER_CREDENTIALS); a backend names one of them.
+	Credentials tracker.Credentials
+	// Getenv reads a credential's variable; it is called on every Open,
+	// so a rotated token is picked up. Without it no backend opens.
 	Getenv func(string) string
-	// Transport carries the requests (default http.DefaultTransport).
-	Transport http.RoundTripper
+	// Guard judges the API URL and every connection (TICKETD_TRACKER_HOSTS,
+	// TICKETD_TRACKER_ALLOW_PRIVATE; --dev admits any host).
+	Guard ssrf.Guard
+	// MaxAnswer bounds one answer's body (default DefaultMaxAnswer).
+	MaxAnswer int64
 }
 
-// Opener returns a tracker.Opener for GitHub backends.
+// Opener returns a tracker.Opener for GitHub backends. Its trackers share
+// one pair of transports (https and plain http), so connections are reused.
 func Opener(opts Options) tracker.Opener {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
-	return func(b tracker.Backend) (tracker.Tracker, error) { return Open(b, opts) }
+	if opts.MaxAnswer <= 0 {
+		opts.MaxAnswer = DefaultMaxAnswer
+	}
+	rt := &guarded{https: transport(opts.Guard.ForScheme("https")), http: transport(opts.Guard.ForScheme("http"))}
+	return func(b tracker.Backend) (tracker.Tracker, error) { return open(b, opts, rt) }
 }
 
-// Open returns the tracker of b, reading its token now.
+// transport dials only what g admits: the address of every connection is
+// checked as it is made, not only the name at registration.
+func transport(g ssrf.Guard) *http.Transport {
+	return &http.Transport{
+		DialContext:            g.DialContext,
+		ForceAttemptHTTP2:      true,
+		TLSHandshakeTimeout:    10 * time.Second,
+		MaxIdleConns:           100,
+		MaxIdleConnsPerHost:    10,
+		IdleConnTimeout:        90 * time.Second,
+		MaxResponseHeaderBytes: maxHeaderBytes,
+	}
+}
+
+// guarded picks the transport of a request's scheme.
+type guarded struct{ https, http *http.Transport }
+
+func (g *guarded) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Scheme == "http" {
+		return g.http.RoundTrip(r)
+	}
+	return g.https.RoundTrip(r)
+}
+
+// Open returns the tracker of b, reading its credential's token now.
 //
 // Errors: tracker.ErrMisconfigured.
 func Open(b tracker.Backend, opts Options) (tracker.Tracker, error) {
+	return Opener(opts)(b)
+}
+
+func open(b tracker.Backend, opts Options, rt http.RoundTripper) (tracker.Tracker, error) {
 	if b.Kind != tracker.KindGitHub {
 		return nil, fmt.Errorf("%w: backend kind %q is not %q", tracker.ErrMisconfigured, b.Kind, tracker.KindGitHub)
 	}
@@ -52,35 +109,106 @@ func Open(b tracker.Backend, opts Options) (tracker.Tracker, error) {
 	if !ok || owner == "" || repo == "" {
 		return nil, fmt.Errorf("%w: repository %q is not owner/name", tracker.ErrMisconfigured, b.Repository)
 	}
-	getenv := opts.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
+	cred, ok := opts.Credentials.For(b.Credential, b.Tenant)
+	if !ok || opts.Getenv == nil {
+		return nil, fmt.Errorf("%w: the project needs a credential the operator declared for its tenant (TICKETD_TRACKER_CREDENTIALS)", tracker.ErrMisconfigured)
 	}
-	token := getenv(b.TokenEnv)
+	token := opts.Getenv(cred.Env)
 	if token == "" {
-		return nil, fmt.Errorf("%w: environment variable %s (token_env) is empty", tracker.ErrMisconfigured, b.TokenEnv)
+		return nil, fmt.Errorf("%w: credential %s: its environment variable is empty", tracker.ErrMisconfigured, cred.Name)
 	}
-	hc := &http.Client{Timeout: opts.Timeout, Transport: opts.Transport}
-	c := gh.NewClient(hc).WithAuthToken(token)
-	if b.APIURL != "" {
-		// api_url is the API root as given (GitHub Enterprise:
-		// https://HOST/api/v3/), not a host to which /api/v3/ is appended,
-		// so a proxy or a test server can stand in at any path.
-		u, err := url.Parse(b.APIURL)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return nil, fmt.Errorf("%w: api_url %q is not an http(s) URL", tracker.ErrMisconfigured, b.APIURL)
-		}
-		if !strings.HasSuffix(u.Path, "/") {
-			u.Path += "/"
-		}
-		c.BaseURL = u
+	// api_url is the API root as given (GitHub Enterprise:
+	// https://HOST/api/v3/), not a host to which /api/v3/ is appended,
+	// so a proxy or a test server can stand in at any path.
+	u, err := url.Parse(cmp.Or(b.APIURL, publicAPI))
+	if err != nil {
+		return nil, fmt.Errorf("%w: api_url is not a URL", tracker.ErrMisconfigured)
 	}
-	return &repoTracker{c: c, owner: owner, repo: repo}, nil
+	if err := opts.Guard.Check(u); err != nil {
+		return nil, fmt.Errorf("%w: api_url: %w", tracker.ErrMisconfigured, err)
+	}
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+	}
+	hc := &http.Client{
+		Timeout:   opts.Timeout,
+		Transport: &credentialed{base: rt, scheme: u.Scheme, host: u.Host, token: token, max: opts.MaxAnswer},
+		// A redirect is never followed: the token and the request belong
+		// to the project's host, and an answer that points elsewhere is
+		// not the tracker's answer.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return errRedirect },
+	}
+	c := gh.NewClient(hc)
+	c.BaseURL = u
+	return &repoTracker{c: c, owner: owner, repo: repo, web: webRoot(u)}, nil
 }
+
+// webRoot is where a person reads the repository's issues: the API host
+// without its leading "api." label (api.github.com → github.com), or the
+// API's own host for GitHub Enterprise (https://HOST/api/v3/).
+func webRoot(api *url.URL) string {
+	host := api.Host
+	if !strings.HasPrefix(api.Path, "/api/v3/") {
+		host = strings.TrimPrefix(host, "api.")
+	}
+	return "https://" + host
+}
+
+var (
+	errRedirect   = errors.New("the tracker answered with a redirect, which is not followed")
+	errOtherHost  = errors.New("a request to another host than the project's tracker")
+	errTooLarge   = errors.New("the answer is larger than ticketd reads")
+	errTooManyPgs = fmt.Errorf("the list has more than %d pages", maxPages)
+)
+
+// credentialed sends requests only to the project's host, with its token,
+// and bounds every answer's body.
+type credentialed struct {
+	base                http.RoundTripper
+	scheme, host, token string
+	max                 int64
+}
+
+func (c *credentialed) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Scheme != c.scheme || r.URL.Host != c.host {
+		return nil, errOtherHost
+	}
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.base.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &bounded{rc: resp.Body, left: c.max}
+	return resp, nil
+}
+
+// bounded fails a read past its limit rather than truncating silently.
+type bounded struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *bounded) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.rc.Read(p)
+	if b.left -= int64(n); b.left < 0 {
+		return 0, errTooLarge
+	}
+	return n, err
+}
+
+func (b *bounded) Close() error { return b.rc.Close() }
 
 type repoTracker struct {
 	c           *gh.Client
 	owner, repo string
+	web         string // https://github.com: built URLs, never the tracker's html_url
 }
 
 // do runs call and classifies its error; wrote tells whether the request
@@ -94,6 +222,8 @@ func do(ctx context.Context, what string, call func(ctx context.Context) (*gh.Re
 	if err == nil {
 		return nil
 	}
+	// The texts are ticketd's own: what the tracker said is not copied
+	// into last_error or history, where a tenant reads it.
 	var abuse *gh.AbuseRateLimitError
 	var primary *gh.RateLimitError
 	var answered *gh.ErrorResponse
@@ -103,17 +233,39 @@ func do(ctx context.Context, what string, call func(ctx context.Context) (*gh.Re
 		if abuse.RetryAfter != nil {
 			wait = *abuse.RetryAfter
 		}
-		return fmt.Errorf("%s: %w", what, &tracker.RateLimitError{RetryAfter: wait, Message: abuse.Message})
+		return fmt.Errorf("%s: %w", what, &tracker.RateLimitError{RetryAfter: wait, Message: "secondary rate limit"})
 	case errors.As(err, &primary):
-		return fmt.Errorf("%s: %w", what, &tracker.RateLimitError{RetryAfter: max(time.Until(primary.Rate.Reset.Time), time.Second), Message: primary.Message})
+		return fmt.Errorf("%s: %w", what, &tracker.RateLimitError{RetryAfter: max(time.Until(primary.Rate.Reset.Time), time.Second), Message: "rate limit exhausted"})
 	case !wrote.Load():
-		return fmt.Errorf("%s: %w: %v", what, tracker.ErrNotSent, err)
+		return fmt.Errorf("%s: %w: %s", what, tracker.ErrNotSent, failure(err))
 	case errors.As(err, &answered) && answered.Response != nil && answered.Response.StatusCode == http.StatusTooManyRequests:
-		return fmt.Errorf("%s: %w", what, &tracker.RateLimitError{RetryAfter: retryAfter(answered.Response), Message: answered.Message})
+		return fmt.Errorf("%s: %w", what, &tracker.RateLimitError{RetryAfter: retryAfter(answered.Response), Message: "too many requests"})
 	case resp != nil && resp.StatusCode >= 400 && resp.StatusCode < 500:
-		return fmt.Errorf("%s: %w: %v", what, tracker.ErrRejected, err)
+		return fmt.Errorf("%s: %w: the tracker answered %d", what, tracker.ErrRejected, resp.StatusCode)
+	case resp != nil && resp.StatusCode >= 300 && !errors.Is(err, errTooLarge) && !errors.Is(err, errRedirect):
+		return fmt.Errorf("%s: the tracker answered %d", what, resp.StatusCode)
 	}
-	return fmt.Errorf("%s: %w", what, err)
+	return fmt.Errorf("%s: %s", what, failure(err))
+}
+
+// failure names what went wrong with a request in ticketd's words.
+func failure(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, ssrf.ErrRefused):
+		return ssrf.ErrRefused.Error()
+	case errors.Is(err, errRedirect), errors.Is(err, errOtherHost), errors.Is(err, errTooLarge):
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return err.Error()
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	return "connection failed"
 }
 
 func retryAfter(r *http.Response) time.Duration {
@@ -123,13 +275,13 @@ func retryAfter(r *http.Response) time.Duration {
 	return time.Minute
 }
 
-func toIssue(i *gh.Issue) tracker.Issue {
+func (t *repoTracker) toIssue(i *gh.Issue) tracker.Issue {
 	labels := make([]string, 0, len(i.Labels))
 	for _, l := range i.Labels {
 		labels = append(labels, l.GetName())
 	}
 	return tracker.Issue{
-		Number: int64(i.GetNumber()), URL: i.GetHTMLURL(), Title: i.GetTitle(), Body: i.GetBody(),
+		Number: int64(i.GetNumber()), URL: t.issueURL(int64(i.GetNumber())), Title: i.GetTitle(), Body: i.GetBody(),
 		State: i.GetState(), Labels: labels, CreatedAt: i.GetCreatedAt().UTC(), UpdatedAt: i.GetUpdatedAt().UTC(),
 	}
 }
@@ -143,7 +295,7 @@ func (t *repoTracker) CreateIssue(ctx context.Context, in tracker.NewIssue) (tra
 	if err != nil {
 		return tracker.Issue{}, err
 	}
-	return toIssue(got), nil
+	return t.toIssue(got), nil
 }
 
 func (t *repoTracker) GetIssue(ctx context.Context, number int64) (tracker.Issue, error) {
@@ -155,7 +307,7 @@ func (t *repoTracker) GetIssue(ctx context.Context, number int64) (tracker.Issue
 	if err != nil {
 		return tracker.Issue{}, err
 	}
-	return toIssue(got), nil
+	return t.toIssue(got), nil
 }
 
 func (t *repoTracker) ListLabelled(ctx context.Context, label string, since time.Time) ([]tracker.Issue, error) {
@@ -164,7 +316,7 @@ func (t *repoTracker) ListLabelled(ctx context.Context, label string, since time
 		ListOptions: gh.ListOptions{PerPage: 100},
 	}
 	var out []tracker.Issue
-	for {
+	for range maxPages {
 		var page []*gh.Issue
 		var next int
 		err := do(ctx, "list issues", func(ctx context.Context) (r *gh.Response, err error) {
@@ -179,7 +331,7 @@ func (t *repoTracker) ListLabelled(ctx context.Context, label string, since time
 		}
 		for _, i := range page {
 			if !i.IsPullRequest() {
-				out = append(out, toIssue(i))
+				out = append(out, t.toIssue(i))
 			}
 		}
 		if next == 0 {
@@ -187,6 +339,7 @@ func (t *repoTracker) ListLabelled(ctx context.Context, label string, since time
 		}
 		opts.ListOptions.Page = next
 	}
+	return nil, fmt.Errorf("list issues: %w", errTooManyPgs)
 }
 
 func (t *repoTracker) EditIssue(ctx context.Context, number int64, edit tracker.IssueEdit) (tracker.Issue, error) {
@@ -199,7 +352,7 @@ func (t *repoTracker) EditIssue(ctx context.Context, number int64, edit tracker.
 	if err != nil {
 		return tracker.Issue{}, err
 	}
-	return toIssue(got), nil
+	return t.toIssue(got), nil
 }
 
 func (t *repoTracker) CreateComment(ctx context.Context, number int64, body string) (tracker.Comment, error) {
@@ -211,13 +364,13 @@ func (t *repoTracker) CreateComment(ctx context.Context, number int64, body stri
 	if err != nil {
 		return tracker.Comment{}, err
 	}
-	return toComment(got), nil
+	return t.toComment(got), nil
 }
 
 func (t *repoTracker) ListComments(ctx context.Context, number int64, since time.Time) ([]tracker.Comment, error) {
 	opts := &gh.IssueListCommentsOptions{Since: &since, ListOptions: gh.ListOptions{PerPage: 100}}
 	var out []tracker.Comment
-	for {
+	for range maxPages {
 		var page []*gh.IssueComment
 		var next int
 		err := do(ctx, "list comments", func(ctx context.Context) (r *gh.Response, err error) {
@@ -231,13 +384,14 @@ func (t *repoTracker) ListComments(ctx context.Context, number int64, since time
 			return nil, err
 		}
 		for _, c := range page {
-			out = append(out, toComment(c))
+			out = append(out, t.toComment(c))
 		}
 		if next == 0 {
 			return out, nil
 		}
 		opts.Page = next
 	}
+	return nil, fmt.Errorf("list comments: %w", errTooManyPgs)
 }
 
 func (t *repoTracker) GetComment(ctx context.Context, commentID int64) (tracker.Comment, error) {
@@ -249,7 +403,7 @@ func (t *repoTracker) GetComment(ctx context.Context, commentID int64) (tracker.
 	if err != nil {
 		return tracker.Comment{}, err
 	}
-	return toComment(got), nil
+	return t.toComment(got), nil
 }
 
 func (t *repoTracker) DeleteComment(ctx context.Context, commentID int64) error {
@@ -258,9 +412,16 @@ func (t *repoTracker) DeleteComment(ctx context.Context, commentID int64) error 
 	})
 }
 
-func toComment(c *gh.IssueComment) tracker.Comment {
+func (t *repoTracker) toComment(c *gh.IssueComment) tracker.Comment {
 	// issue_url ends with the issue's number: …/repos/owner/name/issues/12.
 	u := c.GetIssueURL()
 	n, _ := strconv.ParseInt(u[strings.LastIndex(u, "/")+1:], 10, 64)
-	return tracker.Comment{ID: c.GetID(), Issue: n, URL: c.GetHTMLURL(), Body: c.GetBody(), CreatedAt: c.GetCreatedAt().UTC()}
+	return tracker.Comment{ID: c.GetID(), Issue: n, URL: fmt.Sprintf("%s#issuecomment-%d", t.issueURL(n), c.GetID()),
+		Body: c.GetBody(), CreatedAt: c.GetCreatedAt().UTC()}
+}
+
+// issueURL is the page of issue n, built from the API URL and the
+// repository: the tracker's html_url could point anywhere (javascript:…).
+func (t *repoTracker) issueURL(n int64) string {
+	return fmt.Sprintf("%s/%s/%s/issues/%d", t.web, url.PathEscape(t.owner), url.PathEscape(t.repo), n)
 }

@@ -8,15 +8,32 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ticketd/ticketd/internal/ssrf"
 	"github.com/ticketd/ticketd/internal/tracker"
 	"github.com/ticketd/ticketd/internal/tracker/github"
 	"github.com/ticketd/ticketd/internal/tracker/githubtest"
 )
 
+// options reach a loopback fake as --dev does, with one credential "gh"
+// in the variable GH_TOKEN holding token.
+func options(token string) github.Options {
+	return github.Options{Timeout: 500 * time.Millisecond, Credentials: tracker.Credentials{{Name: "gh", Env: "GH_TOKEN"}},
+		Getenv: func(name string) string {
+			if name == "GH_TOKEN" {
+				return token
+			}
+			return ""
+		},
+		Guard: ssrf.Guard{AllowPrivate: true}}
+}
+
+func backend(apiURL string) tracker.Backend {
+	return tracker.Backend{Kind: tracker.KindGitHub, Repository: "acme/widgets", APIURL: apiURL, Credential: "gh", Tenant: "acme"}
+}
+
 func open(t *testing.T, apiURL, token string) tracker.Tracker {
 	t.Helper()
-	tr, err := github.Open(tracker.Backend{Kind: tracker.KindGitHub, Repository: "acme/widgets", APIURL: apiURL, TokenEnv: "T"},
-		github.Options{Timeout: 500 * time.Millisecond, Getenv: func(string) string { return token }})
+	tr, err := github.Open(backend(apiURL), options(token))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,8 +83,7 @@ func TestAnswersAreClassified(t *testing.T) {
 	if _, err := open(t, closed, "good").CreateIssue(ctx, in); !errors.Is(err, tracker.ErrNotSent) {
 		t.Errorf("nobody listening: %v; want ErrNotSent", err)
 	}
-	if _, err := github.Open(tracker.Backend{Kind: tracker.KindGitHub, Repository: "acme/widgets", TokenEnv: "UNSET"},
-		github.Options{Getenv: func(string) string { return "" }}); !errors.Is(err, tracker.ErrMisconfigured) {
+	if _, err := github.Open(backend(apiURL), options("")); !errors.Is(err, tracker.ErrMisconfigured) {
 		t.Errorf("empty token variable: %v; want ErrMisconfigured", err)
 	}
 }

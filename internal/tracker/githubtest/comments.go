@@ -1,6 +1,7 @@
 package githubtest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -20,7 +21,7 @@ type commentJSON struct {
 
 func (s *Server) commentOut(repo string, i *Issue, c Comment) commentJSON {
 	return commentJSON{
-		ID: c.ID, HTMLURL: fmt.Sprintf("%s/%s/issues/%d#issuecomment-%d", s.baseURL, repo, i.Number, c.ID),
+		ID: c.ID, HTMLURL: cmp.Or(s.htmlURL, fmt.Sprintf("%s/%s/issues/%d#issuecomment-%d", s.baseURL, repo, i.Number, c.ID)),
 		IssueURL: fmt.Sprintf("%s/repos/%s/issues/%d", s.baseURL, repo, i.Number),
 		Body:     c.Body, CreatedAt: c.CreatedAt, UpdatedAt: c.CreatedAt,
 	}

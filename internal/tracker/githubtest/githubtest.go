@@ -85,6 +85,7 @@ type Server struct {
 	comments      int
 	edits         int
 	baseURL       string
+	htmlURL       string
 	listCalls     int
 }
 
@@ -111,6 +112,14 @@ func (s *Server) SetBaseURL(u string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.baseURL = strings.TrimSuffix(u, "/")
+}
+
+// AnswerHTMLURL makes every issue and comment carry u as its html_url, as
+// a hostile tracker might (javascript:…); empty restores the real ones.
+func (s *Server) AnswerHTMLURL(u string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.htmlURL = u
 }
 
 // FailCreates queues faults, one per coming create request, in order.

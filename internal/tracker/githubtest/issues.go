@@ -1,6 +1,7 @@
 package githubtest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -33,7 +34,7 @@ func (s *Server) issueOut(repo string, i *Issue) issueJSON {
 		labels[k] = labelJSON{l}
 	}
 	return issueJSON{
-		ID: i.Number * 1000, Number: i.Number, HTMLURL: fmt.Sprintf("%s/%s/issues/%d", s.baseURL, repo, i.Number),
+		ID: i.Number * 1000, Number: i.Number, HTMLURL: cmp.Or(s.htmlURL, fmt.Sprintf("%s/%s/issues/%d", s.baseURL, repo, i.Number)),
 		Title: i.Title, Body: i.Body, State: i.State, Labels: labels, CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt,
 	}
 }

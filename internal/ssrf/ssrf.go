@@ -1,9 +1,14 @@
-// Package ssrf keeps webhook requests away from addresses a tenant must not
-// reach through ticketd: the host's own services, the private network and the
-// cloud metadata endpoint. A URL is checked when it is registered and every
-// connection is checked again at dial time against the address actually
-// dialled, because a name that resolved to a public address yesterday may
-// resolve to 10.0.0.5 today.
+// Package ssrf keeps ticketd's outgoing requests (webhook deliveries,
+// tracker calls) away from addresses a tenant must not reach through ticketd:
+// the host's own services, the private network and the cloud metadata
+// endpoint. A URL is checked when it is registered and every connection is
+// checked again at dial time against the address actually dialled, because a
+// name that resolved to a public address yesterday may resolve to 10.0.0.5
+// today.
+//
+// Every refusal of an address says the same thing whatever the cause (a
+// private literal, a name resolving to one, the metadata address), so that
+// registration errors and delivery logs do not map the internal network.
 package ssrf
 
 import (
@@ -21,7 +26,7 @@ import (
 
 // ErrRefused is wrapped by every refusal, so callers can tell a policy
 // decision from a network failure.
-var ErrRefused = errors.New("webhook destination refused")
+var ErrRefused = errors.New("destination refused")
 
 // Resolver turns a host name into addresses; *net.Resolver satisfies it and
 // tests substitute a fixed table.
@@ -30,16 +35,36 @@ type Resolver interface {
 }
 
 // Guard applies the policy. The zero value is the production policy (https
-// only, public addresses only) with the system resolver.
+// only, public addresses only, any host) with the system resolver.
 type Guard struct {
 	// AllowPrivate admits http:// URLs and loopback, private (RFC 1918, ULA)
 	// and shared (CGNAT) addresses: for a developer's machine or a deployment
 	// whose receivers live on the same private network. Link-local,
 	// metadata, multicast and unspecified addresses stay refused even then.
 	AllowPrivate bool
+	// PlainPrivate narrows AllowPrivate's http:// to private and loopback
+	// destinations: plain http never leaves the operator's network
+	// (ForScheme applies it to a dial).
+	PlainPrivate bool
+	// Hosts, when not nil, are the only hosts a URL may name: an exact name
+	// or address, or "*.example.com" for any name below example.com.
+	Hosts []string
 	// Resolver resolves names at registration and at dial time; nil means
 	// net.DefaultResolver.
 	Resolver Resolver
+
+	// publicRefused is set by ForScheme for plain http under PlainPrivate.
+	publicRefused bool
+}
+
+// ForScheme returns the guard for a request over scheme: under
+// PlainPrivate, an http request may reach only private and loopback
+// addresses. A transport that dials for both schemes uses one guard each.
+func (g Guard) ForScheme(scheme string) Guard {
+	if scheme == "http" && g.PlainPrivate {
+		g.publicRefused = true
+	}
+	return g
 }
 
 var (
@@ -97,7 +122,9 @@ func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
 }
 
 // CheckAddr reports whether ip may be dialled under g's policy. An IPv6
-// address that embeds an IPv4 one is judged by the IPv4 address.
+// address that embeds an IPv4 one is judged by the IPv4 address. Its error
+// says why, for tests; CheckURL and DialContext never pass that on, and
+// refuse in one text whatever the reason.
 func (g Guard) CheckAddr(ip netip.Addr) error {
 	ip = ip.Unmap() // ::ffff:127.0.0.1 is 127.0.0.1
 	for _, p := range tunnels {
@@ -128,10 +155,12 @@ func (g Guard) CheckAddr(ip netip.Addr) error {
 			return fmt.Errorf("%w: %s is in reserved range %s", ErrRefused, ip, p)
 		}
 	}
-	if g.AllowPrivate {
-		return nil
-	}
+	private := ip.IsLoopback() || ip.IsPrivate() || cgnat.Contains(ip)
 	switch {
+	case g.AllowPrivate && g.publicRefused && !private:
+		return fmt.Errorf("%w: %s is public, and plain http may reach only the private network", ErrRefused, ip)
+	case g.AllowPrivate:
+		return nil
 	case ip.IsLoopback():
 		return fmt.Errorf("%w: %s is loopback (allowed only in dev or with private destinations allowed)", ErrRefused, ip)
 	case ip.IsPrivate():
@@ -142,39 +171,95 @@ func (g Guard) CheckAddr(ip netip.Addr) error {
 	return nil
 }
 
-// refusedName is the refusal for a host name: it says the name was refused
-// and nothing about what the name resolves to, which would let a tenant map
-// the internal network through registration errors and delivery logs.
-func refusedName(host string) error {
-	return fmt.Errorf("%w: %s resolves to an address webhooks may not reach", ErrRefused, host)
+// refused is the refusal of a destination, one text whatever the cause:
+// it says nothing about what the name resolves to or why the address is
+// refused, which would let a tenant map the internal network through
+// registration errors and delivery logs.
+func refused(host string) error {
+	return fmt.Errorf("%w: ticketd does not connect to %s", ErrRefused, host)
 }
 
-// CheckURL parses raw and refuses it unless its scheme is https (or http
-// with AllowPrivate), it names a host without user info, and every address
-// the host resolves to is allowed. It returns the parsed URL.
-func (g Guard) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrRefused, err)
+// Allowed reports whether host (a name or an address, without port) is one
+// of g.Hosts; every host is when Hosts is nil.
+func (g Guard) Allowed(host string) bool {
+	if g.Hosts == nil {
+		return true
 	}
+	host = strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	for _, h := range g.Hosts {
+		h = strings.ToLower(h)
+		if parent, ok := strings.CutPrefix(h, "*."); ok {
+			if strings.HasSuffix(host, "."+parent) {
+				return true
+			}
+		} else if host == strings.Trim(h, "[]") {
+			return true
+		}
+	}
+	return false
+}
+
+// Check refuses u unless its scheme is https (or http with AllowPrivate),
+// it names a host of Hosts without user info or fragment, and a host that
+// is an address is allowed. It resolves nothing: CheckURL does, and every
+// dial does again.
+func (g Guard) Check(u *url.URL) error {
 	switch {
 	case u.Scheme == "https":
 	case u.Scheme == "http" && g.AllowPrivate:
 	case u.Scheme == "http":
-		return nil, fmt.Errorf("%w: the URL must use https", ErrRefused)
+		return fmt.Errorf("%w: the URL must use https", ErrRefused)
 	default:
-		return nil, fmt.Errorf("%w: the URL must be https://host/…, got scheme %q", ErrRefused, u.Scheme)
+		return fmt.Errorf("%w: the URL must be https://host/…, got scheme %q", ErrRefused, u.Scheme)
 	}
 	if u.User != nil {
-		return nil, fmt.Errorf("%w: the URL must not carry credentials", ErrRefused)
+		return fmt.Errorf("%w: the URL must not carry credentials", ErrRefused)
 	}
-	if u.Hostname() == "" {
-		return nil, fmt.Errorf("%w: the URL has no host", ErrRefused)
+	host := u.Hostname()
+	if host == "" {
+		return fmt.Errorf("%w: the URL has no host", ErrRefused)
 	}
 	if u.Fragment != "" {
-		return nil, fmt.Errorf("%w: the URL must not have a fragment", ErrRefused)
+		return fmt.Errorf("%w: the URL must not have a fragment", ErrRefused)
 	}
-	if _, err := g.resolve(ctx, u.Hostname()); err != nil {
+	if !g.Allowed(host) {
+		return fmt.Errorf("%w: %s is not one of the hosts this server may reach", ErrRefused, host)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if g.ForScheme(u.Scheme).CheckAddr(ip) != nil {
+			return refused(host)
+		}
+	} else if numeric(host) {
+		return refused(host)
+	}
+	return nil
+}
+
+// numeric reports whether host ends in an all-digit (or 0x) label: not a
+// DNS name, but an address some resolvers read in a legacy form
+// (2130706433, 0x7f.1, 127.1 are 127.0.0.1).
+func numeric(host string) bool {
+	host = strings.TrimSuffix(host, ".")
+	last := strings.ToLower(host[strings.LastIndex(host, ".")+1:])
+	if hex, ok := strings.CutPrefix(last, "0x"); ok {
+		return strings.Trim(hex, "0123456789abcdef") == ""
+	}
+	return strings.Trim(last, "0123456789") == ""
+}
+
+// CheckURL parses raw and checks it (Check), and refuses a name that
+// resolves to any refused address. A name that does not resolve (yet) is
+// accepted: it is judged when it is dialled, and a registration error that
+// told it from a refused one would let a tenant probe the internal DNS.
+func (g Guard) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w: not a URL", ErrRefused)
+	}
+	if err := g.Check(u); err != nil {
+		return nil, err
+	}
+	if _, err := g.ForScheme(u.Scheme).resolve(ctx, u.Hostname()); errors.Is(err, ErrRefused) {
 		return nil, err
 	}
 	return u, nil
@@ -185,8 +270,13 @@ func (g Guard) CheckURL(ctx context.Context, raw string) (*url.URL, error) {
 // steered to the private one.
 func (g Guard) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
 	if ip, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
-		// The caller wrote the address, so the refusal may say what it is.
-		return []netip.Addr{ip}, g.CheckAddr(ip)
+		if g.CheckAddr(ip) != nil {
+			return nil, refused(host)
+		}
+		return []netip.Addr{ip}, nil
+	}
+	if numeric(host) {
+		return nil, refused(host)
 	}
 	r := g.Resolver
 	if r == nil {
@@ -206,20 +296,24 @@ func (g Guard) resolve(ctx context.Context, host string) ([]netip.Addr, error) {
 	}
 	for _, a := range addrs {
 		if g.CheckAddr(a) != nil {
-			return nil, refusedName(host)
+			return nil, refused(host)
 		}
 	}
 	return addrs, nil
 }
 
-// DialContext resolves addr's host with g's resolver, checks every address,
-// and dials them in turn; the dialer's Control hook checks the socket's
-// actual destination once more, so no path through name resolution reaches
-// a refused address. It fits http.Transport.DialContext.
+// DialContext resolves addr's host with g's resolver, checks the host
+// against Hosts and every address, and dials them in turn; the dialer's
+// Control hook checks the socket's actual destination once more, so no path
+// through name resolution reaches a refused address. It fits
+// http.Transport.DialContext.
 func (g Guard) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	if !g.Allowed(host) {
+		return nil, fmt.Errorf("%w: %s is not one of the hosts this server may reach", ErrRefused, host)
 	}
 	addrs, err := g.resolve(ctx, host)
 	if err != nil {
@@ -234,7 +328,7 @@ func (g Guard) DialContext(ctx context.Context, network, addr string) (net.Conn,
 		}
 		if errors.Is(err, ErrRefused) {
 			// The dial error names the address dialled: say only "refused".
-			return nil, refusedName(host)
+			return nil, refused(host)
 		}
 		if firstErr == nil {
 			firstErr = err

@@ -1,0 +1,36 @@
+package githubtest
+
+import (
+	"time"
+
+	"github.com/ticketd/ticketd/internal/ssrf"
+	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tracker"
+	"github.com/ticketd/ticketd/internal/tracker/github"
+)
+
+// Credential is the name of the credential Tracked declares: what a test
+// project names as backend.credential.
+const Credential = "test-github"
+
+// credentialEnv is the variable Tracked's credential reads.
+const credentialEnv = "GITHUBTEST_TOKEN"
+
+// Tracked is the tracker connection of a test's service, set up as an
+// operator would: one credential, Credential, for every tenant, whose
+// variable holds token, and the endpoint policy of --dev (any host,
+// loopback and plain http), since the fake listens on loopback.
+func Tracked(token string, timeout time.Duration) tickets.TrackedOptions {
+	creds := tracker.Credentials{{Name: Credential, Env: credentialEnv}}
+	guard := ssrf.Guard{AllowPrivate: true}
+	getenv := func(name string) string {
+		if name == credentialEnv {
+			return token
+		}
+		return ""
+	}
+	return tickets.TrackedOptions{
+		Open:        github.Opener(github.Options{Timeout: timeout, Credentials: creds, Getenv: getenv, Guard: guard}),
+		Credentials: creds, Guard: guard,
+	}
+}
