@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -68,30 +67,6 @@ func Opener(opts Options) tracker.Opener {
 	}
 	rt := &guarded{https: transport(opts.Guard.ForScheme("https")), http: transport(opts.Guard.ForScheme("http"))}
 	return func(b tracker.Backend) (tracker.Tracker, error) { return open(b, opts, rt) }
-}
-
-// transport dials only what g admits: the address of every connection is
-// checked as it is made, not only the name at registration.
-func transport(g ssrf.Guard) *http.Transport {
-	return &http.Transport{
-		DialContext:            g.DialContext,
-		ForceAttemptHTTP2:      true,
-		TLSHandshakeTimeout:    10 * time.Second,
-		MaxIdleConns:           100,
-		MaxIdleConnsPerHost:    10,
-		IdleConnTimeout:        90 * time.Second,
-		MaxResponseHeaderBytes: maxHeaderBytes,
-	}
-}
-
-// guarded picks the transport of a request's scheme.
-type guarded struct{ https, http *http.Transport }
-
-func (g *guarded) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.URL.Scheme == "http" {
-		return g.http.RoundTrip(r)
-	}
-	return g.https.RoundTrip(r)
 }
 
 // Open returns the tracker of b, reading its credential's token now.
@@ -153,57 +128,6 @@ func webRoot(api *url.URL) string {
 	}
 	return "https://" + host
 }
-
-var (
-	errRedirect   = errors.New("the tracker answered with a redirect, which is not followed")
-	errOtherHost  = errors.New("a request to another host than the project's tracker")
-	errTooLarge   = errors.New("the answer is larger than ticketd reads")
-	errTooManyPgs = fmt.Errorf("the list has more than %d pages", maxPages)
-)
-
-// credentialed sends requests only to the project's host, with its token,
-// and bounds every answer's body.
-type credentialed struct {
-	base                http.RoundTripper
-	scheme, host, token string
-	max                 int64
-}
-
-func (c *credentialed) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.URL.Scheme != c.scheme || r.URL.Host != c.host {
-		return nil, errOtherHost
-	}
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+c.token)
-	resp, err := c.base.RoundTrip(r)
-	if err != nil {
-		return nil, err
-	}
-	resp.Body = &bounded{rc: resp.Body, left: c.max}
-	return resp, nil
-}
-
-// bounded fails a read past its limit rather than truncating silently.
-type bounded struct {
-	rc   io.ReadCloser
-	left int64
-}
-
-func (b *bounded) Read(p []byte) (int, error) {
-	if b.left < 0 {
-		return 0, errTooLarge
-	}
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
-	n, err := b.rc.Read(p)
-	if b.left -= int64(n); b.left < 0 {
-		return 0, errTooLarge
-	}
-	return n, err
-}
-
-func (b *bounded) Close() error { return b.rc.Close() }
 
 type repoTracker struct {
 	c           *gh.Client
