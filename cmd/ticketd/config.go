@@ -46,6 +46,7 @@ const (
 // the database on --dev), so defaults are resolved after parsing.
 type config struct {
 	Addr          string
+	ShutdownGrace time.Duration
 	DatabaseURL   string
 	PublicURL     string
 	Issuer        string
@@ -70,12 +71,13 @@ type config struct {
 	ReadDatabaseURL string
 
 	// The edge (docs/architecture.md#the-edge-in-the-order-it-is-wired),
-	// checked against the database pool by edge(). Limits.Concurrency is
-	// 0 to derive it from the pool, negative for no cap.
+	// checked by edge(). Limits.Concurrency is negative for no cap.
 	AllowedOrigins []string
 	AllowedHosts   []string
 	Limits         limits.Config
 	WorkSlots      int // 0: derived (limits.WorkSlotsFor)
+	AdmissionWait  time.Duration
+	TenantQueue    int
 	ReadOnly       bool
 
 	// Approval (docs/contract.md#approval), parsed and checked by approvalOptions().
@@ -89,6 +91,7 @@ type config struct {
 	// Tracker-backed projects (docs/contract.md#tracker-backed-projects); zero takes the defaults.
 	ReconcileSettle    time.Duration
 	TrackerTimeout     time.Duration
+	TrackerConcurrency int
 	WebhookConcurrency int
 	WebhookRescueAfter time.Duration
 
@@ -121,6 +124,7 @@ type setting struct {
 // value is decoded and checked the same way.
 var settings = []setting{
 	{groupHTTP, "TICKETD_ADDR", "addr", defaultAddr, "listen address host:port", func(c *config) decoder { return stringInto(&c.Addr) }},
+	{groupHTTP, "TICKETD_SHUTDOWN_GRACE", "shutdown-grace", "15s", "how long (a `duration`) the calls in flight at SIGTERM get to be answered before the server exits", func(c *config) decoder { return positiveDurationInto(&c.ShutdownGrace) }},
 	{groupHTTP | groupPublic, "TICKETD_PUBLIC_URL", "public-url", "", "URL clients reach this server at (default http://ADDR)", func(c *config) decoder { return stringInto(&c.PublicURL) }},
 	{groupDB, "TICKETD_DATABASE_URL", "database-url", "", "postgres://USER:PASS@HOST:PORT/DB?sslmode=… or sqlite://PATH (default " + defaultDatabaseURL + "; with --dev sqlite://DATA_DIR/" + devDatabaseFile + ")", func(c *config) decoder { return stringInto(&c.DatabaseURL) }},
 	{groupReplica, "TICKETD_READ_DATABASE_URL", "read-database-url", "", "optional PostgreSQL hot standby for lists, search and history; a query runs there only when the standby has replayed all the primary has committed, else on the primary", func(c *config) decoder { return stringInto(&c.ReadDatabaseURL) }},
@@ -144,8 +148,10 @@ var settings = []setting{
 	{groupEdge, "TICKETD_RATE_LIMIT_WRITES", "rate-limit-writes", "50", "writes per second per tenant (0 = no limit)", func(c *config) decoder { return rateInto(&c.Limits.WritesPerSecond) }},
 	{groupEdge, "TICKETD_RATE_LIMIT_READS", "rate-limit-reads", "200", "reads per second per tenant (0 = no limit)", func(c *config) decoder { return rateInto(&c.Limits.ReadsPerSecond) }},
 	{groupEdge, "TICKETD_RATE_LIMIT_BURST", "rate-limit-burst", "0", "requests a tenant may send at once above its rate (0 = twice the rate)", func(c *config) decoder { return atLeastInto(&c.Limits.Burst, 0) }},
-	{groupEdge, "TICKETD_TENANT_CONCURRENCY", "tenant-concurrency", "", "requests in flight per tenant, below the database pool (default three quarters of it: 15 on PostgreSQL, 3 on SQLite)", func(c *config) decoder { return concurrencyInto(&c.Limits.Concurrency) }},
-	{groupEdge, "TICKETD_WORK_SLOTS", "work-slots", "0", "the `count` of writes and list pages run at once across all tenants, shared out in turn (0 = two per core, below the database pool)", func(c *config) decoder { return atLeastInto(&c.WorkSlots, 0) }},
+	{groupEdge, "TICKETD_TENANT_CONCURRENCY", "tenant-concurrency", "64", "the `count` of requests per tenant reading their body at once (a bound on stalled uploads; 429 past it)", func(c *config) decoder { return concurrencyInto(&c.Limits.Concurrency) }},
+	{groupEdge, "TICKETD_WORK_SLOTS", "work-slots", "0", "the `count` of writes and list pages run at once across all tenants; a tenant alone may take them all, under contention they are shared out in turn (0 = two per core, below the database pool)", func(c *config) decoder { return atLeastInto(&c.WorkSlots, 0) }},
+	{groupEdge, "TICKETD_ADMISSION_WAIT", "admission-wait", "10s", "how long (a `duration`) a call waits its turn for a work slot before it is refused rate_limited", func(c *config) decoder { return positiveDurationInto(&c.AdmissionWait) }},
+	{groupEdge, "TICKETD_TENANT_QUEUE", "tenant-queue", "256", "the `count` of one tenant's calls that may wait their turn at once; past it a call is refused rate_limited", func(c *config) decoder { return atLeastInto(&c.TenantQueue, 1) }},
 	{groupApprove, "TICKETD_APPROVAL", "approval", "on", "on: urgent tickets and large bulk updates need a person's yes before they are written; off: nobody is asked", func(c *config) decoder { return stringInto(&c.Approval) }},
 	{groupApprove, "TICKETD_APPROVAL_BULK_THRESHOLD", "approval-bulk-threshold", "10", "bulk updates of at least this many tickets need approval", func(c *config) decoder { return stringInto(&c.ApprovalBulkThreshold) }},
 	{groupApprove, "TICKETD_APPROVAL_SECRET", "approval-secret", "", "key signing approval request states, at least 32 bytes; give replicas the same one (default: with --dev kept in DATA_DIR, else random per process)", func(c *config) decoder { return stringInto(&c.ApprovalSecret) }},
@@ -156,6 +162,7 @@ var settings = []setting{
 	{groupWebhook, "TICKETD_WEBHOOK_MAX_ATTEMPTS", "webhook-max-attempts", "12", "the `count` of attempts of one webhook delivery before it is failed", func(c *config) decoder { return atLeastInto(&c.WebhookMaxAttempts, 1) }},
 	{groupWebhook, "TICKETD_WEBHOOK_ALLOW_PRIVATE", "webhook-allow-private", "false", "allow http:// and loopback or private webhook URLs; --dev allows loopback", func(c *config) decoder { return boolInto(&c.WebhookAllowPrivate) }},
 	{groupWebhook, "TICKETD_RECONCILE_SETTLE", "reconcile-settle", "2m", "how long (a `duration`) after an unanswered tracker request ticketd waits for it to land before it may send again", func(c *config) decoder { return positiveDurationInto(&c.ReconcileSettle) }},
+	{groupWebhook, "TICKETD_TRACKER_CONCURRENCY", "tracker-concurrency", "4", "the `count` of one tenant's tracker requests in flight at once; a request waiting on a tracker holds no work slot", func(c *config) decoder { return atLeastInto(&c.TrackerConcurrency, 1) }},
 	{groupWebhook, "TICKETD_TRACKER_TIMEOUT", "tracker-timeout", "10s", "the bound (a `duration`) on one request to a tracker, answer included", func(c *config) decoder { return positiveDurationInto(&c.TrackerTimeout) }},
 	{groupWebhook, "TICKETD_WEBHOOK_CONCURRENCY", "webhook-concurrency", "32", "the `count` of webhook deliveries one replica sends at once; while others wait a tenant holds at most three quarters of them, a subscription half; a receiver that answers quickly borrows idle ones, all but an eighth", func(c *config) decoder { return atLeastInto(&c.WebhookConcurrency, 1) }},
 	{groupWebhook, "TICKETD_WEBHOOK_RESCUE_AFTER", "webhook-rescue-after", "22s", "retry a delivery on another worker once its attempt has looked running this long (a `duration`; a dead replica's); the default is the longest a live attempt takes", func(c *config) decoder { return positiveDurationInto(&c.WebhookRescueAfter) }},

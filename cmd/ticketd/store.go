@@ -105,6 +105,7 @@ func openStore(ctx context.Context, cfg *config, opts tickets.Options, approvals
 	opts.Tracked.Open = github.Opener(github.Options{Timeout: cfg.TrackerTimeout})
 	opts.Tracked.Scheduler = queue
 	opts.Tracked.Settle = cfg.ReconcileSettle
+	opts.Tracked.Concurrency = cfg.TrackerConcurrency
 	if cfg.TrackerTimeout > 0 {
 		// Room for a list of several pages, a create and a duplicate's
 		// comment and close within one lease.

@@ -48,6 +48,9 @@ type Work struct {
 	running int
 	waiting map[string]*workQueue // tenants with calls waiting
 	turns   *list.List            // of *workQueue: whose call gets the next slot, front first
+	// since is when calls began to wait with every slot taken, zero while
+	// none waits (Exhausted).
+	since time.Time
 }
 
 type workQueue struct {
@@ -78,6 +81,13 @@ func (w *Work) Slots() int { return w.slots }
 // the tenant's queue full it returns ErrWorkQueueFull at once. Call release
 // exactly once when the work is done.
 func (w *Work) Acquire(ctx context.Context, tenant string) (release func(), err error) {
+	return w.acquire(ctx, tenant, true)
+}
+
+// acquire is Acquire; bounded=false queues the call past the tenant's
+// queue bound too, for a call that already holds its place in the server's
+// work (one coming back from the outside, Outside).
+func (w *Work) acquire(ctx context.Context, tenant string, bounded bool) (release func(), err error) {
 	w.mu.Lock()
 	if w.running < w.slots {
 		w.running++
@@ -85,9 +95,12 @@ func (w *Work) Acquire(ctx context.Context, tenant string) (release func(), err 
 		return w.releaser(), nil
 	}
 	q := w.waiting[tenant]
-	if q != nil && q.waiters.Len() >= w.queue || q == nil && w.queue == 0 {
+	if bounded && (q != nil && q.waiters.Len() >= w.queue || q == nil && w.queue == 0) {
 		w.mu.Unlock()
 		return nil, ErrWorkQueueFull
+	}
+	if len(w.waiting) == 0 {
+		w.since = time.Now()
 	}
 	if q == nil {
 		q = &workQueue{tenant: tenant, waiters: list.New()}
@@ -149,7 +162,23 @@ func (w *Work) leave(q *workQueue, el *list.Element) {
 	if q.waiters.Len() == 0 {
 		w.turns.Remove(q.turn)
 		delete(w.waiting, q.tenant)
+		if len(w.waiting) == 0 {
+			w.since = time.Time{}
+		}
 	}
+}
+
+// Exhausted reports how long calls have been waiting for a slot without a
+// break, every slot taken all along: 0 while a call that comes gets a
+// slot at once. /readyz is 503 while it exceeds the wait a call may spend
+// (Admission.Exhausted).
+func (w *Work) Exhausted() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.since.IsZero() {
+		return 0
+	}
+	return time.Since(w.since)
 }
 
 // Busy reports the work in flight and the calls waiting, for tests and
