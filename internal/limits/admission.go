@@ -95,7 +95,7 @@ func (a *Admission) Admit(ctx context.Context, tenant string, page bool) (contex
 	var once sync.Once
 	return context.WithValue(ctx, heldSlotKey{}, h), func() {
 		once.Do(func() {
-			h.stepOut()
+			h.end()
 			releasePage()
 		})
 	}, nil
@@ -111,6 +111,7 @@ type heldSlot struct {
 
 	mu      sync.Mutex
 	release func() // nil while stepped out
+	ended   bool   // the call was released: it takes no slot again
 }
 
 func (h *heldSlot) stepOut() {
@@ -122,17 +123,36 @@ func (h *heldSlot) stepOut() {
 	}
 }
 
+// end gives the slot up for good: an outside call still running past its
+// call's release (which a call should not leave behind) takes none back.
+func (h *heldSlot) end() {
+	h.mu.Lock()
+	h.ended = true
+	h.mu.Unlock()
+	h.stepOut()
+}
+
 // stepIn takes a work slot again, waiting its turn past the queue bound
 // and the wait bound (the call is already admitted: what it does next is
 // record what the outside answered), until ctx ends; then the call goes
 // on without one, so the record is still written.
 func (h *heldSlot) stepIn(ctx context.Context) {
+	h.mu.Lock()
+	ended := h.ended
+	h.mu.Unlock()
+	if ended {
+		return
+	}
 	release, err := h.work.acquire(ctx, h.tenant, false)
 	if err != nil {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.ended {
+		release()
+		return
+	}
 	h.release = release
 }
 
