@@ -155,9 +155,9 @@ func TestBodiesCountUploads(t *testing.T) {
 				} `json:"data"`
 			} `json:"error"`
 		}
-		if err := json.Unmarshal(msg, &e); err != nil || status != http.StatusTooManyRequests || hdr.Get("Retry-After") != "1" ||
+		if err := json.Unmarshal(msg, &e); err != nil || status != http.StatusTooManyRequests || hdr.Get("Retry-After") != "1" || e.Error.Code != -32000 ||
 			e.Error.Data.Code != "rate_limited" || !e.Error.Data.Retryable || e.Error.Data.RetryAfterMS != 1000 || e.ID != nil {
-			t.Errorf("%s over the cap answered %d Retry-After %q %s, want 429, 1, rate_limited retryable after 1000 ms, id null", body, status, hdr.Get("Retry-After"), msg)
+			t.Errorf("%s over the cap answered %d Retry-After %q %s, want 429, 1, -32000 rate_limited retryable after 1000 ms, id null", body, status, hdr.Get("Retry-After"), msg)
 		}
 	}
 	// Another tenant is not held back by this one's cap.
