@@ -57,9 +57,10 @@ func (a *Admission) Work() *Work { return a.work }
 // Wait is the longest a call waits its turn.
 func (a *Admission) Wait() time.Duration { return a.wait }
 
-// Exhausted reports whether the work every tenant shares has had calls
-// waiting, every slot taken, for longer than a call may wait: the server
-// then refuses calls for want of room, and /readyz says so.
+// Exhausted reports whether the work every tenant shares has had every
+// slot taken, since a call found none free, for longer than a call may
+// wait: the server then refuses calls for want of room, and /readyz says
+// so.
 func (a *Admission) Exhausted() bool { return a.work.Exhausted() > a.wait }
 
 // Admit takes tenant's call into the server's work, waiting its turn up to

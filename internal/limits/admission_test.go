@@ -151,33 +151,29 @@ func TestOutsideGivesTheSlotUp(t *testing.T) {
 	}
 }
 
-// TestWorkExhaustedCountsOnlyWhileCallsWait: Exhausted is 0 with slots
-// free or every slot taken and nobody waiting, and grows while calls wait.
-func TestWorkExhaustedCountsOnlyWhileCallsWait(t *testing.T) {
+// TestWorkExhaustedCountsFromTheFirstWaitToAFreeSlot: Exhausted is 0 with
+// a slot free, and with every slot taken while no call has had to wait;
+// it counts from the first call that found none free, through that call's
+// refusal, until a slot is free again.
+func TestWorkExhaustedCountsFromTheFirstWaitToAFreeSlot(t *testing.T) {
 	t.Parallel()
-	a := newAdmission(t, 1, 1, 1, 20*time.Millisecond)
+	const wait = 20 * time.Millisecond
+	a := newAdmission(t, 1, 1, 1, wait)
 	_, release, err := a.Admit(t.Context(), "a", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if a.Exhausted() || a.Work().Exhausted() != 0 {
-		t.Fatal("exhausted with nobody waiting")
+		t.Fatal("exhausted with nobody having waited")
 	}
-	go func() {
-		_, r, err := a.Admit(context.WithoutCancel(t.Context()), "b", false)
-		if err == nil {
-			r()
-		}
-	}()
-	waitWaiting(t, a.Work(), 1)
-	if a.Work().Exhausted() == 0 {
-		t.Fatal("not exhausted with a call waiting")
+	if _, _, err := a.Admit(t.Context(), "b", false); !errors.Is(err, limits.ErrAdmissionWait) {
+		t.Fatalf("b's call: %v, want ErrAdmissionWait", err)
+	}
+	if a.Work().Exhausted() < wait || !a.Exhausted() {
+		t.Fatalf("exhausted for %s after a call waited out the bound of %s, want longer than it", a.Work().Exhausted(), wait)
 	}
 	release()
-	for deadline := time.Now().Add(5 * time.Second); a.Work().Exhausted() != 0 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
-	}
-	if a.Work().Exhausted() != 0 {
-		t.Fatal("still exhausted after the waiting call was served")
+	if a.Exhausted() || a.Work().Exhausted() != 0 {
+		t.Fatal("still exhausted with the slot free")
 	}
 }

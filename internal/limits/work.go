@@ -48,8 +48,8 @@ type Work struct {
 	running int
 	waiting map[string]*workQueue // tenants with calls waiting
 	turns   *list.List            // of *workQueue: whose call gets the next slot, front first
-	// since is when calls began to wait with every slot taken, zero while
-	// none waits (Exhausted).
+	// since is when a call first found every slot taken, zero once a slot
+	// is free again (Exhausted).
 	since time.Time
 }
 
@@ -99,7 +99,7 @@ func (w *Work) acquire(ctx context.Context, tenant string, bounded bool) (releas
 		w.mu.Unlock()
 		return nil, ErrWorkQueueFull
 	}
-	if len(w.waiting) == 0 {
+	if w.since.IsZero() {
 		w.since = time.Now()
 	}
 	if q == nil {
@@ -140,6 +140,7 @@ func (w *Work) releaser() func() {
 			front := w.turns.Front()
 			if front == nil {
 				w.running--
+				w.since = time.Time{}
 				return
 			}
 			q := front.Value.(*workQueue)
@@ -162,16 +163,13 @@ func (w *Work) leave(q *workQueue, el *list.Element) {
 	if q.waiters.Len() == 0 {
 		w.turns.Remove(q.turn)
 		delete(w.waiting, q.tenant)
-		if len(w.waiting) == 0 {
-			w.since = time.Time{}
-		}
 	}
 }
 
-// Exhausted reports how long calls have been waiting for a slot without a
-// break, every slot taken all along: 0 while a call that comes gets a
-// slot at once. /readyz is 503 while it exceeds the wait a call may spend
-// (Admission.Exhausted).
+// Exhausted reports how long every slot has been taken since a call first
+// found none free: 0 while a call that comes gets a slot at once, and
+// while every slot is taken but no call has had to wait. /readyz is 503
+// while it exceeds the wait a call may spend (Admission.Exhausted).
 func (w *Work) Exhausted() time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()

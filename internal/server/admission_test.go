@@ -262,3 +262,42 @@ func TestHangingTrackerHoldsNoSharedSlot(t *testing.T) {
 		wantAnswered(t, csB, mcptools.ToolCreateTicket, createTicketArgs())
 	}
 }
+
+// TestReadyzTellsAnExhaustedWorkBudget: /readyz stays 200 while every work
+// slot is taken but no call has had to wait, answers 503 once the slots
+// have stayed taken past the wait bound since a call found none free, and
+// 200 again once a slot is free.
+func TestReadyzTellsAnExhaustedWorkBudget(t *testing.T) {
+	t.Parallel()
+	d := dbtest.Postgres(t)
+	env := servertest.Start(t, d, servertest.Options{Edge: server.Edge{WorkSlots: 1, AdmissionWait: 300 * time.Millisecond}})
+	env.SeedProject(t, "acme")
+	cs := env.Connect(t, env.Token(t, "acme", authn.ScopeRead, authn.ScopeWrite))
+	readyz := func() int {
+		resp, _ := get2(t, env.URL+server.ReadyPath)
+		return resp.StatusCode
+	}
+
+	unlock := lockTable(t, d, "operations")
+	held := make(chan error, 1)
+	go func() { _, err := servertest.TryCall(cs, mcptools.ToolCreateTicket, createTicketArgs()); held <- err }()
+	waitLocked(t, d)
+	if s := readyz(); s != http.StatusOK {
+		t.Fatalf("/readyz with the one slot taken and nobody waiting: %d, want 200", s)
+	}
+	res, err := servertest.TryCall(cs, mcptools.ToolCreateTicket, createTicketArgs())
+	if err != nil || toolErrorOf(t, res.StructuredContent).Code != "rate_limited" {
+		t.Fatalf("a call that found no slot free: %v %+v, want rate_limited", err, res)
+	}
+	// The refusal was held up to a second after the bound: past it by now.
+	if s := readyz(); s != http.StatusServiceUnavailable {
+		t.Fatalf("/readyz with the slot taken past the wait bound since a call found none: %d, want 503", s)
+	}
+	unlock()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if s := readyz(); s != http.StatusOK {
+		t.Fatalf("/readyz with the slot free again: %d, want 200", s)
+	}
+}

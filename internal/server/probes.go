@@ -21,10 +21,11 @@ func health(w http.ResponseWriter, _ *http.Request) {
 // ready answers 200 while check passes and 503 while it fails, or while a
 // budget every tenant shares has been exhausted for longer than a call may
 // wait for it: the body budget, which no call waits for, as soon as it is
-// spent (one tenant alone cannot spend it), and the work slots once calls
-// have waited for them without a break for longer than the admission wait
-// (limits.Admission.Exhausted), so a load balancer sends new requests to a
-// replica that can take them, and not for a burst the queues absorb. The
+// spent (one tenant alone cannot spend it), and the work slots once every
+// one has been taken, since a call found none free, for longer than the
+// admission wait (limits.Admission.Exhausted), so a load balancer sends new
+// requests to a replica that can take them, and not for a burst the queues
+// absorb. The
 // cause is logged, not shown: probes need the status, and the error may
 // describe the database.
 func ready(check func(context.Context) error, bodies *limits.Bodies, admission *limits.Admission, logger *slog.Logger) http.Handler {
@@ -34,7 +35,7 @@ func ready(check func(context.Context) error, bodies *limits.Bodies, admission *
 		case bodies.Spent():
 			spent = "the request body budget is spent"
 		case admission.Exhausted():
-			spent = "calls have waited for the work slots longer than TICKETD_ADMISSION_WAIT"
+			spent = "every work slot has been taken, with calls waiting, for longer than TICKETD_ADMISSION_WAIT"
 		}
 		if spent != "" {
 			logger.WarnContext(r.Context(), "not ready: "+spent, "request_id", r.Header.Get(RequestIDHeader))
