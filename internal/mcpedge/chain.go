@@ -65,8 +65,9 @@ type Config struct {
 // first (docs/contract.md#fair-share): a tenant's stalled uploads fill its
 // own upload slots and its share of the body budget, never everyone's.
 // What a call runs after its body is in is admitted by the MCP server
-// (mcptools.Options.Admission), where its id is known. EarlyLimits refuses a call to a spent bucket before the
-// message is checked in full, when it is sure of it. Body feeds the checks
+// (mcptools.Options.Admission), where its id is known. EarlyLimits refuses
+// a call to a spent bucket before the message is checked in full, when it
+// is sure of it. Body feeds the checks
 // after it the peeked Call, so their
 // refusals answer the request's id; StepUp's 403s are cheap and draw on no
 // bucket.

@@ -27,8 +27,9 @@ type LimitsOptions struct {
 // Limits applies the tenant rate limits to the MCP endpoint: a
 // tools/call draws from its tool's bucket (reads or writes). Only tool
 // calls draw from buckets: the MCP spec asks servers to rate-limit tool
-// invocations, and listing is cheap. The tenant's concurrency cap is
-// server.Concurrency's, which runs before the body is read.
+// invocations, and listing is cheap. Over its bucket a call is refused,
+// not queued; what it runs once admitted waits its turn in the MCP server
+// (mcptools.Options.Admission).
 //
 // A refused tools/call is a tool result with isError and
 //

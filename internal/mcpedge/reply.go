@@ -131,8 +131,9 @@ func toolResult(call Call, e contractError, text string) *Reply {
 }
 
 // Reject is the server.Reject for refusals on /mcp made before the body is
-// read (server.Concurrency, server.Bodies), when no request id is known: a
-// JSON-RPC error with id null whose data is the contract error
+// read (server.Bodies: the upload bounds and the body budget), when no
+// request id is known: a JSON-RPC error with id null whose data is the
+// contract error
 //
 //	{"code","message","retryable","retry_after_ms"}
 //

@@ -140,7 +140,11 @@ func ServeStdio(ctx context.Context, svc *tickets.Service, p authn.Principal, lo
 	if p.Tenant == "" {
 		return errors.New("serve stdio: the principal has no tenant")
 	}
-	s := NewServer(svc, logger, Options{})
+	admission, err := stdioAdmission()
+	if err != nil {
+		return fmt.Errorf("serve stdio: %w", err)
+	}
+	s := NewServer(svc, logger, Options{Admission: admission})
 	// Added last, so outermost: every later middleware and handler sees the
 	// principal in its context, the stdio counterpart of the HTTP token.
 	s.AddReceivingMiddleware(withPrincipal(p))
@@ -149,7 +153,7 @@ func ServeStdio(ctx context.Context, svc *tickets.Service, p authn.Principal, lo
 		Reader: stdioguard.Filter(in, w, stdioguard.FilterOptions{}),
 		Writer: w,
 	}}
-	err := s.Run(ctx, transport)
+	err = s.Run(ctx, transport)
 	if cerr := out.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -157,6 +161,21 @@ func ServeStdio(ctx context.Context, svc *tickets.Service, p authn.Principal, lo
 		return fmt.Errorf("serve stdio: %w", err)
 	}
 	return nil
+}
+
+// stdioAdmission is the admission a stdio session's calls go through, with
+// the defaults the HTTP server has: one client may still send many calls
+// at once, and each list page holds up to a MiB.
+func stdioAdmission() (*limits.Admission, error) {
+	work, err := limits.NewWork(limits.WorkSlotsFor(0), limits.DefaultTenantQueue)
+	if err != nil {
+		return nil, err
+	}
+	pages, err := limits.NewSlots(DefaultMaxConcurrentPages, PageShare(DefaultMaxConcurrentPages))
+	if err != nil {
+		return nil, err
+	}
+	return limits.NewAdmission(work, pages, limits.DefaultAdmissionWait)
 }
 
 // withPrincipal puts p in the context of every request.
