@@ -218,10 +218,6 @@ func (t *Tenants) Acquire(tenantID string) (release func(), retryAfter time.Dura
 	}, 0, true
 }
 
-// Concurrency is the per-tenant cap on requests in flight, defaults
-// applied; negative when there is none.
-func (t *Tenants) Concurrency() int { return t.cfg.Concurrency }
-
 // Len reports how many tenants are tracked.
 func (t *Tenants) Len() int {
 	t.mu.Lock()

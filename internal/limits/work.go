@@ -14,9 +14,9 @@ import (
 // work it may at once and the tenant already has its whole queue waiting.
 var ErrWorkQueueFull = errors.New("limits: this tenant has as much work waiting as it may")
 
-// WorkRetryAfter is the wait suggested with ErrWorkQueueFull: a queue
-// place frees when one of the tenant's own queued calls starts, which no
-// bucket can predict.
+// WorkRetryAfter is the wait suggested with ErrWorkQueueFull and
+// ErrAdmissionWait: a place frees when one of the tenant's own queued
+// calls starts, which no bucket can predict.
 const WorkRetryAfter = time.Second
 
 // WorkSlotsFor is the default bound on work in flight for a database pool
