@@ -20,7 +20,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
 )
 
 // What ticketd serve --dev seeds, and so what the benchmark files into.
