@@ -47,6 +47,7 @@ const (
 // the database on --dev), so defaults are resolved after parsing.
 type config struct {
 	Addr          string
+	ShutdownGrace time.Duration
 	DatabaseURL   string
 	PublicURL     string
 	Issuer        string
@@ -71,12 +72,13 @@ type config struct {
 	ReadDatabaseURL string
 
 	// The edge (docs/architecture.md#the-edge-in-the-order-it-is-wired),
-	// checked against the database pool by edge(). Limits.Concurrency is
-	// 0 to derive it from the pool, negative for no cap.
+	// checked by edge(). Limits.Concurrency is negative for no cap.
 	AllowedOrigins []string
 	AllowedHosts   []string
 	Limits         limits.Config
 	WorkSlots      int // 0: derived (limits.WorkSlotsFor)
+	AdmissionWait  time.Duration
+	TenantQueue    int
 	ReadOnly       bool
 
 	// Approval (docs/contract.md#approval), parsed and checked by approvalOptions().
@@ -91,8 +93,9 @@ type config struct {
 	WebhookMaxAttempts  int
 	WebhookAllowPrivate bool
 	// Tracker-backed projects (docs/contract.md#tracker-backed-projects); zero takes the defaults.
-	ReconcileSettle time.Duration
-	TrackerTimeout  time.Duration
+	ReconcileSettle    time.Duration
+	TrackerTimeout     time.Duration
+	TrackerConcurrency int
 	// TrackerCredentials, TrackerHosts and TrackerAllowPrivate are the
 	// tracker boundary (docs/trackers.md).
 	TrackerCredentials  tracker.Credentials
@@ -134,6 +137,7 @@ type setting struct {
 // value is decoded and checked the same way.
 var settings = []setting{
 	{groupHTTP, "TICKETD_ADDR", "addr", defaultAddr, "listen address host:port", func(c *config) decoder { return stringInto(&c.Addr) }},
+	{groupHTTP, "TICKETD_SHUTDOWN_GRACE", "shutdown-grace", "15s", "how long (a `duration`) the calls in flight at SIGTERM get to be answered before the server exits", func(c *config) decoder { return positiveDurationInto(&c.ShutdownGrace) }},
 	{groupHTTP | groupPublic, "TICKETD_PUBLIC_URL", "public-url", "", "URL clients reach this server at (default http://ADDR)", func(c *config) decoder { return stringInto(&c.PublicURL) }},
 	{groupDB, "TICKETD_DATABASE_URL", "database-url", "", "postgres://USER:PASS@HOST:PORT/DB?sslmode=… or sqlite://PATH (default " + defaultDatabaseURL + "; with --dev sqlite://DATA_DIR/" + devDatabaseFile + ")", func(c *config) decoder { return stringInto(&c.DatabaseURL) }},
 	{groupReplica, "TICKETD_READ_DATABASE_URL", "read-database-url", "", "optional PostgreSQL hot standby for lists, search and history; a query runs there only when the standby has replayed all the primary has committed, else on the primary", func(c *config) decoder { return stringInto(&c.ReadDatabaseURL) }},
@@ -157,8 +161,10 @@ var settings = []setting{
 	{groupEdge, "TICKETD_RATE_LIMIT_WRITES", "rate-limit-writes", "50", "writes per second per tenant (0 = no limit)", func(c *config) decoder { return rateInto(&c.Limits.WritesPerSecond) }},
 	{groupEdge, "TICKETD_RATE_LIMIT_READS", "rate-limit-reads", "200", "reads per second per tenant (0 = no limit)", func(c *config) decoder { return rateInto(&c.Limits.ReadsPerSecond) }},
 	{groupEdge, "TICKETD_RATE_LIMIT_BURST", "rate-limit-burst", "0", "requests a tenant may send at once above its rate (0 = twice the rate)", func(c *config) decoder { return atLeastInto(&c.Limits.Burst, 0) }},
-	{groupEdge, "TICKETD_TENANT_CONCURRENCY", "tenant-concurrency", "", "requests in flight per tenant, below the database pool (default three quarters of it: 15 on PostgreSQL, 3 on SQLite)", func(c *config) decoder { return concurrencyInto(&c.Limits.Concurrency) }},
-	{groupEdge, "TICKETD_WORK_SLOTS", "work-slots", "0", "the `count` of writes and list pages run at once across all tenants, shared out in turn (0 = two per core, below the database pool)", func(c *config) decoder { return atLeastInto(&c.WorkSlots, 0) }},
+	{groupEdge, "TICKETD_TENANT_CONCURRENCY", "tenant-concurrency", "64", "the `count` of requests per tenant reading their body at once (a bound on stalled uploads; 429 past it)", func(c *config) decoder { return concurrencyInto(&c.Limits.Concurrency) }},
+	{groupEdge, "TICKETD_WORK_SLOTS", "work-slots", "0", "the `count` of writes and list pages run at once across all tenants; a tenant alone may take them all, under contention they are shared out in turn (0 = two per core, below the database pool)", func(c *config) decoder { return atLeastInto(&c.WorkSlots, 0) }},
+	{groupEdge, "TICKETD_ADMISSION_WAIT", "admission-wait", "10s", "how long (a `duration`) a call waits its turn for a work slot before it is refused rate_limited", func(c *config) decoder { return positiveDurationInto(&c.AdmissionWait) }},
+	{groupEdge, "TICKETD_TENANT_QUEUE", "tenant-queue", "256", "the `count` of one tenant's calls that may wait their turn at once; past it a call is refused rate_limited", func(c *config) decoder { return atLeastInto(&c.TenantQueue, 1) }},
 	{groupApprove, "TICKETD_APPROVAL", "approval", "on", "on: urgent tickets and large bulk updates need a person's yes before they are written; off: nobody is asked", func(c *config) decoder { return stringInto(&c.Approval) }},
 	{groupApprove, "TICKETD_APPROVAL_BULK_THRESHOLD", "approval-bulk-threshold", "10", "bulk updates of at least this many tickets need approval", func(c *config) decoder { return stringInto(&c.ApprovalBulkThreshold) }},
 	{groupApprove, "TICKETD_APPROVAL_CHANNELS", "approval-channels", "form,url", "how an agent's client may ask its person: form,url (a form the MCP host shows its user, trusting the host, else the approval URL) or url (always the approval URL, where a person with tickets:approve decides)", func(c *config) decoder { return stringInto(&c.ApprovalChannels) }},
@@ -172,6 +178,7 @@ var settings = []setting{
 	{groupWebhook, "TICKETD_WEBHOOK_MAX_ATTEMPTS", "webhook-max-attempts", "12", "the `count` of attempts of one webhook delivery before it is failed", func(c *config) decoder { return atLeastInto(&c.WebhookMaxAttempts, 1) }},
 	{groupWebhook, "TICKETD_WEBHOOK_ALLOW_PRIVATE", "webhook-allow-private", "false", "allow http:// and loopback or private webhook URLs; --dev allows loopback", func(c *config) decoder { return boolInto(&c.WebhookAllowPrivate) }},
 	{groupWebhook, "TICKETD_RECONCILE_SETTLE", "reconcile-settle", "2m", "how long (a `duration`) after an unanswered tracker request ticketd waits for it to land before it may send again", func(c *config) decoder { return positiveDurationInto(&c.ReconcileSettle) }},
+	{groupWebhook, "TICKETD_TRACKER_CONCURRENCY", "tracker-concurrency", "4", "the `count` of one tenant's tracker requests in flight at once; a request waiting on a tracker holds no work slot", func(c *config) decoder { return atLeastInto(&c.TrackerConcurrency, 1) }},
 	{groupWebhook, "TICKETD_TRACKER_TIMEOUT", "tracker-timeout", "10s", "the bound (a `duration`) on one request to a tracker, answer included", func(c *config) decoder { return positiveDurationInto(&c.TrackerTimeout) }},
 	{groupWebhook, "TICKETD_TRACKER_CREDENTIALS", "tracker-credentials", "", "comma-separated NAME=ENV_VAR[@tenant|tenant…]: the tracker tokens projects may name as backend.credential, each in its variable, optionally only for those tenants; ticketd reads no other variable for a tracker, and never a TICKETD_* one (docs/trackers.md)", func(c *config) decoder { return credentialsInto(&c.TrackerCredentials) }},
 	{groupWebhook, "TICKETD_TRACKER_HOSTS", "tracker-hosts", "api.github.com,*.atlassian.net", "comma-separated hosts a tracker's api_url may name; *.example.com is any name below example.com (--dev: any host)", func(c *config) decoder { return hostsInto(&c.TrackerHosts) }},

@@ -69,8 +69,11 @@ func TestServeConfigErrors(t *testing.T) {
 		{"BadDBIdleTimeout", []string{"TICKETD_DB_IDLE_IN_TRANSACTION_TIMEOUT", "soon"}, nil, "TICKETD_DB_IDLE_IN_TRANSACTION_TIMEOUT"},
 		{"ZeroDBTCPTimeoutFlag", nil, []string{"--db-tcp-timeout", "0s"}, "--db-tcp-timeout 0s"},
 		// SQLite's pool is 4 connections: a cap of 4, or none, would let one tenant hold them all.
-		{"TenantConcurrencyAtThePool", []string{"TICKETD_TENANT_CONCURRENCY", "4"}, nil, "TICKETD_TENANT_CONCURRENCY=\"4\" with a sqlite pool of 4 connections"},
-		{"NoTenantConcurrencyCap", []string{"TICKETD_TENANT_CONCURRENCY", "0"}, nil, "would let one tenant hold all 4 database connections"},
+		{"NegativeTenantConcurrency", []string{"TICKETD_TENANT_CONCURRENCY", "-1"}, nil, "TICKETD_TENANT_CONCURRENCY"},
+		{"ZeroAdmissionWait", []string{"TICKETD_ADMISSION_WAIT", "0s"}, nil, "TICKETD_ADMISSION_WAIT"},
+		{"ZeroTenantQueue", []string{"TICKETD_TENANT_QUEUE", "0"}, nil, "TICKETD_TENANT_QUEUE"},
+		{"ZeroTrackerConcurrency", []string{"TICKETD_TRACKER_CONCURRENCY", "0"}, nil, "TICKETD_TRACKER_CONCURRENCY"},
+		{"BadShutdownGrace", []string{"TICKETD_SHUTDOWN_GRACE", "soon"}, nil, "TICKETD_SHUTDOWN_GRACE"},
 		{"FlagOverridesEnv", nil, []string{"--database-url", "mysql://db/x"}, "TICKETD_DATABASE_URL"},
 		{"BadReadDatabaseURL", []string{"TICKETD_READ_DATABASE_URL", "mysql://db/x"}, nil, "TICKETD_READ_DATABASE_URL"},
 		{"ReadReplicaOfSQLite", []string{"TICKETD_READ_DATABASE_URL", "postgres://standby/ticketd"}, nil, "TICKETD_READ_DATABASE_URL: a read replica needs PostgreSQL"},

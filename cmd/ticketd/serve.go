@@ -34,10 +34,6 @@ const (
 	readTimeout    = 30 * time.Second
 	writeTimeout   = 2 * time.Minute
 	idleTimeout    = 2 * time.Minute
-	// shutdownTimeout is how long in-flight requests get to finish after
-	// SIGTERM; it fits within the 30s grace period orchestrators commonly
-	// give before SIGKILL.
-	shutdownTimeout = 20 * time.Second
 	// tracingFlushTimeout bounds sending the spans still batched at exit.
 	tracingFlushTimeout = 5 * time.Second
 )
@@ -93,7 +89,7 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		return err
 	}
 	defer store.Close()
-	stopWorkers, err := startWorkers(ctx, hooks, queue, svc, logger)
+	stopWorkers, err := startWorkers(ctx, hooks, queue, svc, cfg.ShutdownGrace, logger)
 	if err != nil {
 		return err
 	}
@@ -195,12 +191,12 @@ func openServices(ctx context.Context, cfg *config, cursorKey []byte, metrics *o
 // Both run on every replica: a write accepted during the shutdown is still
 // delivered (by this replica or, if it is killed first, by any other), and
 // the queue hands each due operation to one of the replicas.
-func startWorkers(ctx context.Context, hooks *webhooks.Service, queue *reconciler.Queue, svc *tickets.Service, logger *slog.Logger) (stop func(), err error) {
+func startWorkers(ctx context.Context, hooks *webhooks.Service, queue *reconciler.Queue, svc *tickets.Service, grace time.Duration, logger *slog.Logger) (stop func(), err error) {
 	if err := hooks.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("start webhook delivery: %w", err)
 	}
 	stopHooks := func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 		defer cancel()
 		if err := hooks.Stop(stopCtx); err != nil {
 			logger.Warn("webhook delivery did not stop cleanly; unfinished attempts are retried after restart", "err", err)
@@ -211,7 +207,7 @@ func startWorkers(ctx context.Context, hooks *webhooks.Service, queue *reconcile
 		return nil, err
 	}
 	return func() {
-		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace)
 		defer cancel()
 		if err := queue.Stop(stopCtx); err != nil {
 			logger.Warn("reconciliation did not stop cleanly; its operations are picked up after restart", "err", err)
@@ -222,7 +218,8 @@ func startWorkers(ctx context.Context, hooks *webhooks.Service, queue *reconcile
 
 // serveAndDrain listens on TICKETD_ADDR (and TICKETD_METRICS_ADDR), calls
 // listening with the bound URL, and serves handler until ctx ends or serving
-// fails; then it lets in-flight requests finish for up to shutdownTimeout.
+// fails; then it lets in-flight requests finish and be answered for up to
+// TICKETD_SHUTDOWN_GRACE.
 func serveAndDrain(ctx context.Context, cfg *config, handler http.Handler, metrics *observe.Metrics, logger *slog.Logger, listening func(bound string) error) error {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.Addr)
@@ -263,8 +260,8 @@ func serveAndDrain(ctx context.Context, cfg *config, handler http.Handler, metri
 		return err
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down", "grace", shutdownTimeout)
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdownTimeout)
+	logger.Info("shutting down", "grace", cfg.ShutdownGrace)
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownGrace)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		_ = srv.Close()

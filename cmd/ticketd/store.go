@@ -108,6 +108,7 @@ func openStore(ctx context.Context, cfg *config, opts tickets.Options, approvals
 		Getenv: cfg.getenv, Guard: opts.Tracked.Guard})
 	opts.Tracked.Scheduler = queue
 	opts.Tracked.Settle = cfg.ReconcileSettle
+	opts.Tracked.Concurrency = cfg.TrackerConcurrency
 	if cfg.TrackerTimeout > 0 {
 		// Room for a list of several pages, a create and a duplicate's
 		// comment and close within one lease.

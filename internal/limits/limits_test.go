@@ -304,20 +304,3 @@ func TestSlotsShareOutTheTotal(t *testing.T) {
 		}
 	}
 }
-
-func TestConcurrencySitsBelowThePool(t *testing.T) {
-	t.Parallel()
-	for pool, want := range map[int]int{20: 15, 4: 3, 2: 1, 1: 1} {
-		if got := limits.ConcurrencyFor(pool); got != want {
-			t.Errorf("ConcurrencyFor(%d) = %d, want %d", pool, got, want)
-		}
-		if err := limits.CheckConcurrency(limits.ConcurrencyFor(pool), pool); err != nil {
-			t.Errorf("the derived cap for %d refused: %v", pool, err)
-		}
-	}
-	for _, c := range [][2]int{{20, 20}, {64, 20}, {-1, 20}, {4, 4}} {
-		if err := limits.CheckConcurrency(c[0], c[1]); err == nil {
-			t.Errorf("CheckConcurrency accepted a cap of %d for a pool of %d", c[0], c[1])
-		}
-	}
-}

@@ -13,13 +13,15 @@ import (
 
 // Defaults for Config's zero values (docs/contract.md#configuration).
 const (
-	// DefaultConcurrency is the cap when nothing says otherwise; the server
-	// derives its cap from the database pool instead (ConcurrencyFor).
+	// DefaultConcurrency is the cap on a tenant's requests reading their
+	// body at once when nothing says otherwise: an upload holds no
+	// database connection and no work slot, only its bytes, which the body
+	// budget bounds besides (Bodies).
 	DefaultConcurrency = 64
 	DefaultMaxTenants  = 10000
 	DefaultIdleTimeout = 10 * time.Minute
 	// ConcurrencyRetryAfter is the wait suggested to a tenant at its
-	// concurrency cap: a slot frees when one of its own requests ends,
+	// concurrency cap: a slot frees when one of its own uploads is in,
 	// which no bucket can predict.
 	ConcurrencyRetryAfter = time.Second
 )
@@ -46,9 +48,10 @@ type Config struct {
 	// Burst is each bucket's size (TICKETD_RATE_LIMIT_BURST); 0 means twice
 	// the bucket's rate, at least 1.
 	Burst int
-	// Concurrency caps each tenant's requests in flight
-	// (TICKETD_TENANT_CONCURRENCY); 0 means DefaultConcurrency, negative
-	// turns the cap off.
+	// Concurrency caps each tenant's requests reading their body at once
+	// (TICKETD_TENANT_CONCURRENCY), which is what bounds its stalled
+	// uploads; 0 means DefaultConcurrency, negative turns the cap off. What
+	// a request runs once its body is in is Admission's.
 	Concurrency int
 	// MaxTenants bounds how many tenants are tracked; past it the least
 	// recently seen idle tenant is forgotten. 0 means DefaultMaxTenants.
@@ -194,7 +197,7 @@ func interval(lim *rate.Limiter) time.Duration {
 }
 
 // Acquire takes one of tenant's concurrency slots; call release exactly
-// once when the request ends. At the cap it takes nothing and returns
+// once when the request's body is in. At the cap it takes nothing and returns
 // ok=false with ConcurrencyRetryAfter.
 func (t *Tenants) Acquire(tenantID string) (release func(), retryAfter time.Duration, ok bool) {
 	t.mu.Lock()
@@ -214,10 +217,6 @@ func (t *Tenants) Acquire(tenantID string) (release func(), retryAfter time.Dura
 		})
 	}, 0, true
 }
-
-// Concurrency is the per-tenant cap on requests in flight, defaults
-// applied; negative when there is none.
-func (t *Tenants) Concurrency() int { return t.cfg.Concurrency }
 
 // Len reports how many tenants are tracked.
 func (t *Tenants) Len() int {
@@ -278,29 +277,4 @@ func (t *Tenants) bucket(perSecond float64) *rate.Limiter {
 		burst = max(1, int(math.Ceil(2*perSecond)))
 	}
 	return rate.NewLimiter(rate.Limit(perSecond), burst)
-}
-
-// ConcurrencyFor is the per-tenant concurrency cap for a database pool of
-// pool connections: three quarters of it, at least 1, so that one tenant's
-// requests, each holding at most one connection at a time, leave a quarter
-// of the pool to everyone else (docs/contract.md#fair-share). CheckConcurrency says whether
-// a configured cap keeps that promise.
-func ConcurrencyFor(pool int) int {
-	return max(1, pool*3/4)
-}
-
-// CheckConcurrency refuses a per-tenant cap (Config.Concurrency, negative
-// for none) that is not below a pool of pool connections: one tenant could
-// then take every connection, and every other tenant's calls would queue
-// behind its transactions.
-func CheckConcurrency(concurrency, pool int) error {
-	switch {
-	case pool <= 1:
-		return nil // one connection cannot be shared out; SQLite-style pools of 1 serialise anyway
-	case concurrency < 0:
-		return fmt.Errorf("limits: no per-tenant concurrency cap would let one tenant hold all %d database connections; set one below %d", pool, pool)
-	case concurrency >= pool:
-		return fmt.Errorf("limits: a per-tenant concurrency cap of %d lets one tenant hold all %d database connections; set it below %d (default %d)", concurrency, pool, pool, ConcurrencyFor(pool))
-	}
-	return nil
 }

@@ -14,9 +14,9 @@ import (
 // work it may at once and the tenant already has its whole queue waiting.
 var ErrWorkQueueFull = errors.New("limits: this tenant has as much work waiting as it may")
 
-// WorkRetryAfter is the wait suggested with ErrWorkQueueFull: a queue
-// place frees when one of the tenant's own queued calls starts, which no
-// bucket can predict.
+// WorkRetryAfter is the wait suggested with ErrWorkQueueFull and
+// ErrAdmissionWait: a place frees when one of the tenant's own queued
+// calls starts, which no bucket can predict.
 const WorkRetryAfter = time.Second
 
 // WorkSlotsFor is the default bound on work in flight for a database pool
@@ -48,6 +48,9 @@ type Work struct {
 	running int
 	waiting map[string]*workQueue // tenants with calls waiting
 	turns   *list.List            // of *workQueue: whose call gets the next slot, front first
+	// since is when a call first found every slot taken, zero once a slot
+	// is free again (Exhausted).
+	since time.Time
 }
 
 type workQueue struct {
@@ -78,6 +81,13 @@ func (w *Work) Slots() int { return w.slots }
 // the tenant's queue full it returns ErrWorkQueueFull at once. Call release
 // exactly once when the work is done.
 func (w *Work) Acquire(ctx context.Context, tenant string) (release func(), err error) {
+	return w.acquire(ctx, tenant, true)
+}
+
+// acquire is Acquire; bounded=false queues the call past the tenant's
+// queue bound too, for a call that already holds its place in the server's
+// work (one coming back from the outside, Outside).
+func (w *Work) acquire(ctx context.Context, tenant string, bounded bool) (release func(), err error) {
 	w.mu.Lock()
 	if w.running < w.slots {
 		w.running++
@@ -85,9 +95,12 @@ func (w *Work) Acquire(ctx context.Context, tenant string) (release func(), err 
 		return w.releaser(), nil
 	}
 	q := w.waiting[tenant]
-	if q != nil && q.waiters.Len() >= w.queue || q == nil && w.queue == 0 {
+	if bounded && (q != nil && q.waiters.Len() >= w.queue || q == nil && w.queue == 0) {
 		w.mu.Unlock()
 		return nil, ErrWorkQueueFull
+	}
+	if w.since.IsZero() {
+		w.since = time.Now()
 	}
 	if q == nil {
 		q = &workQueue{tenant: tenant, waiters: list.New()}
@@ -127,6 +140,7 @@ func (w *Work) releaser() func() {
 			front := w.turns.Front()
 			if front == nil {
 				w.running--
+				w.since = time.Time{}
 				return
 			}
 			q := front.Value.(*workQueue)
@@ -150,6 +164,19 @@ func (w *Work) leave(q *workQueue, el *list.Element) {
 		w.turns.Remove(q.turn)
 		delete(w.waiting, q.tenant)
 	}
+}
+
+// Exhausted reports how long every slot has been taken since a call first
+// found none free: 0 while a call that comes gets a slot at once, and
+// while every slot is taken but no call has had to wait. /readyz is 503
+// while it exceeds the wait a call may spend (Admission.Exhausted).
+func (w *Work) Exhausted() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.since.IsZero() {
+		return 0
+	}
+	return time.Since(w.since)
 }
 
 // Busy reports the work in flight and the calls waiting, for tests and

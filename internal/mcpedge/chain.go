@@ -3,7 +3,7 @@
 // bodies, the 401 challenge's scopes, step-up scopes, the tenant's rate
 // buckets) and the order they run in, Chain. The guards every route shares
 // (Origin and Host, one Authorization header, the tenant's concurrency
-// slot, the body budget) are internal/server's; Chain places them, built,
+// bounds, the body budget) are internal/server's; Chain places them, built,
 // among its own. The MCP server itself gets FilterTools as receiving
 // middleware and PrivateToolList as ServerOptions.SetCacheable, and stdio
 // runs CheckMessage on every line (internal/stdioguard).
@@ -22,10 +22,10 @@ import (
 
 // Config is what the /mcp chain needs. Every field is required.
 type Config struct {
-	// Origin, SingleAuthorization, Concurrency and Bodies are the guards
-	// internal/server builds for every route, configured for /mcp: the
-	// tenant from Caller, refusals written by Reject.
-	Origin, SingleAuthorization, Concurrency, Bodies func(http.Handler) http.Handler
+	// Origin, SingleAuthorization and Bodies are the guards internal/server
+	// builds for every route, configured for /mcp: the tenant from Caller,
+	// refusals written by Reject.
+	Origin, SingleAuthorization, Bodies func(http.Handler) http.Handler
 	// Verify checks the bearer token (mcptools.TokenVerifier).
 	Verify auth.TokenVerifier
 	// Caller returns the principal Verify found, from the request context
@@ -55,17 +55,19 @@ type Config struct {
 // first (docs/architecture.md#the-edge-in-the-order-it-is-wired):
 //
 //	countRefusals → Origin → SingleAuthorization → scopedChallenge →
-//	auth.RequireBearerToken → noteCaller → Concurrency → Bodies →
+//	auth.RequireBearerToken → noteCaller → Bodies →
 //	EarlyLimits → Body → requireTicketdScope → StepUp → Limits → the SDK's
 //	handler
 //
 // Origin refuses before anything runs; SingleAuthorization bounds the
 // header before any token is parsed; the token is verified before a byte of
-// the body is read, so Concurrency and Bodies count every upload against
-// its own tenant first (docs/contract.md#fair-share): a tenant's stalled
-// uploads fill its own slots and its share of the body budget, never
-// everyone's. EarlyLimits refuses a call to a spent bucket before the
-// message is checked in full, when it is sure of it. Body feeds the checks
+// the body is read, so Bodies counts every upload against its own tenant
+// first (docs/contract.md#fair-share): a tenant's stalled uploads fill its
+// own upload slots and its share of the body budget, never everyone's.
+// What a call runs after its body is in is admitted by the MCP server
+// (mcptools.Options.Admission), where its id is known. EarlyLimits refuses
+// a call to a spent bucket before the message is checked in full, when it
+// is sure of it. Body feeds the checks
 // after it the peeked Call, so their
 // refusals answer the request's id; StepUp's 403s are cheap and draw on no
 // bucket.
@@ -82,7 +84,6 @@ func Chain(c Config) func(http.Handler) http.Handler {
 		// No Scopes: they are endpoint-wide; StepUp checks each tool's.
 		auth.RequireBearerToken(c.Verify, &auth.RequireBearerTokenOptions{ResourceMetadataURL: c.ResourceMetadataURL}),
 		noteCaller(c.Caller),
-		c.Concurrency,
 		c.Bodies,
 		EarlyLimits(EarlyLimitsOptions{Limits: c.Limits, Tenant: tenant, KindFor: kindFor(c.ScopeFor), ScopeFor: c.ScopeFor, Scopes: c.Scopes}),
 		Body(c.MaxBodyBytes),

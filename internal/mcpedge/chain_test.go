@@ -33,8 +33,7 @@ func TestChainInWiringOrder(t *testing.T) {
 	url := guarded(t, s, mcpedge.Chain(mcpedge.Config{
 		Origin:              origin,
 		SingleAuthorization: server.SingleAuthorization(nil),
-		Concurrency:         server.Concurrency(server.ConcurrencyOptions{Limits: tenants, Tenant: requestTenant, Reject: mcpedge.Reject}),
-		Bodies:              server.Bodies(server.BodiesOptions{Budget: budget, Tenant: requestTenant, MaxBytes: 1 << 20, Reject: mcpedge.Reject}),
+		Bodies:              server.Bodies(server.BodiesOptions{Budget: budget, Uploads: tenants, Tenant: requestTenant, MaxBytes: 1 << 20, Reject: mcpedge.Reject}),
 		Verify:              verify,
 		Caller:              callerOf,
 		Scopes:              tokenScopes,

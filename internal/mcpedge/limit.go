@@ -27,8 +27,9 @@ type LimitsOptions struct {
 // Limits applies the tenant rate limits to the MCP endpoint: a
 // tools/call draws from its tool's bucket (reads or writes). Only tool
 // calls draw from buckets: the MCP spec asks servers to rate-limit tool
-// invocations, and listing is cheap. The tenant's concurrency cap is
-// server.Concurrency's, which runs before the body is read.
+// invocations, and listing is cheap. Over its bucket a call is refused,
+// not queued; what it runs once admitted waits its turn in the MCP server
+// (mcptools.Options.Admission).
 //
 // A refused tools/call is a tool result with isError and
 //
@@ -57,14 +58,15 @@ func refuseMCP(w http.ResponseWriter, r *http.Request, call Call, wait time.Dura
 	ms := int64(math.Ceil(float64(wait) / float64(time.Millisecond)))
 	message := fmt.Sprintf("%s: %s; retry after %d ms", errcode.RateLimited, why, ms)
 	NoteRefusal(r, call, errcode.RateLimited, why)
+	e := contractError{Code: errcode.RateLimited, Message: message, Retryable: errcode.RateLimited.Retryable(), RetryAfterMS: &ms}
 	if call.Method == "tools/call" && call.ID != nil {
-		writeReply(w, http.StatusOK, toolResult(call, contractError{Code: errcode.RateLimited, Message: message, Retryable: errcode.RateLimited.Retryable(), RetryAfterMS: &ms},
-			message+", with the same arguments (the same operation_id for a write)."))
+		writeReply(w, http.StatusOK, toolResult(call, e, message+", with the same arguments (the same operation_id for a write)."))
 		return
 	}
 	// Whole seconds, rounded up and at least 1, as server.Limit sends them.
 	w.Header().Set("Retry-After", strconv.FormatInt(max(1, (ms+999)/1000), 10))
-	writeReply(w, http.StatusTooManyRequests, rpcError(call.ID, codeRateLimited, message))
+	e.Message = why + fmt.Sprintf("; retry after %d ms", ms)
+	writeReply(w, http.StatusTooManyRequests, rpcContractError(call.ID, codeRateLimited, e))
 }
 
 // kindFor says which tenant bucket a tool call draws from: tools that need

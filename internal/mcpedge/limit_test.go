@@ -100,15 +100,20 @@ func TestMCPLimitsRateLimitedToolResult(t *testing.T) {
 	}
 }
 
-// TestConcurrencyCountsUploads holds one request of a tenant whose cap is
+// TestBodiesCountUploads holds one request of a tenant whose upload cap is
 // 1 while its body is still arriving, and checks that a second request is
 // refused with 429, Retry-After and the contract error as JSON-RPC data,
-// without its body being read, whatever its method; another tenant passes.
-func TestConcurrencyCountsUploads(t *testing.T) {
+// without its body being read, whatever its method; another tenant passes,
+// and once the body is in the tenant has its upload slot back.
+func TestBodiesCountUploads(t *testing.T) {
 	t.Parallel()
 	tenants := newLimits(t, limits.Config{Concurrency: 1})
+	budget, err := limits.NewBodies(8<<20, 2<<20, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
 	requestTenant := func(r *http.Request) (string, bool) { return tenantOf(r.Context()) }
-	h := auth.RequireBearerToken(verify, nil)(server.Concurrency(server.ConcurrencyOptions{Limits: tenants, Tenant: requestTenant, Reject: mcpedge.Reject})(
+	h := auth.RequireBearerToken(verify, nil)(server.Bodies(server.BodiesOptions{Budget: budget, Uploads: tenants, Tenant: requestTenant, MaxBytes: 1 << 20, Reject: mcpedge.Reject})(
 		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			_, _ = io.Copy(io.Discard, r.Body)
 			w.WriteHeader(http.StatusNoContent)
@@ -150,9 +155,9 @@ func TestConcurrencyCountsUploads(t *testing.T) {
 				} `json:"data"`
 			} `json:"error"`
 		}
-		if err := json.Unmarshal(msg, &e); err != nil || status != http.StatusTooManyRequests || hdr.Get("Retry-After") != "1" ||
+		if err := json.Unmarshal(msg, &e); err != nil || status != http.StatusTooManyRequests || hdr.Get("Retry-After") != "1" || e.Error.Code != -32000 ||
 			e.Error.Data.Code != "rate_limited" || !e.Error.Data.Retryable || e.Error.Data.RetryAfterMS != 1000 || e.ID != nil {
-			t.Errorf("%s over the cap answered %d Retry-After %q %s, want 429, 1, rate_limited retryable after 1000 ms, id null", body, status, hdr.Get("Retry-After"), msg)
+			t.Errorf("%s over the cap answered %d Retry-After %q %s, want 429, 1, -32000 rate_limited retryable after 1000 ms, id null", body, status, hdr.Get("Retry-After"), msg)
 		}
 	}
 	// Another tenant is not held back by this one's cap.

@@ -24,8 +24,10 @@ const Protocol2026 = "2026-07-28"
 // refusals no tool result can carry (a tools/list, or a request refused
 // before its body, and so its id, is read).
 const (
-	// codeRateLimited: a tenant limit refused the request.
-	codeRateLimited = -32029
+	// codeRateLimited: a tenant limit refused the request (the "server
+	// error" code JSON-RPC reserves for implementations; data.code says
+	// rate_limited).
+	codeRateLimited = -32000
 	// codeUnavailable: a budget every tenant shares is spent.
 	codeUnavailable = -32030
 )
@@ -129,8 +131,9 @@ func toolResult(call Call, e contractError, text string) *Reply {
 }
 
 // Reject is the server.Reject for refusals on /mcp made before the body is
-// read (server.Concurrency, server.Bodies), when no request id is known: a
-// JSON-RPC error with id null whose data is the contract error
+// read (server.Bodies: the upload bounds and the body budget), when no
+// request id is known: a JSON-RPC error with id null whose data is the
+// contract error
 //
 //	{"code","message","retryable","retry_after_ms"}
 //
@@ -148,15 +151,25 @@ func Reject(w http.ResponseWriter, r *http.Request, status int, code errcode.Cod
 		rpcCode = codeUnavailable
 	}
 	e := contractError{Code: code, Message: message, Retryable: code.Retryable()}
+	// Whole seconds, as Retry-After says.
 	if secs, err := strconv.ParseInt(w.Header().Get("Retry-After"), 10, 64); err == nil {
 		ms := secs * 1000
 		e.RetryAfterMS = &ms
 	}
+	writeReply(w, status, rpcContractError(nil, rpcCode, e))
+}
+
+// rpcContractError builds a JSON-RPC error response to the request with
+// id (null when nil) whose data is the contract error e.
+func rpcContractError(id json.RawMessage, rpcCode int64, e contractError) *Reply {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
 	data, _ := json.Marshal(e)
 	body, _ := json.Marshal(struct {
-		JSONRPC string        `json:"jsonrpc"`
-		ID      any           `json:"id"`
-		Error   jsonrpc.Error `json:"error"`
-	}{"2.0", nil, jsonrpc.Error{Code: rpcCode, Message: string(code) + ": " + message, Data: data}})
-	writeReply(w, status, &Reply{Body: body, Code: rpcCode})
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   jsonrpc.Error   `json:"error"`
+	}{"2.0", id, jsonrpc.Error{Code: rpcCode, Message: string(e.Code) + ": " + e.Message, Data: data}})
+	return &Reply{Body: body, Code: rpcCode}
 }

@@ -1,14 +1,9 @@
 package mcptools
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"runtime"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/ticketd/ticketd/internal/limits"
 )
 
 // DefaultMaxConcurrentPages bounds how many list pages the server builds at
@@ -99,39 +94,10 @@ func (out ListTicketsOut) pageJSON() ([]byte, bool) {
 // pageTools are the tools whose answer is a page of up to a MiB.
 var pageTools = map[string]bool{ToolListTickets: true, ToolListComments: true}
 
-// boundPages lets at most total page-building calls run at once across the
-// server, and at most share of them for one tenant; the others wait their
-// turn, first behind their own tenant's calls (or give up when their caller
-// does), so memory stays bounded however many callers list at once, and
-// one tenant's lists cannot keep another's waiting. A share of 0 is half
-// of total or of the cores, whichever is fewer, at least 1: building a
-// full page is CPU-bound, so one tenant building more at once takes the
-// CPU other tenants' calls need (on 2 cores a share of 2 left another
-// tenant's small lists 14 times slower, scripts/edge-measure.sh).
-func boundPages(total, share int) mcp.Middleware {
-	if total <= 0 {
-		total = DefaultMaxConcurrentPages
-	}
-	if share <= 0 {
-		share = max(1, min(total, runtime.GOMAXPROCS(0))/2)
-	}
-	slots, err := limits.NewSlots(total, min(share, total))
-	if err != nil {
-		panic(err) // unreachable: 0 < min(share, total) ≤ total
-	}
-	return func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			call, ok := req.(*mcp.CallToolRequest)
-			if !ok || call.Params == nil || !pageTools[call.Params.Name] {
-				return next(ctx, method, req)
-			}
-			p, _ := principalOf(ctx, call.Extra)
-			release, err := slots.Acquire(ctx, p.Tenant)
-			if err != nil {
-				return nil, err
-			}
-			defer release()
-			return next(ctx, method, req)
-		}
-	}
-}
+// PageShare is one tenant's share of total page slots (shared by MCP and
+// REST lists, server.Edge): half of total or of the cores, whichever is
+// fewer, at least 1. Building a full page is CPU-bound, so one tenant
+// building more at once takes the CPU other tenants' calls need (on 2
+// cores a share of 2 left another tenant's small lists 14 times slower,
+// scripts/edge-measure.sh).
+func PageShare(total int) int { return max(1, min(total, runtime.GOMAXPROCS(0))/2) }

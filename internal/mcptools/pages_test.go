@@ -10,11 +10,31 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/limits"
 )
 
-// TestBoundPagesCapsConcurrentLists: however many list calls arrive at once,
+// pageAdmission is an Admission with total page slots, share per tenant,
+// and work slots enough that only the page slots hold a list back.
+func pageAdmission(tb testing.TB, total, share int) *limits.Admission {
+	tb.Helper()
+	work, err := limits.NewWork(64, 64)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pages, err := limits.NewSlots(total, share)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	a, err := limits.NewAdmission(work, pages, time.Minute)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return a
+}
+
+// TestAdmitCapsConcurrentLists: however many list calls arrive at once,
 // no more than the bound build pages together; other tools are not held.
-func TestBoundPagesCapsConcurrentLists(t *testing.T) {
+func TestAdmitCapsConcurrentLists(t *testing.T) {
 	t.Parallel()
 	const bound, callers = 3, 24
 	var running, peak atomic.Int32
@@ -30,7 +50,7 @@ func TestBoundPagesCapsConcurrentLists(t *testing.T) {
 		running.Add(-1)
 		return &mcp.CallToolResult{}, nil
 	}
-	h := boundPages(bound, bound)(next)
+	h := admit(pageAdmission(t, bound, bound), nil)(next)
 	call := func(name string) error {
 		_, err := h(context.Background(), "tools/call", &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: name}})
 		return err
@@ -58,7 +78,7 @@ func TestBoundPagesCapsConcurrentLists(t *testing.T) {
 	// A caller that gives up while waiting leaves without a slot.
 	held := make(chan struct{})
 	release := make(chan struct{})
-	blocking := boundPages(1, 1)(func(_ context.Context, _ string, req mcp.Request) (mcp.Result, error) {
+	blocking := admit(pageAdmission(t, 1, 1), nil)(func(_ context.Context, _ string, req mcp.Request) (mcp.Result, error) {
 		if req.(*mcp.CallToolRequest).Params.Name == ToolListTickets {
 			close(held)
 			<-release
@@ -84,12 +104,12 @@ func TestBoundPagesCapsConcurrentLists(t *testing.T) {
 	}
 }
 
-// TestBoundPagesSharesSlotsOutPerTenant: a tenant holding its share of the
+// TestAdmitSharesPageSlotsOutPerTenant: a tenant holding its share of the
 // page slots waits behind itself, and another tenant's list runs beside it.
-func TestBoundPagesSharesSlotsOutPerTenant(t *testing.T) {
+func TestAdmitSharesPageSlotsOutPerTenant(t *testing.T) {
 	t.Parallel()
 	entered, release := make(chan struct{}, 8), make(chan struct{})
-	h := boundPages(4, 2)(func(ctx context.Context, _ string, _ mcp.Request) (mcp.Result, error) {
+	h := admit(pageAdmission(t, 4, 2), nil)(func(ctx context.Context, _ string, _ mcp.Request) (mcp.Result, error) {
 		entered <- struct{}{}
 		if p, _ := authn.PrincipalFromContext(ctx); p.Tenant == "hostile" {
 			<-release

@@ -46,20 +46,12 @@ type Options struct {
 	ReadOnly bool
 	// Metrics counts tool calls; nil counts nothing.
 	Metrics *observe.Metrics
-	// MaxConcurrentPages bounds the list pages built at once across the
-	// server; DefaultMaxConcurrentPages if zero.
-	MaxConcurrentPages int
-	// MaxPagesPerTenant bounds those one tenant builds at once; if zero,
-	// half of MaxConcurrentPages or of the cores, whichever is fewer, and
-	// at least 1.
-	MaxPagesPerTenant int
-	// Work bounds the writes and list pages run at once and shares them
-	// out among waiting tenants in turn (limits.Work); nil bounds nothing
-	// beyond the page slots.
-	Work *limits.Work
-	// HoldRefusal holds a refusal of Work's before it is answered and
-	// returns what is left of its wait (limits.Tenants.Hold); nil answers
-	// at once.
+	// Admission admits the writes and list pages (limits.Admission, the
+	// one REST's go through too); nil admits every call at once.
+	Admission *limits.Admission
+	// HoldRefusal holds a refusal of Admission's before it is answered
+	// and returns what is left of its wait (limits.Tenants.Hold); nil
+	// answers at once.
 	HoldRefusal func(ctx context.Context, wait time.Duration) time.Duration
 }
 
@@ -103,8 +95,7 @@ func NewServer(svc *tickets.Service, logger *slog.Logger, opts Options) *mcp.Ser
 	// rejections were given the contract's error shape. FilterTools is
 	// innermost: it only edits a tools/list result.
 	s.AddReceivingMiddleware(logCalls(logger, opts.Metrics), recoverPanics(logger), boundUnknownTools(),
-		foldEnums(Tools()), boundPages(opts.MaxConcurrentPages, opts.MaxPagesPerTenant),
-		shareWork(opts.Work, opts.HoldRefusal), shapeArgumentErrors(),
+		foldEnums(Tools()), admit(opts.Admission, opts.HoldRefusal), shapeArgumentErrors(),
 		mcpedge.FilterTools(ScopeFor(opts), callerScopes))
 	return s
 }
@@ -149,7 +140,11 @@ func ServeStdio(ctx context.Context, svc *tickets.Service, p authn.Principal, lo
 	if p.Tenant == "" {
 		return errors.New("serve stdio: the principal has no tenant")
 	}
-	s := NewServer(svc, logger, Options{})
+	admission, err := stdioAdmission()
+	if err != nil {
+		return fmt.Errorf("serve stdio: %w", err)
+	}
+	s := NewServer(svc, logger, Options{Admission: admission})
 	// Added last, so outermost: every later middleware and handler sees the
 	// principal in its context, the stdio counterpart of the HTTP token.
 	s.AddReceivingMiddleware(withPrincipal(p))
@@ -158,7 +153,7 @@ func ServeStdio(ctx context.Context, svc *tickets.Service, p authn.Principal, lo
 		Reader: stdioguard.Filter(in, w, stdioguard.FilterOptions{}),
 		Writer: w,
 	}}
-	err := s.Run(ctx, transport)
+	err = s.Run(ctx, transport)
 	if cerr := out.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -166,6 +161,21 @@ func ServeStdio(ctx context.Context, svc *tickets.Service, p authn.Principal, lo
 		return fmt.Errorf("serve stdio: %w", err)
 	}
 	return nil
+}
+
+// stdioAdmission is the admission a stdio session's calls go through, with
+// the defaults the HTTP server has: one client may still send many calls
+// at once, and each list page holds up to a MiB.
+func stdioAdmission() (*limits.Admission, error) {
+	work, err := limits.NewWork(limits.WorkSlotsFor(0), limits.DefaultTenantQueue)
+	if err != nil {
+		return nil, err
+	}
+	pages, err := limits.NewSlots(DefaultMaxConcurrentPages, PageShare(DefaultMaxConcurrentPages))
+	if err != nil {
+		return nil, err
+	}
+	return limits.NewAdmission(work, pages, limits.DefaultAdmissionWait)
 }
 
 // withPrincipal puts p in the context of every request.

@@ -13,21 +13,24 @@ import (
 	"github.com/ticketd/ticketd/internal/limits"
 )
 
-// shareWork runs the tool calls that are the server's work, writes and
-// list pages, under work (limits.Work): at most its slots at once, and
-// when all are taken each tenant's waiting calls served in turn, so one
-// tenant's many calls cannot keep another's waiting behind them. A call
-// past its tenant's queue gets rate_limited with retry_after_ms, held
-// first by hold (the tarpit) so a caller that retries at once waits
-// anyway. Other calls (get_ticket, list_projects, tools/list) are cheap
-// and pass. A nil work shares nothing.
-func shareWork(work *limits.Work, hold func(context.Context, time.Duration) time.Duration) mcp.Middleware {
+// admit admits the tool calls that are the server's work, writes and
+// list pages, through admission (limits.Admission), the door REST's goes
+// through too: a list page takes one of its tenant's page slots and then
+// a work slot, a write a work slot. A tenant alone may use every slot;
+// beyond what is free a call waits its turn, and each tenant's waiting
+// calls are served in turn, so one tenant's many calls cannot keep
+// another's waiting behind them. A call past the wait bound or its
+// tenant's queue gets rate_limited with retry_after_ms, held first by hold
+// (the tarpit) so a caller that retries at once waits anyway. Other calls
+// (get_ticket, list_projects, tools/list) are cheap and pass. A nil
+// admission admits every call at once.
+func admit(admission *limits.Admission, hold func(context.Context, time.Duration) time.Duration) mcp.Middleware {
 	shared := make(map[string]bool)
 	for _, t := range Tools() {
 		shared[t.Name] = t.Scope != authn.ScopeRead || pageTools[t.Name]
 	}
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
-		if work == nil {
+		if admission == nil {
 			return next
 		}
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -36,10 +39,12 @@ func shareWork(work *limits.Work, hold func(context.Context, time.Duration) time
 				return next(ctx, method, req)
 			}
 			p, _ := principalOf(ctx, call.Extra)
-			release, err := work.Acquire(ctx, p.Tenant)
+			ctx, release, err := admission.Admit(ctx, p.Tenant, pageTools[call.Params.Name])
 			switch {
 			case errors.Is(err, limits.ErrWorkQueueFull):
-				return workRefusal(ctx, req, call, hold), nil
+				return workRefusal(ctx, req, call, hold, "the server is busy and this tenant has as many calls waiting as it may", err), nil
+			case errors.Is(err, limits.ErrAdmissionWait):
+				return workRefusal(ctx, req, call, hold, "the server is busy and this call waited its turn as long as it may", err), nil
 			case err != nil:
 				return nil, err
 			}
@@ -49,17 +54,15 @@ func shareWork(work *limits.Work, hold func(context.Context, time.Duration) time
 	}
 }
 
-// workRefusal is the rate_limited answer to a call past its tenant's
-// work queue.
-func workRefusal(ctx context.Context, req mcp.Request, call *mcp.CallToolRequest, hold func(context.Context, time.Duration) time.Duration) *mcp.CallToolResult {
+// workRefusal is the rate_limited answer to a call admission refused for
+// why (cause).
+func workRefusal(ctx context.Context, req mcp.Request, call *mcp.CallToolRequest, hold func(context.Context, time.Duration) time.Duration, why string, cause error) *mcp.CallToolResult {
 	wait := limits.WorkRetryAfter
 	if hold != nil {
 		wait = hold(ctx, wait)
 	}
 	ms := int64(math.Ceil(float64(wait) / float64(time.Millisecond)))
-	r, out := errorResult(errcode.RateLimited,
-		"the server is busy and this tenant has as many calls waiting as it may; retry after retry_after_ms",
-		operationIDArgument(call), limits.ErrWorkQueueFull, "")
+	r, out := errorResult(errcode.RateLimited, why+"; retry after retry_after_ms", operationIDArgument(call), cause, "")
 	out.Error.RetryAfterMS = &ms
 	r.StructuredContent = out
 	return asNegotiated(req, r)

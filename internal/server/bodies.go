@@ -16,6 +16,9 @@ type BodiesOptions struct {
 	// Budget bounds the body bytes held at once: each tenant's share, then
 	// the budget every route it wraps shares. Required.
 	Budget *limits.Bodies
+	// Uploads caps each tenant's requests reading their body at once
+	// (limits.Tenants.Acquire, TICKETD_TENANT_CONCURRENCY). Required.
+	Uploads *limits.Tenants
 	// Tenant returns the verified caller's tenant; a request without one
 	// counts as the tenant "" (so unauthenticated bodies share one share).
 	// Required.
@@ -29,10 +32,16 @@ type BodiesOptions struct {
 // Bodies reads each request's body before the handler runs, taking the
 // bytes from the caller's tenant share and then from the global budget as
 // they arrive (never what a Content-Length merely declares), and hands the
-// handler the bytes it read. It runs after the token is verified and after
-// the tenant's concurrency cap, so a tenant's stalled uploads hold its own
-// request slots and its own share of bytes, not everyone's:
+// handler the bytes it read. It runs after the token is verified, and each
+// read holds one of the tenant's upload slots (Uploads) until the body is
+// in, so a tenant's stalled uploads hold its own upload slots and its own
+// share of bytes, not everyone's, and a request whose body is in holds
+// neither (what it runs next waits its turn, limits.Admission). These are
+// the only refusals made before the body, and so a tools/call's id, is
+// read:
 //
+//   - the tenant has as many uploads at once as it may: 429 rate_limited
+//     with Retry-After;
 //   - the tenant's share is full: 429 rate_limited with Retry-After;
 //   - the global budget is spent (several tenants at once): 503
 //     unavailable with Retry-After, and Budget.Spent turns /readyz to 503;
@@ -60,9 +69,16 @@ func Bodies(opts BodiesOptions) func(http.Handler) http.Handler {
 				return
 			}
 			tenant, _ := opts.Tenant(r)
+			upload, wait, ok := opts.Uploads.Acquire(tenant)
+			if !ok {
+				w.Header().Set("Retry-After", retryAfterSeconds(opts.Uploads.Hold(r.Context(), wait)))
+				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "this tenant is sending as many request bodies at once as it may; retry after the Retry-After delay")
+				return
+			}
 			hold := opts.Budget.Hold(tenant)
 			defer hold.Release()
 			body, refusal, err := readHeld(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit, hold)
+			upload()
 			switch {
 			case refusal == limits.TenantShare:
 				w.Header().Set("Retry-After", "1")

@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/limits"
+	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/rest"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
@@ -21,24 +23,37 @@ type Edge struct {
 	// AllowedHosts are Host names besides the public URL's host the server
 	// answers to (TICKETD_ALLOWED_HOSTS).
 	AllowedHosts []string
-	// Limits are the per-tenant rate limits and concurrency cap; its zero
-	// rates turn the buckets off (TICKETD_RATE_LIMIT_*,
-	// TICKETD_TENANT_CONCURRENCY).
+	// Limits are the per-tenant rate limits and the cap on a tenant's
+	// requests reading their body at once; its zero rates turn the buckets
+	// off (TICKETD_RATE_LIMIT_*, TICKETD_TENANT_CONCURRENCY).
 	Limits limits.Config
 	// PoolSize is the size of the service's database connection pool, if
-	// known. The tenant concurrency cap must then sit below it (New refuses
-	// one that does not), and a zero Limits.Concurrency is derived from it
-	// (limits.ConcurrencyFor), so one tenant cannot hold every connection.
+	// known: the work slots sit below it (limits.WorkSlotsFor), so work in
+	// flight leaves a connection for everything else.
 	PoolSize int
 	// ReadOnly serves read tools only and refuses REST writes
 	// (TICKETD_READ_ONLY).
 	ReadOnly bool
 	// WorkSlots bounds the writes and list pages run at once across all
-	// tenants, shared out in turn among the tenants waiting
-	// (TICKETD_WORK_SLOTS); limits.WorkSlotsFor(PoolSize) if zero. Each
-	// tenant may have as many calls waiting as its concurrency cap allows
-	// (at least twice the slots); the rest are refused.
+	// tenants (TICKETD_WORK_SLOTS); limits.WorkSlotsFor(PoolSize) if zero.
+	// A tenant alone may take them all; a call that finds none free waits
+	// in its tenant's queue, and the queues are served in turn
+	// (limits.Admission).
 	WorkSlots int
+	// AdmissionWait bounds how long a call waits its turn before it is
+	// refused (TICKETD_ADMISSION_WAIT); limits.DefaultAdmissionWait if
+	// zero.
+	AdmissionWait time.Duration
+	// TenantQueue bounds the calls of one tenant waiting their turn
+	// (TICKETD_TENANT_QUEUE); limits.DefaultTenantQueue if zero.
+	TenantQueue int
+	// MaxConcurrentPages bounds the list pages built at once across the
+	// server, over MCP and REST alike; mcptools.DefaultMaxConcurrentPages if
+	// zero.
+	MaxConcurrentPages int
+	// MaxPagesPerTenant bounds those one tenant builds at once;
+	// mcptools.PageShare(MaxConcurrentPages) if zero.
+	MaxPagesPerTenant int
 	// BodyBudget bounds the request body bytes held at once across all
 	// requests; DefaultBodyBudget if zero. One tenant may hold a quarter
 	// of it (BodyShareOf).
@@ -60,9 +75,9 @@ func BodyShareOf(budget int64) int64 { return max(tickets.MaxInputBytes, budget/
 // limits and the body budget every route shares, and the Origin and Host
 // checks in each route's own reply format.
 type guards struct {
-	tenants *limits.Tenants
-	budget  *limits.Bodies
-	work    *limits.Work
+	tenants   *limits.Tenants
+	budget    *limits.Bodies
+	admission *limits.Admission
 	// origin writes its 403 as a JSON error (the MCP endpoint's),
 	// apiOrigin as a problem document.
 	origin, apiOrigin        func(http.Handler) http.Handler
@@ -70,26 +85,22 @@ type guards struct {
 }
 
 func newGuards(e Edge, public string) (*guards, error) {
-	tenantLimits := e.Limits
-	if pool := e.PoolSize; pool > 0 {
-		if tenantLimits.Concurrency == 0 {
-			tenantLimits.Concurrency = limits.ConcurrencyFor(pool)
-		}
-		if err := limits.CheckConcurrency(tenantLimits.Concurrency, pool); err != nil {
-			return nil, fmt.Errorf("server: tenant limits: %w", err)
-		}
-	}
 	g := &guards{}
 	var err error
-	if g.tenants, err = limits.New(tenantLimits); err != nil {
+	if g.tenants, err = limits.New(e.Limits); err != nil {
 		return nil, fmt.Errorf("server: tenant limits: %w", err)
 	}
-	// Each tenant's calls may all wait their turn, up to its concurrency
-	// cap: the cap refuses the excess before the body is read, which costs
-	// less than a refusal after it.
-	slots := cmp.Or(e.WorkSlots, limits.WorkSlotsFor(e.PoolSize))
-	if g.work, err = limits.NewWork(slots, max(2*slots, g.tenants.Concurrency())); err != nil {
+	work, err := limits.NewWork(cmp.Or(e.WorkSlots, limits.WorkSlotsFor(e.PoolSize)), cmp.Or(e.TenantQueue, limits.DefaultTenantQueue))
+	if err != nil {
 		return nil, fmt.Errorf("server: work slots: %w", err)
+	}
+	pageTotal := cmp.Or(e.MaxConcurrentPages, mcptools.DefaultMaxConcurrentPages)
+	pages, err := limits.NewSlots(pageTotal, min(pageTotal, cmp.Or(e.MaxPagesPerTenant, mcptools.PageShare(pageTotal))))
+	if err != nil {
+		return nil, fmt.Errorf("server: page slots: %w", err)
+	}
+	if g.admission, err = limits.NewAdmission(work, pages, cmp.Or(e.AdmissionWait, limits.DefaultAdmissionWait)); err != nil {
+		return nil, fmt.Errorf("server: admission: %w", err)
 	}
 	bodyBudget := cmp.Or(e.BodyBudget, DefaultBodyBudget)
 	if g.budget, err = limits.NewBodies(bodyBudget, min(bodyBudget, BodyShareOf(bodyBudget)), min(bodyBudget, tickets.MaxInputBytes)); err != nil {
@@ -116,8 +127,9 @@ func newGuards(e Edge, public string) (*guards, error) {
 
 // api is /api/v1: Origin (problem-document replies), one Authorization
 // header, on a read-only server refuseWrites, then the REST router, which
-// authenticates and then takes the tenant's slot, its body bytes and, for
-// writes and list pages, a work slot (AfterAuth), as on /mcp.
+// authenticates and then draws from the tenant's bucket, reads the body
+// under the tenant's upload bounds and, for writes and list pages, admits
+// the request to the server's work (AfterAuth), as on /mcp.
 func (w *wiring) api() http.Handler {
 	restTenant := func(r *http.Request) (string, bool) {
 		p, ok := authn.PrincipalFromContext(r.Context())
@@ -128,8 +140,8 @@ func (w *wiring) api() http.Handler {
 		ChallengeScopes: w.scopes, Metrics: w.metrics, Webhooks: w.cfg.Webhooks,
 		AfterAuth: []func(http.Handler) http.Handler{
 			Limit(LimitOptions{Limits: w.guards.tenants, Tenant: restTenant, Reject: rest.Reject}),
-			Bodies(BodiesOptions{Budget: w.guards.budget, Tenant: restTenant, MaxBytes: tickets.MaxInputBytes, Reject: rest.Reject}),
-			ShareWork(ShareWorkOptions{Work: w.guards.work, Tenant: restTenant, Hold: w.guards.tenants.Hold, Reject: rest.Reject}),
+			Bodies(BodiesOptions{Budget: w.guards.budget, Uploads: w.guards.tenants, Tenant: restTenant, MaxBytes: tickets.MaxInputBytes, Reject: rest.Reject}),
+			ShareWork(ShareWorkOptions{Admission: w.guards.admission, Tenant: restTenant, Hold: w.guards.tenants.Hold, Reject: rest.Reject}),
 		},
 	})
 	steps := []func(http.Handler) http.Handler{w.guards.apiOrigin, SingleAuthorization(rest.Reject)}

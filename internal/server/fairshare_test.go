@@ -278,9 +278,10 @@ func TestHostileListsSlowOnlyTheirTenant(t *testing.T) {
 }
 
 // TestWriteFloodLeavesOtherTenantsAnswered: tenant A floods creates from
-// many callers that ignore every refusal; with the concurrency cap derived
-// below the database pool and the default rates, A is refused in part and
-// tenant B's creates are all answered. Over PostgreSQL and SQLite.
+// many callers that ignore every refusal, far more at once than there are
+// work slots; A's calls wait their turn (refused only by its rate bucket,
+// if the server outpaces it), and tenant B's creates, waiting in a queue of
+// their own, are all answered. Over PostgreSQL and SQLite.
 func TestWriteFloodLeavesOtherTenantsAnswered(t *testing.T) {
 	t.Parallel()
 	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
@@ -295,7 +296,7 @@ func TestWriteFloodLeavesOtherTenantsAnswered(t *testing.T) {
 		cs := env.Connect(t, env.Token(t, "b", authn.ScopeRead, authn.ScopeWrite))
 
 		stop := make(chan struct{})
-		var refused, created atomic.Int64
+		var created atomic.Int64
 		var wg sync.WaitGroup
 		for range 64 {
 			wg.Go(func() {
@@ -305,17 +306,14 @@ func TestWriteFloodLeavesOtherTenantsAnswered(t *testing.T) {
 						return
 					default:
 					}
-					status, body := floodCreate(env, tokA)
-					switch {
-					case status == http.StatusTooManyRequests || strings.Contains(body, "rate_limited"):
-						refused.Add(1)
-					case status == http.StatusOK && !strings.Contains(body, `"isError":true`):
+					if status, body := floodCreate(env, tokA); status == http.StatusOK && !strings.Contains(body, `"isError":true`) {
 						created.Add(1)
 					}
 				}
 			})
 		}
-		eventually(t, "tenant A's flood to be both served and refused", func() bool { return refused.Load() > 0 && created.Load() > 0 })
+		// A whole round of the flood served: it was running, every slot taken.
+		eventually(t, "tenant A's flood to be served", func() bool { return created.Load() >= 64 })
 		for range 10 {
 			wantAnswered(t, cs, mcptools.ToolCreateTicket, createTicketArgs())
 		}

@@ -10,24 +10,29 @@ import (
 	"github.com/ticketd/ticketd/internal/limits"
 )
 
-// ConcurrencyOptions configures Concurrency.
-type ConcurrencyOptions struct {
-	// Limits holds the tenants' caps. Required.
+// LimitOptions configures Limit.
+type LimitOptions struct {
+	// Limits holds the tenants' buckets. Required.
 	Limits *limits.Tenants
 	// Tenant returns the verified caller's tenant. Required.
 	Tenant func(r *http.Request) (string, bool)
-	// Reject writes the 429; WriteError if nil (mcpedge.Reject on /mcp).
+	// Kind says which bucket a request draws from; if nil, GET, HEAD and
+	// OPTIONS are reads and every other method a write.
+	Kind func(r *http.Request) limits.Kind
+	// Reject writes the 429; WriteError if nil.
 	Reject Reject
 }
 
-// Concurrency takes one of the caller's tenant's concurrency slots for as
-// long as the request runs, body upload included: it goes after token
-// verification and before Bodies, so a tenant's stalled uploads use up its
-// own slots, never a budget every tenant shares, and a refusal costs no
-// body read. Over the cap: 429 with Retry-After and code rate_limited,
-// whatever the method (the body, and so a tools/call's id, is not read
-// yet). A request with no tenant passes.
-func Concurrency(opts ConcurrencyOptions) func(http.Handler) http.Handler {
+// Limit applies the tenant rate buckets to a REST API: each request draws
+// from its kind's bucket. A refusal is 429 with Retry-After (whole seconds,
+// rounded up) and code rate_limited, not queued: over its bucket a tenant
+// is refused, whatever the server has free. It needs the tenant known, so
+// it goes after authentication; a request with no tenant passes.
+func Limit(opts LimitOptions) func(http.Handler) http.Handler {
+	kind := opts.Kind
+	if kind == nil {
+		kind = methodKind
+	}
 	reject := opts.Reject
 	if reject == nil {
 		reject = WriteError
@@ -39,60 +44,13 @@ func Concurrency(opts ConcurrencyOptions) func(http.Handler) http.Handler {
 				next.ServeHTTP(w, r)
 				return
 			}
-			release, wait, ok := opts.Limits.Acquire(tenant)
-			if !ok {
-				w.Header().Set("Retry-After", retryAfterSeconds(opts.Limits.Hold(r.Context(), wait)))
-				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "too many requests from this tenant at once; retry after the Retry-After delay")
-				return
-			}
-			defer release()
-			next.ServeHTTP(w, r)
-		})
-	}
-}
-
-// LimitOptions configures Limit.
-type LimitOptions struct {
-	// Limits holds the tenants' buckets and caps. Required.
-	Limits *limits.Tenants
-	// Tenant returns the verified caller's tenant. Required.
-	Tenant func(r *http.Request) (string, bool)
-	// Kind says which bucket a request draws from; if nil, GET, HEAD and
-	// OPTIONS are reads and every other method a write.
-	Kind func(r *http.Request) limits.Kind
-	// Reject writes the 429; WriteError if nil.
-	Reject Reject
-}
-
-// Limit applies the tenant limits to a REST API: each request takes a
-// concurrency slot while it runs (Concurrency) and draws from its kind's
-// bucket. A refusal is 429 with Retry-After (whole seconds, rounded up) and
-// code rate_limited. It needs the tenant known, so it goes after
-// authentication; a request with no tenant passes.
-func Limit(opts LimitOptions) func(http.Handler) http.Handler {
-	kind := opts.Kind
-	if kind == nil {
-		kind = methodKind
-	}
-	reject := opts.Reject
-	if reject == nil {
-		reject = WriteError
-	}
-	slot := Concurrency(ConcurrencyOptions{Limits: opts.Limits, Tenant: opts.Tenant, Reject: reject})
-	return func(next http.Handler) http.Handler {
-		return slot(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			tenant, ok := opts.Tenant(r)
-			if !ok {
-				next.ServeHTTP(w, r)
-				return
-			}
 			if ok, wait := opts.Limits.Allow(tenant, kind(r)); !ok {
 				w.Header().Set("Retry-After", retryAfterSeconds(opts.Limits.Hold(r.Context(), wait)))
 				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "this tenant's rate limit is reached; retry after the Retry-After delay")
 				return
 			}
 			next.ServeHTTP(w, r)
-		}))
+		})
 	}
 }
 

@@ -81,8 +81,12 @@ func TestBodiesTakesTheTenantShareFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	uploads, err := limits.New(limits.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := server.Bodies(server.BodiesOptions{
-		Budget: budget, MaxBytes: 300,
+		Budget: budget, Uploads: uploads, MaxBytes: 300,
 		Tenant: func(r *http.Request) (string, bool) { return r.Header.Get("X-Tenant"), true },
 	})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, err := io.ReadAll(r.Body)

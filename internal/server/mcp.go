@@ -18,7 +18,7 @@ import (
 func (w *wiring) mcp() http.Handler {
 	// One server for all requests: stateless serving keeps nothing in it
 	// between calls, and the handler asks for it twice per request.
-	toolOpts := mcptools.Options{ReadOnly: w.cfg.Edge.ReadOnly, Metrics: w.metrics, Work: w.guards.work, HoldRefusal: w.guards.tenants.Hold}
+	toolOpts := mcptools.Options{ReadOnly: w.cfg.Edge.ReadOnly, Metrics: w.metrics, Admission: w.guards.admission, HoldRefusal: w.guards.tenants.Hold}
 	mcpServer := mcptools.NewServer(w.cfg.Service, w.logger, toolOpts)
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer }, &mcp.StreamableHTTPOptions{
 		// Stateless: any replica answers any request, and protocol
@@ -46,8 +46,7 @@ func (w *wiring) mcp() http.Handler {
 	return mcpedge.Chain(mcpedge.Config{
 		Origin:              w.guards.origin,
 		SingleAuthorization: SingleAuthorization(noteMCPRefusal),
-		Concurrency:         Concurrency(ConcurrencyOptions{Limits: w.guards.tenants, Tenant: tenant, Reject: mcpedge.Reject}),
-		Bodies:              Bodies(BodiesOptions{Budget: w.guards.budget, Tenant: tenant, MaxBytes: tickets.MaxInputBytes, Reject: mcpedge.Reject}),
+		Bodies:              Bodies(BodiesOptions{Budget: w.guards.budget, Uploads: w.guards.tenants, Tenant: tenant, MaxBytes: tickets.MaxInputBytes, Reject: mcpedge.Reject}),
 		Verify:              mcptools.TokenVerifier(w.cfg.Verifier),
 		Caller:              caller,
 		Scopes:              mcptools.TokenScopes,

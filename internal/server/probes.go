@@ -18,15 +18,27 @@ func health(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// ready answers 200 while check passes and 503 while it fails, or while the
-// body budget every tenant shares is spent (so a load balancer sends new
-// requests to a replica that can take them; one tenant alone cannot spend
-// it). The cause is logged, not shown: probes need the status, and the
-// error may describe the database.
-func ready(check func(context.Context) error, bodies *limits.Bodies, logger *slog.Logger) http.Handler {
+// ready answers 200 while check passes and 503 while it fails, or while a
+// budget every tenant shares has been exhausted for longer than a call may
+// wait for it: the body budget, which no call waits for, as soon as it is
+// spent (one tenant alone cannot spend it), and the work slots once every
+// one has been taken, since a call found none free, for longer than the
+// admission wait (limits.Admission.Exhausted), so a load balancer sends new
+// requests to a replica that can take them, and not for a burst the queues
+// absorb. The
+// cause is logged, not shown: probes need the status, and the error may
+// describe the database.
+func ready(check func(context.Context) error, bodies *limits.Bodies, admission *limits.Admission, logger *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if bodies.Spent() {
-			logger.WarnContext(r.Context(), "not ready: the request body budget is spent", "request_id", r.Header.Get(RequestIDHeader))
+		spent := ""
+		switch {
+		case bodies.Spent():
+			spent = "the request body budget is spent"
+		case admission.Exhausted():
+			spent = "every work slot has been taken, with calls waiting, for longer than TICKETD_ADMISSION_WAIT"
+		}
+		if spent != "" {
+			logger.WarnContext(r.Context(), "not ready: "+spent, "request_id", r.Header.Get(RequestIDHeader))
 			w.Header().Set("Retry-After", "1")
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "busy"})
 			return

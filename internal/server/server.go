@@ -117,7 +117,7 @@ func New(cfg Config) (http.Handler, error) {
 	mux.Handle(MCPResourceMetadataPath, metadata)
 	mux.Handle(ResourceMetadataPath, metadata)
 	mux.HandleFunc("GET "+HealthPath, health)
-	mux.Handle("GET "+ReadyPath, ready(cfg.Ready, w.guards.budget, w.logger))
+	mux.Handle("GET "+ReadyPath, ready(cfg.Ready, w.guards.budget, w.guards.admission, w.logger))
 	// Operators' views, behind the Host check that stops DNS rebinding: the
 	// console (its own CSP, cross-origin and CSRF checks inside), and the
 	// metrics unless they have a listener of their own (which a scraper

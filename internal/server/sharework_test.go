@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/ticketd/ticketd/internal/limits"
 	"github.com/ticketd/ticketd/internal/server"
@@ -26,11 +27,19 @@ func TestShareWorkQueuesRESTWrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pages, err := limits.NewSlots(2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admission, err := limits.NewAdmission(work, pages, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var mu sync.Mutex
 	var served []string
 	srv := httptest.NewServer(server.ShareWork(server.ShareWorkOptions{
-		Work:   work,
-		Tenant: func(r *http.Request) (string, bool) { return r.Header.Get("X-Tenant"), true },
+		Admission: admission,
+		Tenant:    func(r *http.Request) (string, bool) { return r.Header.Get("X-Tenant"), true },
 	})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		served = append(served, r.Method+" "+r.URL.Path)

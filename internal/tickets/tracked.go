@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/ticketd/ticketd/internal/limits"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/ssrf"
 	"github.com/ticketd/ticketd/internal/tracker"
@@ -70,9 +71,20 @@ type TrackedOptions struct {
 	// OnReconcile is told the result of each look at the tracker (one of
 	// the Reconcile* constants), for metrics. Cheap and concurrency-safe.
 	OnReconcile func(result string)
+	// Concurrency bounds one tenant's tracker requests in flight at once
+	// (TICKETD_TRACKER_CONCURRENCY); limits.DefaultOutsideConcurrency if
+	// zero. A request waiting on a tracker holds no work slot
+	// (limits.Outside), so a hanging tracker costs its own tenant only.
+	Concurrency int
+
+	outside *limits.Outside
 }
 
 func (o TrackedOptions) withDefaults() TrackedOptions {
+	if o.Concurrency <= 0 {
+		o.Concurrency = limits.DefaultOutsideConcurrency
+	}
+	o.outside, _ = limits.NewOutside(o.Concurrency) // cannot fail: Concurrency > 0
 	if o.Settle <= 0 {
 		o.Settle = 2 * time.Minute
 	}

@@ -67,7 +67,7 @@ func (s *Service) work(ctx context.Context, key operations.Key, row downstreamRo
 	if b == nil {
 		return s.release(ctx, key, row, fmt.Errorf("project %s has no tracker backend", row.ProjectID))
 	}
-	t, err := s.tracked.Open(*b)
+	t, err := s.openTracker(key.Tenant, *b)
 	if err != nil {
 		return s.release(ctx, key, row, err)
 	}

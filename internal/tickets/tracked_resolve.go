@@ -21,7 +21,7 @@ func (s *Service) resolveFound(ctx context.Context, key operations.Key, row down
 	if err != nil || b == nil {
 		return fmt.Errorf("%w: project backend: %v", ErrUnavailable, err)
 	}
-	t, err := s.tracked.Open(*b)
+	t, err := s.openTracker(key.Tenant, *b)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}

@@ -20,8 +20,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/ticketd/ticketd/internal/db"
 )
 
 // What ticketd serve --dev seeds, and so what the benchmark files into.
@@ -72,7 +70,7 @@ func baseScenarios(listSeed int64) []scenario {
 		{name: "create-16p", title: "ticketd `create_ticket`, fresh IDs, spread over 16 projects", tool: toolCreate, projects: spreadProjects},
 		{name: "replay", title: "ticketd `create_ticket`, replays", tool: toolCreate, retry: 1},
 		{name: "list", title: "ticketd `list_tickets` limit 20", tool: "list_tickets", args: listArgs, seed: listSeed},
-		{name: "create-sqlite", title: "ticketd `create_ticket` on SQLite (at most 3 workers)", sqlite: true, tool: toolCreate},
+		{name: "create-sqlite", title: "ticketd `create_ticket` on SQLite", sqlite: true, tool: toolCreate},
 	}
 }
 
@@ -311,17 +309,13 @@ func (b *bench) runOne(ctx context.Context, sc scenario, round int) (benchRun, e
 	if err != nil {
 		return benchRun{}, err
 	}
-	// The per-tenant rate limits are off and the concurrency cap as high as
-	// the pool allows: one tenant's workers are the whole load here, and the
-	// bench measures ticketd's cost per call, not how fast it turns calls
-	// away (with the default 50 writes/s most creates would be rate_limited
-	// answers, and 16 workers are one more than PostgreSQL's default cap of
-	// 15 calls in flight). SQLite's pool of 4 caps a tenant at 3 whatever
-	// is set, so create-sqlite runs with at most 3 workers.
+	// The per-tenant rate limits are off: one tenant's workers are the
+	// whole load here, and the bench measures ticketd's cost per call, not
+	// how fast it turns calls away (with the default 50 writes/s most
+	// creates would be rate_limited answers). A tenant alone may use every
+	// work slot, and its calls beyond them wait their turn, so every worker
+	// runs on either database.
 	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + dir, "TICKETD_RATE_LIMIT_WRITES=0", "TICKETD_RATE_LIMIT_READS=0"}
-	if !sc.sqlite {
-		env = append(env, "TICKETD_TENANT_CONCURRENCY="+strconv.Itoa(db.PoolSize(db.Postgres)-1))
-	}
 	var dbURL string
 	if sc.postgres() {
 		if dbURL, err = b.freshDatabase(ctx, sc); err != nil {
@@ -367,11 +361,6 @@ func (b *bench) runOne(ctx context.Context, sc scenario, round int) (benchRun, e
 		}
 	}
 	workers := b.cfg.Workers
-	if sc.sqlite {
-		// SQLite's pool caps a tenant's calls in flight below the pool
-		// whatever is set; more workers would only measure refusals.
-		workers = min(workers, db.PoolSize(db.SQLite)-1)
-	}
 	lcfg := &config{
 		URL: "http://" + addr + "/mcp", Token: token, Project: strings.Join(projects, ","), projects: projects, Workers: workers,
 		Warmup: b.cfg.Warmup, Duration: b.cfg.Duration, Timeout: 30 * time.Second,

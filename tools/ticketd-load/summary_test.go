@@ -258,7 +258,7 @@ func TestExpectedRateLimitsAreNotFailures(t *testing.T) {
 // readable for the SDK.
 func TestBearerNotesHTTPRefusals(t *testing.T) {
 	t.Parallel()
-	const body = `{"jsonrpc":"2.0","id":null,"error":{"code":-32029,"message":"rate_limited: …","data":{"code":"rate_limited","retryable":true,"retry_after_ms":1000}}}`
+	const body = `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"rate_limited: …","data":{"code":"rate_limited","retryable":true,"retry_after_ms":1000}}}`
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Retry-After", "1")
 		w.WriteHeader(http.StatusTooManyRequests)
