@@ -20,8 +20,6 @@ import (
 	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/server/servertest"
-	"github.com/ticketd/ticketd/internal/tickets"
-	"github.com/ticketd/ticketd/internal/tracker/github"
 	"github.com/ticketd/ticketd/internal/tracker/githubtest"
 )
 
@@ -224,16 +222,15 @@ func TestHangingTrackerHoldsNoSharedSlot(t *testing.T) {
 	gh.SetBaseURL(api.URL)
 
 	const slots = 2
+	tracked := githubtest.Tracked("ghp_hang", time.Minute)
+	tracked.Settle, tracked.Lease = time.Minute, 5*time.Minute
 	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{
-		Edge: server.Edge{WorkSlots: slots},
-		Tracked: tickets.TrackedOptions{
-			Open:   github.Opener(github.Options{Timeout: time.Minute, Getenv: func(string) string { return "ghp_hang" }}),
-			Settle: time.Minute, Lease: 5 * time.Minute,
-		},
+		Edge:    server.Edge{WorkSlots: slots},
+		Tracked: tracked,
 	})
 	admin := env.Token(t, "a", authn.ScopeRead, authn.ScopeWrite, authn.ScopeAdmin)
 	req, err := http.NewRequest(http.MethodPost, env.URL+"/api/v1/projects", strings.NewReader(`{"id":"widgets","key":"WID","name":"Widgets",`+
-		`"backend":{"kind":"github","repository":"acme/widgets","api_url":"`+api.URL+`","token_env":"GH_TOKEN"}}`))
+		`"backend":{"kind":"github","repository":"acme/widgets","api_url":"`+api.URL+`","credential":"`+githubtest.Credential+`"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 const (
 	fakeToken = "ghp_test"
 	repo      = "acme/widgets"
-	settle    = 2 * time.Second
+	settle    = 4 * time.Second
 )
 
 type trackedEnv struct {
@@ -39,7 +39,10 @@ func newTracked(t *testing.T, d *db.DB, queue bool) *trackedEnv {
 	gh := githubtest.New(fakeToken)
 	// Longer than the client waits, shorter than the settle window: the
 	// window is what lets a slow request land before anything is re-sent.
-	gh.SlowDelay = 800 * time.Millisecond
+	// A second either side of it, so that a loaded machine (make test
+	// under -race) can neither land it before an immediate retry looks nor
+	// past the window.
+	gh.SlowDelay = 1500 * time.Millisecond
 	apiURL := githubtest.Start(t, gh)
 	env := &trackedEnv{gh: gh, d: d, tenant: "t" + newID()[:8]}
 	tracked := githubtest.Tracked(fakeToken, 500*time.Millisecond)
