@@ -109,10 +109,12 @@ func startBoundary(t *testing.T, d *db.DB, allowPrivate bool, hosts ...string) *
 }
 
 // project asks for a tracker-backed project with backend b and returns the
-// answer's status and body.
+// answer's status and body. Its key is the ID upper-cased (up to the ten
+// characters a key may have), so IDs drawn at random never share a key.
 func (e *boundaryEnv) project(t *testing.T, id string, b map[string]any) (int, string) {
 	t.Helper()
-	resp, raw := e.rest(t, "POST", "/api/v1/projects", e.admin, "", map[string]any{"id": id, "key": strings.ToUpper(id[:3]), "name": id, "backend": b}, 0, nil)
+	key := strings.ToUpper(id[:min(len(id), 10)])
+	resp, raw := e.rest(t, "POST", "/api/v1/projects", e.admin, "", map[string]any{"id": id, "key": key, "name": id, "backend": b}, 0, nil)
 	return resp.StatusCode, raw
 }
 
