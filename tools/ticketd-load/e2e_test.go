@@ -128,3 +128,31 @@ func TestToolModeCountsToolErrorsAsFailures(t *testing.T) {
 		t.Errorf("run = %v, want 3 failed calls\nstdout: %s", err, stdout.String())
 	}
 }
+
+// TestIdenticalCreatesMakeOneTicket sends one operation_id from every
+// worker at once (-operation-id), as the edge measurement's burst does, on
+// PostgreSQL: one call creates, every other replays that ticket, and the
+// database holds one.
+func TestIdenticalCreatesMakeOneTicket(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, dbtest.Postgres(t), servertest.Options{})
+	env.SeedProject(t, "acme")
+	token := env.Token(t, "acme", "tickets:read", "tickets:write")
+
+	var stdout, stderr bytes.Buffer
+	args := []string{"ticketd-load", "-url", env.Endpoint, "-token", token, "-operation-id", "0b6f3c52-7d51-4a53-9c43-1d7f0e0a2b11",
+		"-workers", "8", "-requests", "8", "-retry-ratio", "0", "-duration", "1m", "-timeout", "30s", "-json"}
+	if err := run(context.Background(), args, func(string) string { return "" }, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstdout: %s\nstderr: %s", err, stdout.String(), stderr.String())
+	}
+	var got jsonSummary
+	if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+		t.Fatalf("decode %q: %v", stdout.String(), err)
+	}
+	if got.Created != 1 || got.Replayed != 7 || !got.Invariant.OK || got.Invariant.DistinctTickets != 1 {
+		t.Errorf("created %d, replayed %d, invariant %+v: want one create and seven replays of it", got.Created, got.Replayed, got.Invariant)
+	}
+	if n := env.CountTickets(t, "acme"); n != 1 {
+		t.Errorf("tickets in the database = %d, want 1", n)
+	}
+}

@@ -382,7 +382,10 @@ func (w *worker) next() (op int, write, resend bool) {
 		w.out.writes = append(w.out.writes, wr)
 		return len(w.out.writes) - 1, true, false
 	}
-	id := uuid.NewString()
+	id := w.cfg.OperationID
+	if id == "" {
+		id = uuid.NewString()
+	}
 	w.out.ops = append(w.out.ops, createArgs{
 		OperationID: id,
 		ProjectID:   w.project,

@@ -9,7 +9,9 @@
 // With -tool it calls any other tool with fixed -args instead (list_tickets,
 // or the noop tool of ticketd-noop). With -warmup, only calls that end in
 // the window after the warm-up count; with -server-pid, the server's CPU
-// time over that window and its peak RSS are read from /proc.
+// time over that window and its peak RSS are read from /proc. With
+// -operation-id every worker sends one identical create, which must make
+// one ticket.
 //
 // It only talks to loopback addresses unless -allow-remote is given, and
 // every run is bounded by -warmup plus -duration and, optionally, -requests.
@@ -128,6 +130,10 @@ type config struct {
 	// ExpectRateLimited counts rate_limited answers as expected, not as
 	// failed calls: a flood that ignores retry_after is refused on purpose.
 	ExpectRateLimited bool
+	// OperationID, when set, is the operation_id of every create, so that
+	// all workers send one identical call at once (the burst of one
+	// intended action that must make one ticket).
+	OperationID string
 }
 
 const toolCreate = "create_ticket"
@@ -177,6 +183,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	toolArgs := fs.String("args", "{}", "JSON object of arguments for a -tool other than create_ticket")
 	fs.DurationVar(&c.Warmup, "warmup", 0, "call for this long before the measured -duration starts")
 	fs.BoolVar(&c.ExpectRateLimited, "expect-rate-limited", false, "count rate_limited answers (tool results, or 429 before the body) as expected, not as failed calls; every other failure, a session that will not open and a worker that stops still fail the run")
+	fs.StringVar(&c.OperationID, "operation-id", "", "send every create_ticket with this operation_id and the same arguments, from every worker: identical calls, which must make one ticket (needs -retry-ratio 0 and no updates or comments)")
 	fs.IntVar(&c.ServerPID, "server-pid", 0, "process ID of the server on this machine, to report its CPU per call and peak RSS from /proc")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -222,6 +229,10 @@ func (c *config) validate() error {
 		return errors.New("-warmup must not be negative")
 	case c.ServerPID < 0:
 		return errors.New("-server-pid must not be negative")
+	case c.OperationID != "" && (c.RetryRatio != 0 || c.UpdateRatio != 0 || c.CommentRatio != 0 || c.Tool != toolCreate):
+		return errors.New("-operation-id sends identical creates: it needs -retry-ratio 0, no -update-ratio or -comment-ratio, and -tool create_ticket")
+	case c.OperationID != "" && strings.Contains(c.Project, ","):
+		return errors.New("-operation-id sends identical creates: it needs one -project")
 	}
 	c.projects = c.projects[:0]
 	for id := range strings.SplitSeq(c.Project, ",") {

@@ -54,6 +54,8 @@ func TestRunRefusesBadFlagsWithoutCalling(t *testing.T) {
 		{"no duration", []string{"-token", "t", "-duration", "0"}, "-duration"},
 		{"no workers", []string{"-token", "t", "-workers", "0"}, "-workers"},
 		{"stray argument", []string{"-token", "t", "extra"}, "unexpected arguments"},
+		{"identical creates with replays", []string{"-token", "t", "-operation-id", "x"}, "-operation-id"},
+		{"identical creates in two projects", []string{"-token", "t", "-operation-id", "x", "-retry-ratio", "0", "-project", "a,b"}, "one -project"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
