@@ -36,5 +36,8 @@ ENV HOME=/data \
     TICKETD_ADDR=0.0.0.0:8080 \
     TICKETD_LOG_FORMAT=json
 EXPOSE 8080
+# The MCP Registry checks that an OCI package's image carries the server's
+# name (server.json's "name") in this label.
+LABEL io.modelcontextprotocol.server.name="io.github.ticketd/ticketd"
 ENTRYPOINT ["/usr/local/bin/ticketd"]
 CMD ["serve"]
