@@ -11,8 +11,13 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Outside a git checkout it stays empty and the binary falls back to the
 # module and VCS information Go stamps into it.
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null)
+# The tag `make image` gives the image it builds, and the repository a
+# release is pushed to (server.json names IMAGE_REPO:<version>): a release is
+# `make image VERSION=0.4.0 IMAGE=$(IMAGE_REPO):0.4.0`, then podman push.
+IMAGE      ?= localhost/ticketd:dev
+IMAGE_REPO ?= ghcr.io/ticketd/ticketd
 
-.PHONY: help run test test-short build lint bench bench-e2e load cover fuzz screenshots
+.PHONY: help run test test-short build image lint bench bench-e2e load cover fuzz screenshots
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -27,6 +32,9 @@ run: ## Run the server with embedded SQLite and dev auth (prints a token).
 # apt-get where it can, and where it cannot they are skipped with the
 # script's reason printed above. Their figures are printed after the run
 # (TICKETD_HA_REPORT), as go test shows a passing test's log only with -v.
+# The image test (deploy/image) builds `make image` and runs `ticketd
+# version` from it; ensure-podman.sh installs Debian's podman when missing,
+# and where it cannot the test is skipped with the script's reason.
 test: ## Run every test with -race against real PostgreSQL (an existing server; see README), SQLite, Chromium and pg_auto_failover.
 	@status=1; report=$$(mktemp); \
 	  url=$$(./scripts/ensure-postgres.sh) && \
@@ -35,6 +43,8 @@ test: ## Run every test with -race against real PostgreSQL (an existing server; 
 	  ./scripts/ensure-postgres_test.sh "$$url" && \
 	  if pgaf=$$(./scripts/ensure-pg-auto-failover.sh); then export TICKETD_PG_AUTOCTL="$$pgaf"; \
 	  else export TICKETD_PG_AUTO_FAILOVER_UNAVAILABLE="scripts/ensure-pg-auto-failover.sh failed (its reason is printed before the test output)"; fi && \
+	  if podman=$$(./scripts/ensure-podman.sh); then export TICKETD_PODMAN="$$podman"; \
+	  else export TICKETD_PODMAN_UNAVAILABLE="scripts/ensure-podman.sh failed (its reason is printed before the test output)"; fi && \
 	  { TICKETD_TEST_DATABASE_URL="$$url" TICKETD_REQUIRE_POSTGRES=1 TICKETD_REQUIRE_BROWSER=1 TICKETD_CHROMIUM="$$chromium" TICKETD_HA_REPORT="$$report" \
 	  $(GO) test -race -count=1 -timeout 10m $(PKGS); status=$$?; } ; \
 	  if [ -s "$$report" ]; then echo "high availability:"; cat "$$report"; fi; rm -f "$$report"; exit $$status
@@ -47,6 +57,12 @@ test-short: ## Run the tests without PostgreSQL (its tests skip).
 # The Dockerfile's release build uses it.
 build: ## Build the binary into bin/, its version from git describe.
 	$(GO) build -ldflags "-X github.com/ticketd/ticketd/internal/buildinfo.version=$(VERSION)" -o $(BIN) ./cmd/ticketd
+
+# FROM scratch with podman (installed with apt-get when missing): nothing is
+# pulled. The binary is static and -trimpath, so its first build compiles the
+# tree once more (a couple of minutes on two cores), then it is cached.
+image: ## Build the OCI image IMAGE (default localhost/ticketd:dev) from a static binary built here, FROM scratch.
+	GO=$(GO) ./scripts/image.sh $(IMAGE) $(VERSION)
 
 lint: ## gofmt, go vet and staticcheck (fetched once through the module proxy).
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
