@@ -27,7 +27,7 @@ run: ## Run the server with embedded SQLite and dev auth (prints a token).
 # apt-get where it can, and where it cannot they are skipped with the
 # script's reason printed above. Their figures are printed after the run
 # (TICKETD_HA_REPORT), as go test shows a passing test's log only with -v.
-test: ## Run every test with -race against real PostgreSQL (an existing server; see README), SQLite, Chromium and pg_auto_failover.
+test: ## Run every test with -race against real PostgreSQL (an existing server; see docs/testing.md), SQLite, Chromium and pg_auto_failover.
 	@status=1; report=$$(mktemp); \
 	  url=$$(./scripts/ensure-postgres.sh) && \
 	  chromium=$$(./scripts/ensure-chromium.sh) && \
