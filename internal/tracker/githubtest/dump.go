@@ -34,6 +34,7 @@ func (s *Server) DumpHandler() http.Handler {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // the marker reads <!-- … -->, as GitHub shows it
 		_ = enc.Encode(out)
 	})
 	return mux
