@@ -35,7 +35,7 @@ run: ## Run the server with embedded SQLite and dev auth (prints a token).
 # The image test (deploy/image) builds `make image` and runs `ticketd
 # version` from it; ensure-podman.sh installs Debian's podman when missing,
 # and where it cannot the test is skipped with the script's reason.
-test: ## Run every test with -race against real PostgreSQL (an existing server; see README), SQLite, Chromium and pg_auto_failover.
+test: ## Run every test with -race against real PostgreSQL (an existing server; see docs/testing.md), SQLite, Chromium, podman and pg_auto_failover.
 	@status=1; report=$$(mktemp); \
 	  url=$$(./scripts/ensure-postgres.sh) && \
 	  chromium=$$(./scripts/ensure-chromium.sh) && \

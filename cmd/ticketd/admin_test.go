@@ -92,7 +92,7 @@ func TestProjectsCommandErrors(t *testing.T) {
 	}
 }
 
-// TestNewTenantFirstRun follows the README's path for a new tenant: create
+// TestNewTenantFirstRun follows docs/agents.md's path for a new tenant: create
 // its project from the command line against a database no server has
 // touched, then its agent connects and files a ticket.
 func TestNewTenantFirstRun(t *testing.T) {

@@ -246,7 +246,9 @@ Agent token for MCP clients (tenant %[3]s, subject %[7]s, scopes %[8]s; expires 
 
 %[10]s
 
-Keep it in your shell for the commands below:  export TOKEN='<the token above>'
+Keep both in your shell for the commands below and in docs/:
+  export TOKEN='<the token above>'
+  export BASE=%[2]s
 
 Console sign-in link for you, a person (subject %[15]s, scopes %[16]s).
 It signs in once, within %[17]s, and carries no token. Approvals (urgent tickets, large bulk

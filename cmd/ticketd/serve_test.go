@@ -206,6 +206,8 @@ var (
 	// bannerSignIn is the person's console sign-in link.
 	bannerSignIn = regexp.MustCompile(`(?m)^  (\S+)/console/signin#code=(\S+)$`)
 	bannerMCP    = regexp.MustCompile(`(?m)^MCP endpoint:\s+(\S+)$`)
+	// bannerBase is the export line the guides' commands read ($BASE).
+	bannerBase = regexp.MustCompile(`(?m)^  export BASE=(\S+)$`)
 )
 
 // devBanner waits for the dev banner on stdout and returns its MCP URL, the
@@ -223,6 +225,9 @@ func devBanner(tb testing.TB, s *serveProc) (mcpURL, token, signInCode string) {
 	mcpURL, token, signInCode = m[1], tm[2], sm[2]
 	if mcpURL != s.URL+"/mcp" || sm[1] != s.URL {
 		tb.Fatalf("banner MCP URL %s and console link on %s, want both on %s", mcpURL, sm[1], s.URL)
+	}
+	if b := bannerBase.FindStringSubmatch(out); b == nil || b[1] != s.URL {
+		tb.Fatalf("dev banner exports BASE as %q, want %s:\n%s", b, s.URL, out)
 	}
 	if n := strings.Count(out, token); n != 1 {
 		tb.Fatalf("dev banner shows the token %d times, want once:\n%s", n, out)

@@ -23,7 +23,7 @@ type ticketFilters struct {
 	Query, Priority, Assignee, Label, Project, Sort string
 	// Statuses are the statuses chosen (any of them); none is every status.
 	Statuses []string
-	// View is one of the views operators asked for (README, Console): "" for
+	// View is one of the views operators asked for (docs/operators.md, Console): "" for
 	// all tickets, viewAttention or viewMine.
 	View string
 }

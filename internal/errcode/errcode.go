@@ -6,7 +6,7 @@
 // it answers, so adding a code is adding its row, naming the errors that
 // mean it (Row.Errors), plus a case in Of only when those errors must be
 // told apart from another code's in order; then go test ./internal/errcode
-// -update rewrites the tables in README.md and docs/contract.md. The walks
+// -update rewrites the tables in docs/agents.md and docs/contract.md. The walks
 // of internal/errcode/errcodetest, which add a made-up row to every test
 // binary, prove that no surface needs an edit.
 package errcode
@@ -62,7 +62,7 @@ const (
 // Row is everything the contract says about one code.
 type Row struct {
 	Code Code
-	// Meaning and Retry are the README's words for it.
+	// Meaning and Retry are docs/agents.md's words for it.
 	Meaning, Retry string
 	// Retryable: repeating the same call (same operation ID, same input)
 	// can succeed without the caller changing anything.

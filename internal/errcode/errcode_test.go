@@ -86,7 +86,7 @@ func TestMessagePolicy(t *testing.T) {
 	}
 }
 
-var update = flag.Bool("update", false, "rewrite the error tables of README.md and docs/contract.md from errcode.Table")
+var update = flag.Bool("update", false, "rewrite the error tables of docs/agents.md and docs/contract.md from errcode.Table")
 
 // realRows is errcode.Table without errcodetest.MadeUp, which no document
 // lists.
@@ -94,8 +94,8 @@ func realRows() []errcode.Row {
 	return slices.DeleteFunc(slices.Clone(errcode.Table), errcodetest.IsMadeUp)
 }
 
-// readmeTable renders rows as README.md's error table.
-func readmeTable(rows []errcode.Row) string {
+// agentsTable renders rows as docs/agents.md's error table.
+func agentsTable(rows []errcode.Row) string {
 	var b strings.Builder
 	b.WriteString("| code | meaning | retry? | MCP | REST |\n|---|---|---|---|---|\n")
 	for _, r := range rows {
@@ -180,10 +180,10 @@ func checkDocTable(t *testing.T, path, want string) {
 	}
 }
 
-// TestREADMETable keeps the README's error table what the table says.
-func TestREADMETable(t *testing.T) {
+// TestAgentsTable keeps docs/agents.md's error table what the table says.
+func TestAgentsTable(t *testing.T) {
 	t.Parallel()
-	checkDocTable(t, "../../README.md", readmeTable(realRows()))
+	checkDocTable(t, "../../docs/agents.md", agentsTable(realRows()))
 }
 
 // TestContractTable keeps docs/contract.md's error table what the table says.
@@ -198,10 +198,10 @@ func TestContractTable(t *testing.T) {
 func TestDocTablesFollowTheTable(t *testing.T) {
 	t.Parallel()
 	m := errcodetest.MadeUp
-	readme := "| `made_up_code` | a code only the tests know | no | `isError` | 418 |\n"
+	agents := "| `made_up_code` | a code only the tests know | no | `isError` | 418 |\n"
 	contract := "| `made_up_code` | no | `isError` | 418 | — | — | `failed` |\n"
-	if got := readmeTable(errcode.Table); !strings.HasSuffix(got, readme) {
-		t.Errorf("README table ends\n%s\nwant %s's line %q", got, m.Code, readme)
+	if got := agentsTable(errcode.Table); !strings.HasSuffix(got, agents) {
+		t.Errorf("agents table ends\n%s\nwant %s's line %q", got, m.Code, agents)
 	}
 	if got := contractTable(errcode.Table); !strings.HasSuffix(got, contract) {
 		t.Errorf("contract table ends\n%s\nwant %s's line %q", got, m.Code, contract)

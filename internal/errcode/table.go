@@ -7,7 +7,7 @@ import (
 	"github.com/ticketd/ticketd/internal/operations"
 )
 
-// Table is every code, in the order the README and the schemas list them.
+// Table is every code, in the order docs/agents.md and the schemas list them.
 var Table = []Row{
 	{
 		Code: InvalidInput, Meaning: "validation failed; nothing attempted", Retry: "after fixing the input; the same ID is fine",

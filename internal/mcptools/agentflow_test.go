@@ -10,7 +10,7 @@ import (
 	"github.com/ticketd/ticketd/internal/server/servertest"
 )
 
-// TestAgentFlow is the README's agent flow over a real client: find a
+// TestAgentFlow is docs/agents.md's agent flow over a real client: find a
 // ticket by words, take it (assignee "me" finds it again), work on it,
 // comment, resolve and close it, retrying every write once as an agent
 // unsure of its connection would.

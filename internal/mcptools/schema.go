@@ -240,7 +240,7 @@ func errorOutputSchema(shape errorShape) *jsonschema.Schema {
 	}
 	s.Properties["status"].Enum = statuses
 	// error.code is a string, not an enum of errcode.Table's codes: the
-	// table is the vocabulary (README, OpenAPI), and fourteen codes in
+	// table is the vocabulary (docs/agents.md, OpenAPI), and fourteen codes in
 	// every tool's schema cost 2 KiB of the tools/list budget.
 	s.Properties["error"].Properties["retry_after_ms"].Minimum = jsonschema.Ptr(0.0)
 	if !shape.operationID {

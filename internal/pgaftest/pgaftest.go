@@ -53,7 +53,7 @@ type Setting struct {
 // ALTER SYSTEM and a reload). With the defaults a primary lost whole (keeper
 // and postgres) is replaced after about 50 s: 20 s before the node counts as
 // unhealthy, then 30 s waiting for it to demote itself, which a dead keeper
-// never reports. docs/scale.md and the README recommend these values.
+// never reports. docs/scale.md recommends these values and docs/deploy.md sets them.
 var MonitorSettings = []Setting{
 	{"pgautofailover.health_check_period", "1000", "5000", "ms between the monitor's connection checks of each node"},
 	{"pgautofailover.health_check_timeout", "1000", "5000", "ms a check's connect may take"},

@@ -121,7 +121,7 @@ func majorOf(pgctl string) int {
 var fixedPorts sync.Mutex
 
 // pickPorts returns the ports the formation's monitor and nodes listen on:
-// 6000-6002, as the README's example uses, unless another formation has
+// 6000-6002, as docs/testing.md says, unless another formation has
 // them (in this process or on this host), then three the kernel hands out.
 func pickPorts(tb testing.TB) (ports [3]int, fixed bool) {
 	tb.Helper()

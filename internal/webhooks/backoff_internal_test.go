@@ -23,6 +23,6 @@ func TestOptionsDefaultsFollowTheContract(t *testing.T) {
 	t.Parallel()
 	o := Options{}.withDefaults()
 	if o.RetryMin != 5*time.Second || o.MaxAttempts != 12 {
-		t.Errorf("defaults RetryMin %v, MaxAttempts %d; docs/contract.md#webhooks and the README say 5s and 12", o.RetryMin, o.MaxAttempts)
+		t.Errorf("defaults RetryMin %v, MaxAttempts %d; docs/contract.md#webhooks and docs/webhooks.md say 5s and 12", o.RetryMin, o.MaxAttempts)
 	}
 }

@@ -1,7 +1,7 @@
 // Command ticketd-fakegithub serves the GitHub-shaped issue tracker of the
 // test suite (internal/tracker/githubtest) on loopback, so a newcomer can
 // watch a tracker-backed project reconcile a lost answer without a GitHub
-// account (README "Tracker-backed projects").
+// account (docs/trackers.md, "Try it").
 //
 //	ticketd-fakegithub -addr 127.0.0.1:8091 -token ghp_local -fail drop
 //
@@ -12,12 +12,11 @@
 // queue the same faults for the coming comments and edits (a comment is
 // what is created; an edit is applied, never twice). -lag hides issues and
 // comments younger than it from lists, as a lagging index would. GET /_issues/OWNER/NAME lists the
-// issues it holds, for looking.
+// issues it holds with their comments, in GitHub's JSON, for looking.
 package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -83,12 +82,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	gh.SetBaseURL(base)
 	mux := http.NewServeMux()
 	mux.Handle("/", gh.Handler())
-	mux.HandleFunc("GET /_issues/{owner}/{repo}", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(gh.Issues(r.PathValue("owner") + "/" + r.PathValue("repo")))
-	})
+	mux.Handle("GET /_issues/", gh.DumpHandler())
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(stdout, "GitHub-shaped tracker at %s (api_url), token %s\n", base, *token)
 	errs := make(chan error, 1)

@@ -166,7 +166,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (*
 	c := &config{}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.URL, "url", "http://127.0.0.1:8080/mcp", "ticketd MCP endpoint")
+	fs.StringVar(&c.URL, "url", "http://127.0.0.1:8080/mcp", "ticketd's MCP endpoint, or the server's URL as the dev banner exports it (BASE), to which /mcp is added")
 	// No default from the environment here: help must never print a token.
 	fs.StringVar(&c.Token, "token", "", "bearer token with tickets:write (default $TICKETD_TOKEN)")
 	fs.StringVar(&c.Project, "project", "support", "project_id the tickets are filed in; several, comma-separated, spread the workers over them (worker i files into the i-th, round robin)")
@@ -245,7 +245,22 @@ func (c *config) validate() error {
 	if err := json.Unmarshal(c.Args, &obj); err != nil || obj == nil {
 		return fmt.Errorf("-args %q: want a JSON object", c.Args)
 	}
-	return checkTarget(c.URL, c.AllowRemote)
+	if err := checkTarget(c.URL, c.AllowRemote); err != nil {
+		return err
+	}
+	c.URL = mcpEndpoint(c.URL)
+	return nil
+}
+
+// mcpEndpoint is raw with /mcp added when it names a server and no path
+// (the dev banner's BASE, http://127.0.0.1:PORT), so the URL the banner
+// prints works whichever port the server took; a URL with a path is used
+// as it is.
+func mcpEndpoint(raw string) string {
+	if u, err := url.Parse(raw); err == nil && strings.Trim(u.Path, "/") == "" && u.RawQuery == "" {
+		return strings.TrimSuffix(raw, "/") + "/mcp"
+	}
+	return raw
 }
 
 // checkTarget refuses a URL that is not plain HTTP(S) to a loopback host

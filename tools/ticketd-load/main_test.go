@@ -40,6 +40,26 @@ func TestCheckTarget(t *testing.T) {
 	}
 }
 
+// TestURLTakesTheBannersBase checks that -url takes the dev banner's BASE
+// (a server with no path) as well as the MCP endpoint itself.
+func TestURLTakesTheBannersBase(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"http://127.0.0.1:43117":       "http://127.0.0.1:43117/mcp",
+		"http://127.0.0.1:43117/":      "http://127.0.0.1:43117/mcp",
+		"http://127.0.0.1:43117/mcp":   "http://127.0.0.1:43117/mcp",
+		"http://127.0.0.1:8080/ts/mcp": "http://127.0.0.1:8080/ts/mcp",
+	} {
+		c, err := parseConfig([]string{"ticketd-load", "-token", "t", "-url", in}, func(string) string { return "" }, &bytes.Buffer{})
+		if err != nil {
+			t.Fatalf("-url %s: %v", in, err)
+		}
+		if c.URL != want {
+			t.Errorf("-url %s calls %s, want %s", in, c.URL, want)
+		}
+	}
+}
+
 func TestRunRefusesBadFlagsWithoutCalling(t *testing.T) {
 	t.Parallel()
 	noEnv := func(string) string { return "" }

@@ -49,7 +49,7 @@ var MadeUp = errcode.Row{
 func init() { errcode.Table = append(errcode.Table, MadeUp) }
 
 // IsMadeUp reports whether r is MadeUp's row, which the documents that
-// list the real codes (README.md, docs/contract.md) leave out.
+// list the real codes (docs/agents.md, docs/contract.md) leave out.
 func IsMadeUp(r errcode.Row) bool { return r.Code == MadeUp.Code }
 
 // Example is an error that errcode.Of classifies as Code.
