@@ -69,7 +69,8 @@ func trackedProject(t *testing.T, env *servertest.Env, tenant, id, apiURL string
 // requests and never answers. After BreakerFailures creates that time
 // out (outcome_unknown), a create in A's project answers at once,
 // retryable, with nothing sent: the operation is pending with no attempt
-// and the host sees no request. Tenant B's project on another host is
+// and the host sees no request; a retry of an unknown one stays unknown,
+// its look kept back. Tenant B's project on another host is
 // served meanwhile. After the cool-down, with the host answering again, a
 // retry of that create goes out as the probe and succeeds, the breaker
 // closes and the next create goes through: one issue each.
@@ -95,8 +96,9 @@ func TestHangingTrackerHostOpensItsBreaker(t *testing.T) {
 	}
 
 	trackerA.hang.Store(true)
-	for i := range 2 {
-		if res := create(csA, "widgets", uuid.NewString()); toolErrorOf(t, res.StructuredContent).Code != "outcome_unknown" {
+	unknown := uuid.NewString()
+	for i, op := range []string{unknown, uuid.NewString()} {
+		if res := create(csA, "widgets", op); toolErrorOf(t, res.StructuredContent).Code != "outcome_unknown" {
 			t.Fatalf("create %d into the hanging host: %+v, want outcome_unknown", i+1, res.StructuredContent)
 		}
 	}
@@ -121,6 +123,15 @@ func TestHangingTrackerHostOpensItsBreaker(t *testing.T) {
 	st := servertest.Decode[contract.OperationStatus](t, servertest.Call(t, csA, mcptools.ToolGetOperationStatus, map[string]any{"operation_id": op}))
 	if ds := st.Downstream; st.Status != "pending" || ds == nil || ds.Attempts != 0 || !strings.Contains(ds.LastError, "not sent") {
 		t.Errorf("the operation refused by the open breaker: %+v %+v, want pending, no attempt, last_error saying not sent", st, ds)
+	}
+
+	// The retry of an unknown create must look before it sends: the look
+	// is kept back too, and the operation stays unknown, never not created.
+	if res := create(csA, "widgets", unknown); toolErrorOf(t, res.StructuredContent).Code != "outcome_unknown" {
+		t.Errorf("retry of an unknown create with the breaker open: %+v, want outcome_unknown", res.StructuredContent)
+	}
+	if n := trackerA.requests.Load(); n != 2 {
+		t.Errorf("the host saw %d requests after the retry of the unknown create, want still 2", n)
 	}
 
 	wantAnswered(t, csB, mcptools.ToolCreateTicket, map[string]any{"operation_id": uuid.NewString(), "project_id": "gadgets", "title": "Gadget jams"})
