@@ -108,26 +108,33 @@ func TestBreakerHalfOpenLetsOneProbe(t *testing.T) {
 	mustRefuse(t, b, "a", time.Minute, "a failure count of 1 opens it again")
 }
 
-// TestBreakerIgnoresLateAnswers: a request allowed before the breaker
-// opened, answered after, does not close it; only the probe judges.
+// TestBreakerIgnoresLateAnswers: requests allowed before the breaker
+// opened and answered after do not judge a later state: neither while it
+// is open nor while its probe is out; only the probe does.
 func TestBreakerIgnoresLateAnswers(t *testing.T) {
 	t.Parallel()
 	b, c := newBreakers(t, 2, time.Minute)
-	late, _, ok := b.Allow("a")
-	if !ok {
-		t.Fatal("closed breaker refused")
+	var late []func(Verdict)
+	for range 2 {
+		done, _, ok := b.Allow("a")
+		if !ok {
+			t.Fatal("closed breaker refused")
+		}
+		late = append(late, done)
 	}
 	mustSend(t, b, "a", Unanswered, "first failure")
 	mustSend(t, b, "a", Unanswered, "second failure")
-	late(Answered)
+	late[0](Answered)
 	mustRefuse(t, b, "a", time.Minute, "open after a late answer from before it opened")
 	c.add(time.Minute)
 	probe, _, ok := b.Allow("a")
 	if !ok {
 		t.Fatal("probe refused")
 	}
-	late(Unanswered) // a second call of done is a no-op
+	late[1](Answered)
+	mustRefuse(t, b, "a", time.Minute, "beside the probe after a late answer from before it opened")
 	probe(Answered)
+	probe(Unanswered) // a second call of done is a no-op
 	mustSend(t, b, "a", Answered, "closed")
 }
 
