@@ -96,6 +96,10 @@ type config struct {
 	ReconcileSettle    time.Duration
 	TrackerTimeout     time.Duration
 	TrackerConcurrency int
+	// The per-host bounds of tracker requests (github.Options).
+	TrackerHostConcurrency int
+	TrackerBreakerFailures int
+	TrackerBreakerCoolDown time.Duration
 	// TrackerCredentials, TrackerHosts and TrackerAllowPrivate are the
 	// tracker boundary (docs/trackers.md).
 	TrackerCredentials  tracker.Credentials
@@ -179,6 +183,9 @@ var settings = []setting{
 	{groupWebhook, "TICKETD_WEBHOOK_ALLOW_PRIVATE", "webhook-allow-private", "false", "allow http:// and loopback or private webhook URLs; --dev allows loopback", func(c *config) decoder { return boolInto(&c.WebhookAllowPrivate) }},
 	{groupWebhook, "TICKETD_RECONCILE_SETTLE", "reconcile-settle", "2m", "how long (a `duration`) after an unanswered tracker request ticketd waits for it to land before it may send again", func(c *config) decoder { return positiveDurationInto(&c.ReconcileSettle) }},
 	{groupWebhook, "TICKETD_TRACKER_CONCURRENCY", "tracker-concurrency", "4", "the `count` of one tenant's tracker requests in flight at once; a request waiting on a tracker holds no work slot", func(c *config) decoder { return atLeastInto(&c.TrackerConcurrency, 1) }},
+	{groupWebhook, "TICKETD_TRACKER_HOST_CONCURRENCY", "tracker-host-concurrency", "16", "the `count` of tracker requests in flight at once to one tracker host, all tenants together", func(c *config) decoder { return atLeastInto(&c.TrackerHostConcurrency, 1) }},
+	{groupWebhook, "TICKETD_TRACKER_BREAKER_FAILURES", "tracker-breaker-failures", "5", "the `count` of requests in a row a tracker host may leave unanswered (timeout, failed connection, 5xx) before its breaker opens and nothing more is sent to it", func(c *config) decoder { return atLeastInto(&c.TrackerBreakerFailures, 1) }},
+	{groupWebhook, "TICKETD_TRACKER_BREAKER_COOLDOWN", "tracker-breaker-cooldown", "30s", "how long (a `duration`) an open tracker breaker sends nothing before one probe request may go", func(c *config) decoder { return positiveDurationInto(&c.TrackerBreakerCoolDown) }},
 	{groupWebhook, "TICKETD_TRACKER_TIMEOUT", "tracker-timeout", "10s", "the bound (a `duration`) on one request to a tracker, answer included", func(c *config) decoder { return positiveDurationInto(&c.TrackerTimeout) }},
 	{groupWebhook, "TICKETD_TRACKER_CREDENTIALS", "tracker-credentials", "", "comma-separated NAME=ENV_VAR[@tenant|tenant…]: the tracker tokens projects may name as backend.credential, each in its variable, optionally only for those tenants; ticketd reads no other variable for a tracker, and never a TICKETD_* one (docs/trackers.md)", func(c *config) decoder { return credentialsInto(&c.TrackerCredentials) }},
 	{groupWebhook, "TICKETD_TRACKER_HOSTS", "tracker-hosts", "api.github.com,*.atlassian.net", "comma-separated hosts a tracker's api_url may name; *.example.com is any name below example.com (--dev: any host)", func(c *config) decoder { return hostsInto(&c.TrackerHosts) }},

@@ -105,7 +105,8 @@ func openStore(ctx context.Context, cfg *config, opts tickets.Options, approvals
 	}
 	opts.Tracked.Credentials, opts.Tracked.Guard = cfg.TrackerCredentials, cfg.trackerGuard()
 	opts.Tracked.Open = github.Opener(github.Options{Timeout: cfg.TrackerTimeout, Credentials: cfg.TrackerCredentials,
-		Getenv: cfg.getenv, Guard: opts.Tracked.Guard})
+		Getenv: cfg.getenv, Guard: opts.Tracked.Guard, HostConcurrency: cfg.TrackerHostConcurrency,
+		BreakerFailures: cfg.TrackerBreakerFailures, BreakerCoolDown: cfg.TrackerBreakerCoolDown})
 	opts.Tracked.Scheduler = queue
 	opts.Tracked.Settle = cfg.ReconcileSettle
 	opts.Tracked.Concurrency = cfg.TrackerConcurrency

@@ -72,8 +72,8 @@ func (s *Service) work(ctx context.Context, key operations.Key, row downstreamRo
 		return s.release(ctx, key, row, err)
 	}
 	if row.Attempts == 0 && row.LastError != nil && row.NextCheckAt != nil && time.Now().Before(*row.NextCheckAt) {
-		// Refused earlier (a rate limit): nothing was done, and the
-		// tracker asked to wait until then.
+		// Refused earlier (a rate limit, an open breaker): nothing was
+		// done, and the tracker or its breaker asked to wait until then.
 		return s.release(ctx, key, row, nil)
 	}
 	switch key.Action {
@@ -158,20 +158,25 @@ func (s *Service) attempt(ctx context.Context, key operations.Key, row *downstre
 
 // answered records what the answer to the request attempt counted proves:
 // done records a success; a refusal that proves nothing happened takes the
-// attempt back; a definite rejection of a first request is a failure; any
+// attempt back (next try when the tracker's wait or the host's breaker
+// allows, else a settle window on); a definite rejection of a first request is a failure; any
 // other answer (a timeout, a dropped connection, a 5xx, or a refusal of a
 // re-send, which proves nothing about the first request) is unknown.
 func (s *Service) answered(ctx context.Context, key operations.Key, row downstreamRow, sendErr error, done func(ctx context.Context) error) error {
 	rctx, cancel := detach(ctx)
 	defer cancel()
 	var limited *tracker.RateLimitError
+	var down *tracker.HostDownError
 	switch {
 	case sendErr == nil:
 		return done(rctx)
 	case errors.As(sendErr, &limited), errors.Is(sendErr, tracker.ErrNotSent), errors.Is(sendErr, tracker.ErrMisconfigured):
 		wait := s.tracked.Settle
-		if limited != nil {
+		switch {
+		case limited != nil:
 			wait = limited.RetryAfter
+		case errors.As(sendErr, &down):
+			wait = down.RetryAfter
 		}
 		return s.refused(rctx, key, row.Attempts-1, row.LastSentAt.Add(wait), sendErr)
 	case errors.Is(sendErr, tracker.ErrRejected) && row.Attempts == 1:

@@ -64,7 +64,7 @@ type Comment struct {
 //
 // Errors are classified for the caller that must decide whether something
 // may have happened: ErrNotSent (the request never left, so nothing
-// happened), *RateLimitError (refused before acting, retry after the wait),
+// happened; a *HostDownError is one), *RateLimitError (refused before acting, retry after the wait),
 // ErrRejected (a definite 4xx answer: nothing was created). Any other error
 // means the request may have been acted on.
 type Tracker interface {
@@ -120,6 +120,22 @@ type RateLimitError struct {
 func (e *RateLimitError) Error() string {
 	return fmt.Sprintf("tracker rate limit: %s (retry after %s)", e.Message, e.RetryAfter)
 }
+
+// HostDownError: the tracker's host has left requests unanswered (timed
+// out, failed to connect, answered 5xx) so many times in a row that its
+// breaker is open, and this request was not sent: it wraps ErrNotSent.
+// One may be sent after RetryAfter.
+type HostDownError struct {
+	Host       string
+	RetryAfter time.Duration
+}
+
+func (e *HostDownError) Error() string {
+	return fmt.Sprintf("%s: the tracker host %s has not been answering; the next request may go in %s",
+		ErrNotSent, e.Host, e.RetryAfter.Round(time.Second))
+}
+
+func (e *HostDownError) Unwrap() error { return ErrNotSent }
 
 // Marker is the text ticketd puts in every issue it creates for an
 // operation, so reconciliation can tell whether an earlier attempt landed.

@@ -78,7 +78,8 @@ func (r *rescuer) close() {
 }
 
 // sweep makes every delivery job running since before the horizon
-// retryable at once, and reports how many it rescued.
+// retryable at once, in its place in the queue, and reports how many it
+// rescued.
 func (r *rescuer) sweep(ctx context.Context) (int, error) {
 	horizon := time.Now().Add(-r.after)
 	stuck, err := r.exec.JobGetStuck(ctx, &riverdriver.JobGetStuckParams{Max: 100, StuckHorizon: horizon})
@@ -98,7 +99,10 @@ func (r *rescuer) sweep(ctx context.Context) (int, error) {
 		p.ID = append(p.ID, job.ID)
 		p.Error = append(p.Error, e)
 		p.FinalizedAt = append(p.FinalizedAt, nil)
-		p.ScheduledAt = append(p.ScheduledAt, now)
+		// Its place in the queue is where it stood when it ran: the queue
+		// is taken in scheduled order, and now would put it behind every
+		// delivery queued since, its subscription's backlog included.
+		p.ScheduledAt = append(p.ScheduledAt, job.ScheduledAt)
 		p.State = append(p.State, string(rivertype.JobStateRetryable))
 	}
 	if len(p.ID) == 0 {

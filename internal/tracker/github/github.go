@@ -22,6 +22,7 @@ import (
 
 	gh "github.com/google/go-github/v84/github"
 
+	"github.com/ticketd/ticketd/internal/limits"
 	"github.com/ticketd/ticketd/internal/ssrf"
 	"github.com/ticketd/ticketd/internal/tracker"
 )
@@ -54,6 +55,15 @@ type Options struct {
 	Guard ssrf.Guard
 	// MaxAnswer bounds one answer's body (default DefaultMaxAnswer).
 	MaxAnswer int64
+	// HostConcurrency bounds the requests in flight to one host, all
+	// tenants together (default DefaultHostConcurrency).
+	HostConcurrency int
+	// BreakerFailures is how many requests in a row a host may leave
+	// unanswered before its breaker opens (default DefaultBreakerFailures);
+	// BreakerCoolDown how long it stays open before one probe may go
+	// (default DefaultBreakerCoolDown).
+	BreakerFailures int
+	BreakerCoolDown time.Duration
 }
 
 // Opener returns a tracker.Opener for GitHub backends. Its trackers share
@@ -65,8 +75,18 @@ func Opener(opts Options) tracker.Opener {
 	if opts.MaxAnswer <= 0 {
 		opts.MaxAnswer = DefaultMaxAnswer
 	}
+	if opts.HostConcurrency <= 0 {
+		opts.HostConcurrency = DefaultHostConcurrency
+	}
+	if opts.BreakerFailures <= 0 {
+		opts.BreakerFailures = DefaultBreakerFailures
+	}
+	if opts.BreakerCoolDown <= 0 {
+		opts.BreakerCoolDown = DefaultBreakerCoolDown
+	}
 	rt := &guarded{https: transport(opts.Guard.ForScheme("https")), http: transport(opts.Guard.ForScheme("http"))}
-	return func(b tracker.Backend) (tracker.Tracker, error) { return open(b, opts, rt) }
+	h := newHosts(opts)
+	return func(b tracker.Backend) (tracker.Tracker, error) { return open(b, opts, rt, h) }
 }
 
 // Open returns the tracker of b, reading its credential's token now.
@@ -76,7 +96,7 @@ func Open(b tracker.Backend, opts Options) (tracker.Tracker, error) {
 	return Opener(opts)(b)
 }
 
-func open(b tracker.Backend, opts Options, rt http.RoundTripper) (tracker.Tracker, error) {
+func open(b tracker.Backend, opts Options, rt http.RoundTripper, h *hosts) (tracker.Tracker, error) {
 	if b.Kind != tracker.KindGitHub {
 		return nil, fmt.Errorf("%w: backend kind %q is not %q", tracker.ErrMisconfigured, b.Kind, tracker.KindGitHub)
 	}
@@ -115,7 +135,7 @@ func open(b tracker.Backend, opts Options, rt http.RoundTripper) (tracker.Tracke
 	}
 	c := gh.NewClient(hc)
 	c.BaseURL = u
-	return &repoTracker{c: c, owner: owner, repo: repo, web: webRoot(u)}, nil
+	return &repoTracker{c: c, owner: owner, repo: repo, web: webRoot(u), hosts: h, host: u.Host}, nil
 }
 
 // webRoot is where a person reads the repository's issues: the API host
@@ -133,18 +153,21 @@ type repoTracker struct {
 	c           *gh.Client
 	owner, repo string
 	web         string // https://github.com: built URLs, never the tracker's html_url
+	hosts       *hosts
+	host        string // the API's host[:port], the key of its cap and breaker
 }
 
-// do runs call and classifies its error; wrote tells whether the request
-// reached the network, which decides between "not sent" and "maybe acted".
-func do(ctx context.Context, what string, call func(ctx context.Context) (*gh.Response, error)) error {
+// classify runs call, classifies its error and says what the answer tells
+// of the host (for its breaker); wrote tells whether the request reached
+// the network, which decides between "not sent" and "maybe acted".
+func classify(ctx context.Context, what string, call func(ctx context.Context) (*gh.Response, error)) (limits.Verdict, error) {
 	var wrote atomic.Bool
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		WroteHeaders: func() { wrote.Store(true) },
 	})
 	resp, err := call(ctx)
 	if err == nil {
-		return nil
+		return limits.Answered, nil
 	}
 	// The texts are ticketd's own: what the tracker said is not copied
 	// into last_error or history, where a tenant reads it.
@@ -157,19 +180,25 @@ func do(ctx context.Context, what string, call func(ctx context.Context) (*gh.Re
 		if abuse.RetryAfter != nil {
 			wait = *abuse.RetryAfter
 		}
-		return fmt.Errorf("%s: %w", what, &tracker.RateLimitError{RetryAfter: wait, Message: "secondary rate limit"})
+		return limits.Answered, fmt.Errorf("%s: %w", what, &tracker.RateLimitError{RetryAfter: wait, Message: "secondary rate limit"})
 	case errors.As(err, &primary):
-		return fmt.Errorf("%s: %w", what, &tracker.RateLimitError{RetryAfter: max(time.Until(primary.Rate.Reset.Time), time.Second), Message: "rate limit exhausted"})
+		return limits.Answered, fmt.Errorf("%s: %w", what, &tracker.RateLimitError{RetryAfter: max(time.Until(primary.Rate.Reset.Time), time.Second), Message: "rate limit exhausted"})
 	case !wrote.Load():
-		return fmt.Errorf("%s: %w: %s", what, tracker.ErrNotSent, failure(err))
+		f := failure(err)
+		return hostVerdict(f), fmt.Errorf("%s: %w: %s", what, tracker.ErrNotSent, f)
 	case errors.As(err, &answered) && answered.Response != nil && answered.Response.StatusCode == http.StatusTooManyRequests:
-		return fmt.Errorf("%s: %w", what, &tracker.RateLimitError{RetryAfter: retryAfter(answered.Response), Message: "too many requests"})
+		return limits.Answered, fmt.Errorf("%s: %w", what, &tracker.RateLimitError{RetryAfter: retryAfter(answered.Response), Message: "too many requests"})
 	case resp != nil && resp.StatusCode >= 400 && resp.StatusCode < 500:
-		return fmt.Errorf("%s: %w: the tracker answered %d", what, tracker.ErrRejected, resp.StatusCode)
+		return limits.Answered, fmt.Errorf("%s: %w: the tracker answered %d", what, tracker.ErrRejected, resp.StatusCode)
 	case resp != nil && resp.StatusCode >= 300 && !errors.Is(err, errTooLarge) && !errors.Is(err, errRedirect):
-		return fmt.Errorf("%s: the tracker answered %d", what, resp.StatusCode)
+		v := limits.Answered
+		if resp.StatusCode >= 500 {
+			v = limits.Unanswered
+		}
+		return v, fmt.Errorf("%s: the tracker answered %d", what, resp.StatusCode)
 	}
-	return fmt.Errorf("%s: %s", what, failure(err))
+	f := failure(err)
+	return hostVerdict(f), fmt.Errorf("%s: %s", what, f)
 }
 
 // failure names what went wrong with a request in ticketd's words.
@@ -212,7 +241,7 @@ func (t *repoTracker) toIssue(i *gh.Issue) tracker.Issue {
 
 func (t *repoTracker) CreateIssue(ctx context.Context, in tracker.NewIssue) (tracker.Issue, error) {
 	var got *gh.Issue
-	err := do(ctx, "create issue", func(ctx context.Context) (r *gh.Response, err error) {
+	err := t.do(ctx, "create issue", func(ctx context.Context) (r *gh.Response, err error) {
 		got, r, err = t.c.Issues.Create(ctx, t.owner, t.repo, &gh.IssueRequest{Title: &in.Title, Body: &in.Body, Labels: &in.Labels})
 		return r, err
 	})
@@ -224,7 +253,7 @@ func (t *repoTracker) CreateIssue(ctx context.Context, in tracker.NewIssue) (tra
 
 func (t *repoTracker) GetIssue(ctx context.Context, number int64) (tracker.Issue, error) {
 	var got *gh.Issue
-	err := do(ctx, "get issue", func(ctx context.Context) (r *gh.Response, err error) {
+	err := t.do(ctx, "get issue", func(ctx context.Context) (r *gh.Response, err error) {
 		got, r, err = t.c.Issues.Get(ctx, t.owner, t.repo, int(number))
 		return r, err
 	})
@@ -243,7 +272,7 @@ func (t *repoTracker) ListLabelled(ctx context.Context, label string, since time
 	for range maxPages {
 		var page []*gh.Issue
 		var next int
-		err := do(ctx, "list issues", func(ctx context.Context) (r *gh.Response, err error) {
+		err := t.do(ctx, "list issues", func(ctx context.Context) (r *gh.Response, err error) {
 			page, r, err = t.c.Issues.ListByRepo(ctx, t.owner, t.repo, opts)
 			if r != nil {
 				next = r.NextPage
@@ -269,7 +298,7 @@ func (t *repoTracker) ListLabelled(ctx context.Context, label string, since time
 func (t *repoTracker) EditIssue(ctx context.Context, number int64, edit tracker.IssueEdit) (tracker.Issue, error) {
 	req := &gh.IssueRequest{Title: edit.Title, Body: edit.Body, State: edit.State, Labels: edit.Labels}
 	var got *gh.Issue
-	err := do(ctx, "edit issue", func(ctx context.Context) (r *gh.Response, err error) {
+	err := t.do(ctx, "edit issue", func(ctx context.Context) (r *gh.Response, err error) {
 		got, r, err = t.c.Issues.Edit(ctx, t.owner, t.repo, int(number), req)
 		return r, err
 	})
@@ -281,7 +310,7 @@ func (t *repoTracker) EditIssue(ctx context.Context, number int64, edit tracker.
 
 func (t *repoTracker) CreateComment(ctx context.Context, number int64, body string) (tracker.Comment, error) {
 	var got *gh.IssueComment
-	err := do(ctx, "create comment", func(ctx context.Context) (r *gh.Response, err error) {
+	err := t.do(ctx, "create comment", func(ctx context.Context) (r *gh.Response, err error) {
 		got, r, err = t.c.Issues.CreateComment(ctx, t.owner, t.repo, int(number), &gh.IssueComment{Body: &body})
 		return r, err
 	})
@@ -297,7 +326,7 @@ func (t *repoTracker) ListComments(ctx context.Context, number int64, since time
 	for range maxPages {
 		var page []*gh.IssueComment
 		var next int
-		err := do(ctx, "list comments", func(ctx context.Context) (r *gh.Response, err error) {
+		err := t.do(ctx, "list comments", func(ctx context.Context) (r *gh.Response, err error) {
 			page, r, err = t.c.Issues.ListComments(ctx, t.owner, t.repo, int(number), opts)
 			if r != nil {
 				next = r.NextPage
@@ -320,7 +349,7 @@ func (t *repoTracker) ListComments(ctx context.Context, number int64, since time
 
 func (t *repoTracker) GetComment(ctx context.Context, commentID int64) (tracker.Comment, error) {
 	var got *gh.IssueComment
-	err := do(ctx, "get comment", func(ctx context.Context) (r *gh.Response, err error) {
+	err := t.do(ctx, "get comment", func(ctx context.Context) (r *gh.Response, err error) {
 		got, r, err = t.c.Issues.GetComment(ctx, t.owner, t.repo, commentID)
 		return r, err
 	})
@@ -331,7 +360,7 @@ func (t *repoTracker) GetComment(ctx context.Context, commentID int64) (tracker.
 }
 
 func (t *repoTracker) DeleteComment(ctx context.Context, commentID int64) error {
-	return do(ctx, "delete comment", func(ctx context.Context) (*gh.Response, error) {
+	return t.do(ctx, "delete comment", func(ctx context.Context) (*gh.Response, error) {
 		return t.c.Issues.DeleteComment(ctx, t.owner, t.repo, commentID)
 	})
 }

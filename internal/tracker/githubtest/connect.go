@@ -21,16 +21,20 @@ const credentialEnv = "GITHUBTEST_TOKEN"
 // variable holds token, and the endpoint policy of --dev (any host,
 // loopback and plain http), since the fake listens on loopback.
 func Tracked(token string, timeout time.Duration) tickets.TrackedOptions {
+	return TrackedWith(token, github.Options{Timeout: timeout})
+}
+
+// TrackedWith is Tracked with the adapter's other options (the per-host
+// cap and breaker) as opts gives them; its credential and guard are set.
+func TrackedWith(token string, opts github.Options) tickets.TrackedOptions {
 	creds := tracker.Credentials{{Name: Credential, Env: credentialEnv}}
 	guard := ssrf.Guard{AllowPrivate: true}
-	getenv := func(name string) string {
+	opts.Credentials, opts.Guard = creds, guard
+	opts.Getenv = func(name string) string {
 		if name == credentialEnv {
 			return token
 		}
 		return ""
 	}
-	return tickets.TrackedOptions{
-		Open:        github.Opener(github.Options{Timeout: timeout, Credentials: creds, Getenv: getenv, Guard: guard}),
-		Credentials: creds, Guard: guard,
-	}
+	return tickets.TrackedOptions{Open: github.Opener(opts), Credentials: creds, Guard: guard}
 }
