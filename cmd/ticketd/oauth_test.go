@@ -30,9 +30,12 @@ func TestOAuthRecipe(t *testing.T) {
 	// The audience derives from the public URL, which must be known before
 	// ticketd starts: it is the resource the provider issues tokens for, and
 	// ticketd's first JWKS fetch needs the provider running.
+	// The port is reserved after the install, to keep short the window in
+	// which another process could take it.
+	dir := installOAuthProvider(t)
 	addr := freeLoopbackAddr(t)
 	resource := "http://" + addr + "/mcp"
-	provider := startOAuthProvider(t, resource)
+	provider := startOAuthProvider(t, dir, resource)
 
 	rawURL := dbtest.SQLiteURL(t)
 	seedProject(t, rawURL, "acme")
@@ -111,12 +114,11 @@ type oauthProvider struct {
 	issuer string
 }
 
-// startOAuthProvider installs the recipe's packages with npm ci and runs the
-// provider as docs/oauth.md does, issuing tokens for resource, on a port it
-// picks; it is killed at cleanup. Without Node.js the test is skipped; with
-// Node.js but no npm registry (or cache) it fails, as the recipe could not
-// be run as written.
-func startOAuthProvider(t *testing.T, resource string) *oauthProvider {
+// installOAuthProvider copies examples/oauth to a temporary directory and
+// installs its locked packages there with npm ci. Without Node.js the test
+// is skipped; with Node.js but no npm registry (or cache) it fails, as the
+// recipe could not be run as written.
+func installOAuthProvider(t *testing.T) string {
 	t.Helper()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -138,7 +140,14 @@ func startOAuthProvider(t *testing.T, resource string) *oauthProvider {
 	if out, err := npm.CombinedOutput(); err != nil {
 		t.Fatalf("npm ci in a copy of examples/oauth: %v\n%s", err, out)
 	}
+	return dir
+}
 
+// startOAuthProvider runs the installed provider in dir as docs/oauth.md
+// does, issuing tokens for resource, on a port it picks, and waits for its
+// issuer line. It is killed at cleanup.
+func startOAuthProvider(t *testing.T, dir, resource string) *oauthProvider {
+	t.Helper()
 	cmd := exec.Command("node", "provider.mjs")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "PORT=0", "TICKETD_RESOURCE="+resource)
