@@ -103,18 +103,7 @@ func openStore(ctx context.Context, cfg *config, opts tickets.Options, approvals
 		_ = store.Close()
 		return nil, nil, nil, nil, err
 	}
-	opts.Tracked.Credentials, opts.Tracked.Guard = cfg.TrackerCredentials, cfg.trackerGuard()
-	opts.Tracked.Open = github.Opener(github.Options{Timeout: cfg.TrackerTimeout, Credentials: cfg.TrackerCredentials,
-		Getenv: cfg.getenv, Guard: opts.Tracked.Guard, HostConcurrency: cfg.TrackerHostConcurrency,
-		BreakerFailures: cfg.TrackerBreakerFailures, BreakerCoolDown: cfg.TrackerBreakerCoolDown})
-	opts.Tracked.Scheduler = queue
-	opts.Tracked.Settle = cfg.ReconcileSettle
-	opts.Tracked.Concurrency = cfg.TrackerConcurrency
-	if cfg.TrackerTimeout > 0 {
-		// Room for a list of several pages, a create and a duplicate's
-		// comment and close within one lease.
-		opts.Tracked.Lease = 6 * cfg.TrackerTimeout
-	}
+	wireTrackers(cfg, &opts.Tracked, queue)
 	if approvals != nil {
 		opts.Approvals = approval.New(store.Gorm, *approvals)
 	}
@@ -130,6 +119,24 @@ func openStore(ctx context.Context, cfg *config, opts tickets.Options, approvals
 		logger.Warn("tracker-backed project unusable", "note", note)
 	}
 	return store, svc, hooks, queue, nil
+}
+
+// wireTrackers sets t up from cfg's tracker settings: the operator's
+// credentials, the endpoint guard, the GitHub adapter with its per-host cap
+// and breaker, and the reconciliation queue, settle window and lease.
+func wireTrackers(cfg *config, t *tickets.TrackedOptions, queue *reconciler.Queue) {
+	t.Credentials, t.Guard = cfg.TrackerCredentials, cfg.trackerGuard()
+	t.Open = github.Opener(github.Options{Timeout: cfg.TrackerTimeout, Credentials: cfg.TrackerCredentials,
+		Getenv: cfg.getenv, Guard: t.Guard, HostConcurrency: cfg.TrackerHostConcurrency,
+		BreakerFailures: cfg.TrackerBreakerFailures, BreakerCoolDown: cfg.TrackerBreakerCoolDown})
+	t.Scheduler = queue
+	t.Settle = cfg.ReconcileSettle
+	t.Concurrency = cfg.TrackerConcurrency
+	if cfg.TrackerTimeout > 0 {
+		// Room for a list of several pages, a create and a duplicate's
+		// comment and close within one lease.
+		t.Lease = 6 * cfg.TrackerTimeout
+	}
 }
 
 // trackerGuard is the tracker endpoint policy (docs/trackers.md): https
