@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -171,22 +169,7 @@ func waitSettled(t *testing.T, base, token, key string, logs func() string) sett
 // credential and sends nothing.
 func TestStartMapsRetiredTokenEnvs(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = ln.Close() })
-	var accepted atomic.Int32
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			accepted.Add(1)
-			_ = c.Close()
-		}
-	}()
+	trap := githubtest.NewTrap(t)
 	env := with(baseEnv(dbtest.SQLiteURL(t)), "TICKETD_ADDR", freeAddr(t), "TICKETD_TRACKER_CREDENTIALS", "gh=GH_TOKEN", "GH_TOKEN", "ghp_operator")
 	first := startServe(t, env)
 	if err := first.stop(t); err != nil {
@@ -199,7 +182,7 @@ func TestStartMapsRetiredTokenEnvs(t *testing.T) {
 	t.Cleanup(func() { _ = store.Close() })
 	for id, variable := range map[string]string{"mapped": "GH_TOKEN", "stolen": "TICKETD_JWT_HS256_SECRET"} {
 		err := store.Gorm.Exec(`INSERT INTO projects (tenant_id, id, key, name, created_at, backend_kind, backend_repository, backend_api_url, backend_token_env_retired)
-			VALUES ('acme', ?, ?, ?, ?, 'github', 'acme/widgets', ?, ?)`, id, strings.ToUpper(id[:3]), id, time.Now().UTC(), "http://"+ln.Addr().String()+"/", variable).Error
+			VALUES ('acme', ?, ?, ?, ?, 'github', 'acme/widgets', ?, ?)`, id, strings.ToUpper(id[:3]), id, time.Now().UTC(), "http://"+trap.Addr()+"/", variable).Error
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -224,7 +207,7 @@ func TestStartMapsRetiredTokenEnvs(t *testing.T) {
 	if problem.Code != "invalid_input" || !strings.Contains(problem.Detail, "needs a credential") {
 		t.Errorf("create in the unmapped project = %+v; want invalid_input saying it needs a credential", problem)
 	}
-	if n := accepted.Load(); n != 0 {
+	if n := trap.Accepted(); n != 0 {
 		t.Errorf("the project's listener accepted %d connections; want none", n)
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -257,23 +256,8 @@ func (e *boundaryEnv) createUnsent(t *testing.T, project string) *contract.Downs
 func TestCreateSendsALoopbackListenerNothing(t *testing.T) {
 	t.Parallel()
 	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = ln.Close() })
-		var accepted atomic.Int32
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				accepted.Add(1)
-				_ = c.Close()
-			}
-		}()
-		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		trap := githubtest.NewTrap(t)
+		_, port, _ := net.SplitHostPort(trap.Addr())
 		e := startBoundary(t, d, false, "listener.tracker.test", "127.0.0.1")
 
 		t.Run("Registered", func(t *testing.T) {
@@ -308,7 +292,7 @@ func TestCreateSendsALoopbackListenerNothing(t *testing.T) {
 				t.Errorf("create in the unmapped project: %s; want it to say the project needs a credential", raw)
 			}
 		})
-		if n := accepted.Load(); n != 0 {
+		if n := trap.Accepted(); n != 0 {
 			t.Errorf("the loopback listener accepted %d connections; want none", n)
 		}
 	})
