@@ -46,13 +46,15 @@ func lockTable(t *testing.T, d *db.DB, table string) func() {
 	return unlock
 }
 
-// waitLocked waits until a statement of the server's waits on a lock in
-// d's database: the call that made it holds its slots.
-func waitLocked(t *testing.T, d *db.DB) {
+// waitLocked waits until a statement of the server's waits on the lock
+// lockTable holds on table: the call that made it holds its slots. The
+// table is named through d's search_path, so a lock wait of a test running
+// beside this one, in another schema of the same database, does not count.
+func waitLocked(t *testing.T, d *db.DB, table string) {
 	t.Helper()
 	eventually(t, "a call to wait on the locked table", func() bool {
 		var n int64
-		if err := d.Gorm.Raw("SELECT count(*) FROM pg_locks l JOIN pg_database b ON b.oid = l.database WHERE b.datname = current_database() AND NOT l.granted").Scan(&n).Error; err != nil {
+		if err := d.Gorm.Raw("SELECT count(*) FROM pg_locks WHERE relation = ?::regclass AND NOT granted", table).Scan(&n).Error; err != nil {
 			t.Fatal(err)
 		}
 		return n > 0
@@ -111,7 +113,7 @@ func TestAdmissionRefusalAnswersTheCallsID(t *testing.T) {
 		}
 		held <- err
 	}()
-	waitLocked(t, d)
+	waitLocked(t, d, "operations")
 	// Each call below is refused whether it finds the held call in the
 	// slot (it waits out the bound) or before it (it waits behind it).
 	const refusedCalls = 3
@@ -174,7 +176,7 @@ func TestRESTListsTakeTheTenantsPageShare(t *testing.T) {
 	unlock := lockTable(t, d, "tickets")
 	first, other := make(chan int, 1), make(chan int, 1)
 	go func() { s, _ := list(tokA); first <- s }()
-	waitLocked(t, d)
+	waitLocked(t, d, "tickets")
 	status, body := list(tokA)
 	if status != http.StatusTooManyRequests || !strings.Contains(body, "rate_limited") {
 		t.Fatalf("tenant A's second REST list beside its first: %d %s, want 429 rate_limited", status, body)
@@ -278,7 +280,7 @@ func TestReadyzTellsAnExhaustedWorkBudget(t *testing.T) {
 	unlock := lockTable(t, d, "operations")
 	held := make(chan error, 1)
 	go func() { _, err := servertest.TryCall(cs, mcptools.ToolCreateTicket, createTicketArgs()); held <- err }()
-	waitLocked(t, d)
+	waitLocked(t, d, "operations")
 	if s := readyz(); s != http.StatusOK {
 		t.Fatalf("/readyz with the one slot taken and nobody waiting: %d, want 200", s)
 	}
