@@ -214,7 +214,7 @@ func TestSubcommandHelpListsOnlyWhatItUses(t *testing.T) {
 func TestSwitchesAndTypedSettings(t *testing.T) {
 	t.Parallel()
 	env := getenv(map[string]string{"TICKETD_WEBHOOK_RETRY_MIN": "3s", "TICKETD_MIGRATE": "false"})
-	cfg, err := parseConfig(flag.NewFlagSet("serve", flag.ContinueOnError), groupHTTP|groupMigrate|groupEdge|groupWebhook,
+	cfg, err := parseConfig(flag.NewFlagSet("serve", flag.ContinueOnError), groupHTTP|groupMigrate|groupEdge|groupWebhook|groupTracker,
 		[]string{"--read-only", "--webhook-max-attempts", "4"}, env, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -252,5 +252,25 @@ func TestWarnsWhenPublicURLDerivesFromWildcardAddress(t *testing.T) {
 		if got := len(c.warnings()) > 0; got != tc.warn {
 			t.Errorf("addr %q, public URL %q: warned %v, want %v", tc.addr, tc.publicURL, got, tc.warn)
 		}
+	}
+}
+
+// TestEveryStoreCommandReadsTheTrackerSettings: stdio and the projects
+// commands open the store as serve does, so they wire tracker-backed
+// projects from the same settings, and refuse the same bad ones.
+func TestEveryStoreCommandReadsTheTrackerSettings(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range [][]string{{"stdio"}, {"projects", "list", "--tenant", "acme"}, {"projects", "create", "--tenant", "acme", "--id", "x", "--key", "X", "--name", "X"}} {
+		t.Run(cmd[0]+"-"+cmd[len(cmd)-1], func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			env := with(baseEnv("sqlite://"+filepath.Join(dir, "ticketd.db")), "TICKETD_TRACKER_CREDENTIALS", "steal=TICKETD_JWT_HS256_SECRET")
+			args := append(append([]string{"ticketd"}, cmd...), "--data-dir", filepath.Join(dir, ".ticketd"))
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), args, getenv(env), strings.NewReader(""), &stdout, &stderr)
+			if err == nil || !strings.Contains(err.Error(), "TICKETD_JWT_HS256_SECRET is one of ticketd's own settings") {
+				t.Fatalf("%v: %v, want the tracker credential refused", cmd, err)
+			}
+		})
 	}
 }

@@ -53,7 +53,7 @@ func createProject(ctx context.Context, args []string, getenv func(string) strin
 	id := fs.String("id", "", "project ID agents pass as project_id: 1-64 of a-z 0-9 - _ (required)")
 	key := fs.String("key", "", "ticket key prefix, e.g. SUP for SUP-1: 1-10 of A-Z 0-9, starting with a letter (required)")
 	name := fs.String("name", "", "human-readable name (required)")
-	cfg, err := parseConfig(fs, groupDB|groupMigrate|groupDev, args, getenv, stdout)
+	cfg, err := parseConfig(fs, groupDB|groupMigrate|groupDev|groupTracker, args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -85,7 +85,7 @@ func createProject(ctx context.Context, args []string, getenv func(string) strin
 func listProjects(ctx context.Context, self string, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("projects list", flag.ContinueOnError)
 	tenant := fs.String("tenant", "", "tenant whose projects to list (required)")
-	cfg, err := parseConfig(fs, groupDB|groupMigrate|groupDev, args, getenv, stdout)
+	cfg, err := parseConfig(fs, groupDB|groupMigrate|groupDev|groupTracker, args, getenv, stdout)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
