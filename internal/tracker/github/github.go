@@ -135,7 +135,19 @@ func open(b tracker.Backend, opts Options, rt http.RoundTripper, h *hosts) (trac
 	}
 	c := gh.NewClient(hc)
 	c.BaseURL = u
-	return &repoTracker{c: c, owner: owner, repo: repo, web: webRoot(u), hosts: h, host: u.Host}, nil
+	return &repoTracker{c: c, owner: owner, repo: repo, web: webRoot(u), hosts: h, host: hostKey(u)}, nil
+}
+
+// hostKey names u's host as the per-host cap and breaker count it: one
+// name for every spelling the guard admits as the same host (any case, a
+// trailing dot, the scheme's port written or not), so a project cannot
+// get a cap and a breaker of its own by spelling the host differently.
+func hostKey(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+	}
+	return net.JoinHostPort(strings.TrimSuffix(strings.ToLower(u.Hostname()), "."), port)
 }
 
 // webRoot is where a person reads the repository's issues: the API host
@@ -184,8 +196,8 @@ func classify(ctx context.Context, what string, call func(ctx context.Context) (
 	case errors.As(err, &primary):
 		return limits.Answered, fmt.Errorf("%s: %w", what, &tracker.RateLimitError{RetryAfter: max(time.Until(primary.Rate.Reset.Time), time.Second), Message: "rate limit exhausted"})
 	case !wrote.Load():
-		f := failure(err)
-		return hostVerdict(f), fmt.Errorf("%s: %w: %s", what, tracker.ErrNotSent, f)
+		v, f := failure(err)
+		return v, fmt.Errorf("%s: %w: %s", what, tracker.ErrNotSent, f)
 	case errors.As(err, &answered) && answered.Response != nil && answered.Response.StatusCode == http.StatusTooManyRequests:
 		return limits.Answered, fmt.Errorf("%s: %w", what, &tracker.RateLimitError{RetryAfter: retryAfter(answered.Response), Message: "too many requests"})
 	case resp != nil && resp.StatusCode >= 400 && resp.StatusCode < 500:
@@ -197,28 +209,34 @@ func classify(ctx context.Context, what string, call func(ctx context.Context) (
 		}
 		return v, fmt.Errorf("%s: the tracker answered %d", what, resp.StatusCode)
 	}
-	f := failure(err)
-	return hostVerdict(f), fmt.Errorf("%s: %s", what, f)
+	v, f := failure(err)
+	return v, fmt.Errorf("%s: %s", what, f)
 }
 
-// failure names what went wrong with a request in ticketd's words.
-func failure(err error) string {
+// failure names what went wrong with a request in ticketd's words, and
+// what it tells of the host (its breaker's verdict): a timeout or a failed
+// connection is a host not answering; a request the caller gave up, the
+// guard refused or that named another host never reached it, so says
+// nothing of it; a redirect or an answer too large was an answer.
+func failure(err error) (limits.Verdict, string) {
 	var ne net.Error
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
 	switch {
 	case errors.Is(err, ssrf.ErrRefused):
-		return ssrf.ErrRefused.Error()
-	case errors.Is(err, errRedirect), errors.Is(err, errOtherHost), errors.Is(err, errTooLarge):
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return err.Error()
+		return limits.Unjudged, ssrf.ErrRefused.Error()
+	case errors.Is(err, errOtherHost):
+		return limits.Unjudged, err.Error()
+	case errors.Is(err, errRedirect), errors.Is(err, errTooLarge):
+		return limits.Answered, err.Error()
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return "timeout"
+		return limits.Unanswered, "timeout"
 	case errors.Is(err, context.Canceled):
-		return "canceled"
+		return limits.Unjudged, "canceled"
 	}
-	return "connection failed"
+	return limits.Unanswered, "connection failed"
 }
 
 func retryAfter(r *http.Response) time.Duration {

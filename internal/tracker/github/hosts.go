@@ -9,7 +9,6 @@ import (
 	gh "github.com/google/go-github/v84/github"
 
 	"github.com/ticketd/ticketd/internal/limits"
-	"github.com/ticketd/ticketd/internal/ssrf"
 	"github.com/ticketd/ticketd/internal/tracker"
 )
 
@@ -43,30 +42,19 @@ func newHosts(opts Options) *hosts {
 // and its breaker lets it go; a request that waited in vain or met an open
 // breaker was not sent (tracker.ErrNotSent, *tracker.HostDownError).
 func (t *repoTracker) do(ctx context.Context, what string, call func(ctx context.Context) (*gh.Response, error)) error {
-	release, err := t.hosts.slots.Acquire(ctx, t.host)
-	if err != nil {
-		return fmt.Errorf("%s: %w: wait for one of the host's %d requests: %w", what, tracker.ErrNotSent, t.hosts.share, err)
-	}
-	defer release()
+	// The breaker first: a host known to be down is refused at once, not
+	// after a wait for one of the slots its hanging requests hold.
 	done, wait, ok := t.hosts.breakers.Allow(t.host)
 	if !ok {
 		return fmt.Errorf("%s: %w", what, &tracker.HostDownError{Host: t.host, RetryAfter: wait})
 	}
+	release, err := t.hosts.slots.Acquire(ctx, t.host)
+	if err != nil {
+		done(limits.Unjudged)
+		return fmt.Errorf("%s: %w: wait for one of the host's %d requests: %w", what, tracker.ErrNotSent, t.hosts.share, err)
+	}
+	defer release()
 	v, err := classify(ctx, what, call)
 	done(v)
 	return err
-}
-
-// hostVerdict is what a failure (failure's words) tells of the host: a
-// timeout or a failed connection is a host not answering; a request the
-// caller gave up or the guard refused says nothing of it; anything else
-// (a redirect, an answer too large) was an answer.
-func hostVerdict(failure string) limits.Verdict {
-	switch failure {
-	case "timeout", "connection failed":
-		return limits.Unanswered
-	case "canceled", ssrf.ErrRefused.Error():
-		return limits.Unjudged
-	}
-	return limits.Answered
 }
