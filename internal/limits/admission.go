@@ -54,14 +54,16 @@ func NewAdmission(work *Work, pages *Slots, wait time.Duration) (*Admission, err
 // Work is the work slots calls are admitted to.
 func (a *Admission) Work() *Work { return a.work }
 
-// Wait is the longest a call waits its turn.
-func (a *Admission) Wait() time.Duration { return a.wait }
-
-// Exhausted reports whether the work every tenant shares has had every
-// slot taken, since a call found none free, for longer than a call may
-// wait: the server then refuses calls for want of room, and /readyz says
-// so.
-func (a *Admission) Exhausted() bool { return a.work.Exhausted() > a.wait }
+// Exhausted reports whether the work every tenant shares is out of room:
+// a call waited as long as it may without a slot, within the last wait
+// bound (or two of the waits a refusal suggests, WorkRetryAfter, if that
+// is longer: a refusal may be held that long before it is answered), and
+// no slot has been free with nobody waiting since. The server then
+// refuses calls for want of room, and /readyz says so.
+func (a *Admission) Exhausted() bool {
+	ago, ok := a.work.Exhausted()
+	return ok && ago < max(a.wait, 2*WorkRetryAfter)
+}
 
 // Admit takes tenant's call into the server's work, waiting its turn up to
 // the wait bound: for a list page (page) one of the tenant's page slots

@@ -151,11 +151,11 @@ func TestOutsideGivesTheSlotUp(t *testing.T) {
 	}
 }
 
-// TestWorkExhaustedCountsFromTheFirstWaitToAFreeSlot: Exhausted is 0 with
-// a slot free, and with every slot taken while no call has had to wait;
-// it counts from the first call that found none free, through that call's
-// refusal, until a slot is free again.
-func TestWorkExhaustedCountsFromTheFirstWaitToAFreeSlot(t *testing.T) {
+// TestWorkExhaustedFromAWaitedOutCallToAFreeSlot: the work is exhausted
+// (/readyz 503) from a call that waited out the bound without a slot until
+// a slot is free with nobody waiting; a call that waits and is served, as
+// in contention that moves, does not make it so.
+func TestWorkExhaustedFromAWaitedOutCallToAFreeSlot(t *testing.T) {
 	t.Parallel()
 	const wait = 20 * time.Millisecond
 	a := newAdmission(t, 1, 1, 1, wait)
@@ -163,17 +163,31 @@ func TestWorkExhaustedCountsFromTheFirstWaitToAFreeSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Exhausted() || a.Work().Exhausted() != 0 {
-		t.Fatal("exhausted with nobody having waited")
+	served := make(chan func(), 1)
+	go func() {
+		_, r, err := a.Admit(t.Context(), "b", false)
+		if err != nil {
+			t.Error(err)
+		}
+		served <- r
+	}()
+	for _, waiting := a.Work().Busy(); waiting == 0; _, waiting = a.Work().Busy() {
+		time.Sleep(time.Millisecond)
 	}
-	if _, _, err := a.Admit(t.Context(), "b", false); !errors.Is(err, limits.ErrAdmissionWait) {
-		t.Fatalf("b's call: %v, want ErrAdmissionWait", err)
+	release() // handed to b's waiting call
+	release = <-served
+	time.Sleep(2 * wait) // the slot stays taken past the bound, as under steady load
+	if _, ok := a.Work().Exhausted(); ok || a.Exhausted() {
+		t.Fatal("exhausted after a call waited and was served")
 	}
-	if a.Work().Exhausted() < wait || !a.Exhausted() {
-		t.Fatalf("exhausted for %s after a call waited out the bound of %s, want longer than it", a.Work().Exhausted(), wait)
+	if _, _, err := a.Admit(t.Context(), "c", false); !errors.Is(err, limits.ErrAdmissionWait) {
+		t.Fatalf("c's call: %v, want ErrAdmissionWait", err)
+	}
+	if !a.Exhausted() {
+		t.Fatal("not exhausted right after a call waited out the bound")
 	}
 	release()
-	if a.Exhausted() || a.Work().Exhausted() != 0 {
+	if _, ok := a.Work().Exhausted(); ok || a.Exhausted() {
 		t.Fatal("still exhausted with the slot free")
 	}
 }

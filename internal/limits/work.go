@@ -48,9 +48,10 @@ type Work struct {
 	running int
 	waiting map[string]*workQueue // tenants with calls waiting
 	turns   *list.List            // of *workQueue: whose call gets the next slot, front first
-	// since is when a call first found every slot taken, zero once a slot
-	// is free again (Exhausted).
-	since time.Time
+	// waitedOut is when a call last waited out the admission bound without
+	// a slot, zero once a slot is free again with nobody waiting
+	// (Exhausted).
+	waitedOut time.Time
 }
 
 type workQueue struct {
@@ -99,9 +100,6 @@ func (w *Work) acquire(ctx context.Context, tenant string, bounded bool) (releas
 		w.mu.Unlock()
 		return nil, ErrWorkQueueFull
 	}
-	if w.since.IsZero() {
-		w.since = time.Now()
-	}
 	if q == nil {
 		q = &workQueue{tenant: tenant, waiters: list.New()}
 		q.turn = w.turns.PushBack(q)
@@ -120,6 +118,9 @@ func (w *Work) acquire(ctx context.Context, tenant string, bounded bool) (releas
 	granted := me.granted
 	if !granted {
 		w.leave(q, el)
+		if errors.Is(context.Cause(ctx), ErrAdmissionWait) {
+			w.waitedOut = time.Now()
+		}
 	}
 	w.mu.Unlock()
 	if granted {
@@ -140,7 +141,7 @@ func (w *Work) releaser() func() {
 			front := w.turns.Front()
 			if front == nil {
 				w.running--
-				w.since = time.Time{}
+				w.waitedOut = time.Time{}
 				return
 			}
 			q := front.Value.(*workQueue)
@@ -166,17 +167,19 @@ func (w *Work) leave(q *workQueue, el *list.Element) {
 	}
 }
 
-// Exhausted reports how long every slot has been taken since a call first
-// found none free: 0 while a call that comes gets a slot at once, and
-// while every slot is taken but no call has had to wait. /readyz is 503
-// while it exceeds the wait a call may spend (Admission.Exhausted).
-func (w *Work) Exhausted() time.Duration {
+// Exhausted reports how long ago a call last waited out the admission
+// bound without getting a slot (ErrAdmissionWait), and ok=false when none
+// has since a slot was last free with nobody waiting. Calls that wait and
+// are served do not count: a queue that never empties but moves is
+// contention shared out, not a server out of room. /readyz is 503 while
+// it is under the wait a call may spend (Admission.Exhausted).
+func (w *Work) Exhausted() (ago time.Duration, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.since.IsZero() {
-		return 0
+	if w.waitedOut.IsZero() {
+		return 0, false
 	}
-	return time.Since(w.since)
+	return time.Since(w.waitedOut), true
 }
 
 // Busy reports the work in flight and the calls waiting, for tests and

@@ -263,9 +263,8 @@ func TestHangingTrackerHoldsNoSharedSlot(t *testing.T) {
 }
 
 // TestReadyzTellsAnExhaustedWorkBudget: /readyz stays 200 while every work
-// slot is taken but no call has had to wait, answers 503 once the slots
-// have stayed taken past the wait bound since a call found none free, and
-// 200 again once a slot is free.
+// slot is taken but no call has had to wait, answers 503 once a call has
+// waited out the bound without a slot, and 200 again once a slot is free.
 func TestReadyzTellsAnExhaustedWorkBudget(t *testing.T) {
 	t.Parallel()
 	d := dbtest.Postgres(t)
