@@ -152,7 +152,9 @@ func (h *heldSlot) stepIn(ctx context.Context) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.ended {
+	if h.ended || h.release != nil {
+		// Ended meanwhile, or another outside call of the same call came
+		// back first and holds the slot again: one slot per call.
 		release()
 		return
 	}
