@@ -99,7 +99,7 @@ func (g *Gate) Decide(ctx context.Context, tenant, subject, id string, approve b
 	if err != nil {
 		return Approval{}, err
 	}
-	if g.opts.FourEyes && a.RequestedBy == subject {
+	if g.SelfApproval(a, subject) {
 		return a, fmt.Errorf("%w: %s asked for approval %s, so another person must decide it", ErrSelfApproval, subject, id)
 	}
 	if a.Status != StatusPending {
@@ -152,8 +152,12 @@ func (g *Gate) ListPending(ctx context.Context, tenant string, limit int) ([]App
 	return out, nil
 }
 
-// FourEyes reports whether the requester is refused as its own approver.
-func (g *Gate) FourEyes() bool { return g.opts.FourEyes }
+// SelfApproval reports whether subject may not decide a because it asked
+// for it and four-eyes is on (TICKETD_APPROVAL_FOUR_EYES): the one rule
+// Decide enforces and the console's page shows.
+func (g *Gate) SelfApproval(a Approval, subject string) bool {
+	return g.opts.FourEyes && a.RequestedBy == subject
+}
 
 // Lookup returns the tenant's approval id whoever asked for it, for
 // reports on the write it let through (get_operation_status, history).

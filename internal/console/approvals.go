@@ -53,7 +53,7 @@ func (c *console) approvalPage(w http.ResponseWriter, r *http.Request, req *requ
 	case "declined":
 		l.Notice = "Declined. Nothing was written; the agent is told so when it retries."
 	}
-	c.render(w, r, req, http.StatusOK, "approval", l, approvalView{Approval: a, Own: c.gate.FourEyes() && a.RequestedBy == req.principal.Subject})
+	c.render(w, r, req, http.StatusOK, "approval", l, approvalView{Approval: a, Own: c.gate.SelfApproval(a, req.principal.Subject)})
 }
 
 func (c *console) approve(w http.ResponseWriter, r *http.Request, req *request) {
