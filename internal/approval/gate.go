@@ -165,8 +165,10 @@ func (g *Gate) answered(ctx context.Context, t Target, p Proposal, ch Channel) (
 		// Expired, asked or given: ask again rather than fail (the spec's
 		// advice). A yes is good for TTL after it was given, not for as
 		// long as someone keeps its state.
-		if err := g.expire(ctx, a.Tenant, a.ID); err != nil {
-			return nil, err
+		if a.Status != StatusExpired {
+			if err := g.expire(ctx, a.Tenant, a.ID); err != nil {
+				return nil, err
+			}
 		}
 		return nil, g.ask(ctx, t, p, ch)
 	case a.Status == StatusApproved:
