@@ -1,9 +1,13 @@
 package mcptools
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"runtime"
+	"time"
+
+	"github.com/ticketd/ticketd/internal/limits"
 )
 
 // DefaultMaxConcurrentPages bounds how many list pages the server builds at
@@ -101,3 +105,29 @@ var pageTools = map[string]bool{ToolListTickets: true, ToolListComments: true}
 // cores a share of 2 left another tenant's small lists 14 times slower,
 // scripts/edge-measure.sh).
 func PageShare(total int) int { return max(1, min(total, runtime.GOMAXPROCS(0))/2) }
+
+// AdmissionSettings size the admission every write and list page goes
+// through; a zero field takes its default.
+type AdmissionSettings struct {
+	WorkSlots         int           // default limits.WorkSlotsFor(PoolSize)
+	PoolSize          int           // the database pool, 0 when unknown
+	TenantQueue       int           // default limits.DefaultTenantQueue
+	MaxPages          int           // list pages built at once, default DefaultMaxConcurrentPages
+	MaxPagesPerTenant int           // default PageShare(MaxPages), at most MaxPages
+	Wait              time.Duration // default limits.DefaultAdmissionWait
+}
+
+// NewAdmission builds the admission of s, its defaults applied: the one
+// construction the HTTP server and a stdio session share.
+func NewAdmission(s AdmissionSettings) (*limits.Admission, error) {
+	work, err := limits.NewWork(cmp.Or(s.WorkSlots, limits.WorkSlotsFor(s.PoolSize)), cmp.Or(s.TenantQueue, limits.DefaultTenantQueue))
+	if err != nil {
+		return nil, fmt.Errorf("work slots: %w", err)
+	}
+	pageTotal := cmp.Or(s.MaxPages, DefaultMaxConcurrentPages)
+	pages, err := limits.NewSlots(pageTotal, min(pageTotal, cmp.Or(s.MaxPagesPerTenant, PageShare(pageTotal))))
+	if err != nil {
+		return nil, fmt.Errorf("page slots: %w", err)
+	}
+	return limits.NewAdmission(work, pages, cmp.Or(s.Wait, limits.DefaultAdmissionWait))
+}

@@ -140,7 +140,10 @@ func ServeStdio(ctx context.Context, svc *tickets.Service, p authn.Principal, lo
 	if p.Tenant == "" {
 		return errors.New("serve stdio: the principal has no tenant")
 	}
-	admission, err := stdioAdmission()
+	// A stdio session's calls go through admission with the HTTP server's
+	// defaults: one client may still send many calls at once, and each
+	// list page holds up to a MiB.
+	admission, err := NewAdmission(AdmissionSettings{})
 	if err != nil {
 		return fmt.Errorf("serve stdio: %w", err)
 	}
@@ -161,21 +164,6 @@ func ServeStdio(ctx context.Context, svc *tickets.Service, p authn.Principal, lo
 		return fmt.Errorf("serve stdio: %w", err)
 	}
 	return nil
-}
-
-// stdioAdmission is the admission a stdio session's calls go through, with
-// the defaults the HTTP server has: one client may still send many calls
-// at once, and each list page holds up to a MiB.
-func stdioAdmission() (*limits.Admission, error) {
-	work, err := limits.NewWork(limits.WorkSlotsFor(0), limits.DefaultTenantQueue)
-	if err != nil {
-		return nil, err
-	}
-	pages, err := limits.NewSlots(DefaultMaxConcurrentPages, PageShare(DefaultMaxConcurrentPages))
-	if err != nil {
-		return nil, err
-	}
-	return limits.NewAdmission(work, pages, limits.DefaultAdmissionWait)
 }
 
 // withPrincipal puts p in the context of every request.

@@ -90,16 +90,10 @@ func newGuards(e Edge, public string) (*guards, error) {
 	if g.tenants, err = limits.New(e.Limits); err != nil {
 		return nil, fmt.Errorf("server: tenant limits: %w", err)
 	}
-	work, err := limits.NewWork(cmp.Or(e.WorkSlots, limits.WorkSlotsFor(e.PoolSize)), cmp.Or(e.TenantQueue, limits.DefaultTenantQueue))
-	if err != nil {
-		return nil, fmt.Errorf("server: work slots: %w", err)
-	}
-	pageTotal := cmp.Or(e.MaxConcurrentPages, mcptools.DefaultMaxConcurrentPages)
-	pages, err := limits.NewSlots(pageTotal, min(pageTotal, cmp.Or(e.MaxPagesPerTenant, mcptools.PageShare(pageTotal))))
-	if err != nil {
-		return nil, fmt.Errorf("server: page slots: %w", err)
-	}
-	if g.admission, err = limits.NewAdmission(work, pages, cmp.Or(e.AdmissionWait, limits.DefaultAdmissionWait)); err != nil {
+	if g.admission, err = mcptools.NewAdmission(mcptools.AdmissionSettings{
+		WorkSlots: e.WorkSlots, PoolSize: e.PoolSize, TenantQueue: e.TenantQueue,
+		MaxPages: e.MaxConcurrentPages, MaxPagesPerTenant: e.MaxPagesPerTenant, Wait: e.AdmissionWait,
+	}); err != nil {
 		return nil, fmt.Errorf("server: admission: %w", err)
 	}
 	bodyBudget := cmp.Or(e.BodyBudget, DefaultBodyBudget)
