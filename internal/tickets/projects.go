@@ -72,9 +72,6 @@ func (s *Service) CreateProject(ctx context.Context, tenant string, p Project) (
 
 var repositoryPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$`)
 
-// defaultAPIURL is the API a GitHub backend without api_url reaches.
-const defaultAPIURL = "https://api.github.com/"
-
 // checkBackend validates (and trims, in place) a tracker backend. The
 // token itself is never given, nor the variable that holds it: the backend
 // names a credential the operator declared for the tenant, and its API URL
@@ -97,10 +94,10 @@ func (s *Service) checkBackend(ctx context.Context, tenant string, b *tracker.Ba
 	}
 	if b.APIURL != "" {
 		if _, err := s.tracked.Guard.CheckURL(ctx, b.APIURL); err != nil {
-			errs = append(errs, FieldError{"backend.api_url", fmt.Sprintf("must be the https URL of the API root on a host the operator allows, e.g. %s (%v)", defaultAPIURL, err)})
+			errs = append(errs, FieldError{"backend.api_url", fmt.Sprintf("must be the https URL of the API root on a host the operator allows, e.g. %s (%v)", tracker.GitHubAPI, err)})
 		}
-	} else if u, _ := url.Parse(defaultAPIURL); s.tracked.Guard.Check(u) != nil {
-		errs = append(errs, FieldError{"backend.api_url", "is required: this server does not allow " + defaultAPIURL})
+	} else if u, _ := url.Parse(tracker.GitHubAPI); s.tracked.Guard.Check(u) != nil {
+		errs = append(errs, FieldError{"backend.api_url", "is required: this server does not allow " + tracker.GitHubAPI})
 	}
 	if _, ok := s.tracked.Credentials.For(b.Credential, tenant); !ok {
 		errs = append(errs, FieldError{"backend.credential", credentialHint(s.tracked.Credentials.Names(tenant))})

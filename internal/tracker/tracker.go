@@ -15,6 +15,9 @@ import (
 // KindGitHub is the one backend kind so far: GitHub Issues (REST API v3).
 const KindGitHub = "github"
 
+// GitHubAPI is the API root a GitHub backend without an api_url reaches.
+const GitHubAPI = "https://api.github.com/"
+
 // Label marks every issue ticketd creates, so reconciliation can list them
 // through the tracker's consistent list endpoint.
 const Label = "ticketd"

@@ -37,9 +37,6 @@ const (
 	maxPages = 100
 )
 
-// publicAPI is the API root of github.com.
-const publicAPI = "https://api.github.com/"
-
 // Options tune the adapter. Zero values take the defaults.
 type Options struct {
 	// Timeout bounds one request, answer included (default 10s).
@@ -115,7 +112,7 @@ func open(b tracker.Backend, opts Options, rt http.RoundTripper, h *hosts) (trac
 	// api_url is the API root as given (GitHub Enterprise:
 	// https://HOST/api/v3/), not a host to which /api/v3/ is appended,
 	// so a proxy or a test server can stand in at any path.
-	u, err := url.Parse(cmp.Or(b.APIURL, publicAPI))
+	u, err := url.Parse(cmp.Or(b.APIURL, tracker.GitHubAPI))
 	if err != nil {
 		return nil, fmt.Errorf("%w: api_url is not a URL", tracker.ErrMisconfigured)
 	}
