@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivermigrate"
+	"github.com/riverqueue/river/rivertype"
 	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/db"
@@ -31,6 +32,28 @@ const recordTimeout = 10 * time.Second
 // once could make ticketd hold hundreds of MiB. A receiver that needs more
 // than 64 KiB of headers to say 200 is broken either way.
 const maxResponseHeader = 64 << 10
+
+// newJobLead is how far before its insert a new delivery is queued. The
+// queue is taken in scheduled order, and a job put back for being over its
+// share (shares), or retried, is scheduled for the moment it comes due;
+// River's scheduler makes such jobs available in one batch every 5s. Queued
+// at its insert, a new delivery stood behind every job that had come due
+// before it, and a hanging receiver's backlog came due by the hundred: other
+// tenants' new deliveries waited while the whole backlog was fetched and put
+// back again (docs/perf.md, the hanging receiver). Queued a lead earlier, it
+// goes ahead of every job that came due within the lead before it; the jobs
+// put back or retried yield to new deliveries for that long at most.
+const newJobLead = 10 * time.Second
+
+// queueAhead schedules a delivery job inserted to run now newJobLead
+// earlier; a job scheduled for later (none today) keeps its time.
+func queueAhead(_ context.Context, p *rivertype.JobInsertParams) error {
+	if p.Queue == queueName && p.State == rivertype.JobStateAvailable && p.ScheduledAt == nil {
+		at := time.Now().Add(-newJobLead)
+		p.ScheduledAt = &at
+	}
+	return nil
+}
 
 // Service registers webhooks, enqueues deliveries inside a write's
 // transaction and, once started, delivers them.
@@ -95,6 +118,7 @@ func New(d *db.DB, opts Options) (*Service, error) {
 		RescueStuckJobsAfter: opts.RescueAfter,
 		Queues:               map[string]river.QueueConfig{queueName: {MaxWorkers: opts.Concurrency}},
 		Workers:              workers,
+		Hooks:                []rivertype.Hook{river.HookInsertBeginFunc(queueAhead)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("webhook queue: %w", err)
