@@ -50,9 +50,11 @@ const forgetAfter = time.Minute
 // holders are one tenant's or subscription's attempts in flight and how
 // fast the latest one to end answered.
 type holders struct {
-	starts []time.Time // start of each attempt in flight
-	fast   bool        // the latest attempt to end took less than slowAfter
-	ended  time.Time   // when it ended
+	starts []time.Time   // start of each attempt in flight
+	fast   bool          // the latest attempt to end took less than slowAfter
+	ended  time.Time     // when it ended
+	took   time.Duration // how long it took
+	next   time.Time     // the next turn putBack gives a job of a slow receiver's backlog
 }
 
 // newShares sizes the shares of a replica with workers workers. The reserve
@@ -88,9 +90,9 @@ func (s *shares) take(tenant string, sub uuid.UUID, attemptTimeout time.Duration
 	borrow := s.inFlight < s.borrowUpTo && (!overTenant || t.answering(now, s.slowAfter)) && (!overSub || sb.answering(now, s.slowAfter))
 	switch {
 	case overTenant && !borrow:
-		return nil, waitFor(t.starts, now, attemptTimeout, s.slowAfter), false
+		return nil, t.putBack(now, attemptTimeout, s.slowAfter, s.perTenant), false
 	case overSub && !borrow:
-		return nil, waitFor(sb.starts, now, attemptTimeout, s.slowAfter), false
+		return nil, sb.putBack(now, attemptTimeout, s.slowAfter, s.perSubscription), false
 	}
 	s.inFlight++
 	t = hold(s.tenant, tenant, now)
@@ -110,30 +112,56 @@ func (s *shares) take(tenant string, sub uuid.UUID, attemptTimeout time.Duration
 }
 
 // answering says whether h's receiver answers quickly: its latest attempt
-// ended within slowAfter and none in flight has run that long.
+// ended within slowAfter, and none in flight has run past what that answer
+// promises: eight times as long as it took, at least a quarter of
+// slowAfter. Judged by slowAfter alone, a receiver that stopped answering
+// went on borrowing for slowAfter (1s by default) after its last answer,
+// long enough to take every worker it may borrow, and held them until its
+// attempts timed out; judged by its own pace it stops within a quarter.
 func (h *holders) answering(now time.Time, slowAfter time.Duration) bool {
-	return h.fast && !slices.ContainsFunc(h.starts, func(start time.Time) bool { return now.Sub(start) >= slowAfter })
+	if !h.fast {
+		return false
+	}
+	overdue := min(slowAfter, max(8*h.took, slowAfter/4))
+	return !slices.ContainsFunc(h.starts, func(start time.Time) bool { return now.Sub(start) >= overdue })
 }
 
-// waitFor is how long a job over its share is put back in the queue for.
-// Holders that answer fast free the share in moments, so the job waits about
-// as long as the oldest has run (at least 50ms). Holders that have run
-// slowAfter or more are a slow receiver, which frees a slot only when an
-// attempt ends, at worst at its timeout: the job waits until then, plus
-// jitter over a quarter of the timeout so the waiting jobs return spread out.
-// A hanging receiver's backlog thus costs the queue about one wake-up per
-// job per attempt timeout, not a busy loop that would crowd other tenants'
-// jobs out of the queue's fetches.
-func waitFor(starts []time.Time, now time.Time, attemptTimeout, slowAfter time.Duration) time.Duration {
-	oldest := slices.MinFunc(starts, func(a, b time.Time) int { return a.Compare(b) })
+// putBack is how long a job over h's share of share workers is put back in
+// the queue for. Holders that answer fast free the share in moments, so the
+// job waits about as long as the oldest has run (at least 50ms). Holders
+// that have run slowAfter or more are a slow receiver, which frees a worker
+// only when an attempt ends, at worst at its timeout: share workers per
+// attempt timeout. Its backlog is given turns at that pace, in the order it
+// is put back, from the oldest attempt's end on, each with jitter within
+// its turn: about share jobs come due per attempt timeout. Put back all for
+// the oldest attempt's end, a hanging receiver's whole backlog came due at
+// once, by the thousand, and was fetched and put back again before the
+// queue reached anyone else's jobs. Turns run parkHorizon ahead at most;
+// the rest of the backlog waits that long, spread over a quarter more, so a
+// receiver that answers again is caught up within about parkHorizon.
+func (h *holders) putBack(now time.Time, attemptTimeout, slowAfter time.Duration, share int) time.Duration {
+	oldest := slices.MinFunc(h.starts, func(a, b time.Time) int { return a.Compare(b) })
 	held := now.Sub(oldest)
 	if held < slowAfter {
 		base := max(held, 50*time.Millisecond)
 		return base + rand.N(base/2+1)
 	}
-	untilEnd := max(oldest.Add(attemptTimeout).Sub(now), 50*time.Millisecond)
-	return untilEnd + rand.N(attemptTimeout/4+1)
+	turn := attemptTimeout / time.Duration(max(share, 1))
+	horizon := parkHorizon * attemptTimeout
+	at := oldest.Add(attemptTimeout)
+	if h.next.After(at) {
+		at = h.next
+	}
+	if at.Sub(now) >= horizon {
+		return horizon + rand.N(horizon/4+1)
+	}
+	h.next = at.Add(turn)
+	return max(at.Sub(now), 50*time.Millisecond) + rand.N(turn+1)
 }
+
+// parkHorizon, in attempt timeouts, is how far ahead a slow receiver's
+// backlog is given turns (putBack).
+const parkHorizon = 6
 
 // hold adds an attempt that starts at start to m[k].
 func hold[K comparable](m map[K]*holders, k K, start time.Time) *holders {
@@ -152,7 +180,10 @@ func (h *holders) drop(start, end time.Time, slowAfter time.Duration) {
 	if i := slices.Index(h.starts, start); i >= 0 {
 		h.starts = slices.Delete(h.starts, i, i+1)
 	}
-	h.fast, h.ended = end.Sub(start) < slowAfter, end
+	h.fast, h.ended, h.took = end.Sub(start) < slowAfter, end, end.Sub(start)
+	if h.fast {
+		h.next = time.Time{} // an answer: the backlog's turns start over from the attempts in flight
+	}
 }
 
 // forget removes the entries of m with no attempt in flight for

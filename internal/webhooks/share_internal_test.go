@@ -96,3 +96,68 @@ func TestSharesForgetIdleReceivers(t *testing.T) {
 		t.Fatal("a subscription forgotten as idle borrowed before answering quickly")
 	}
 }
+
+// TestSharesGiveASlowBacklogTurns: the backlog of a subscription whose
+// attempts hang is put back in turns, about its share of jobs per attempt
+// timeout from the moment the oldest attempt ends, not all for that moment;
+// past parkHorizon attempt timeouts the rest wait that long, spread over a
+// quarter more.
+func TestSharesGiveASlowBacklogTurns(t *testing.T) {
+	clock := time.Unix(1_700_000_000, 0)
+	const timeout = 10 * time.Second
+	s := newShares(8, 4, 2, timeout)
+	s.now = func() time.Time { return clock }
+	a := uuid.New()
+	for range 2 {
+		if _, _, ok := s.take("acme", a, timeout); !ok {
+			t.Fatal("the subscription's share of 2 got no worker")
+		}
+	}
+	clock = clock.Add(2 * time.Second) // both attempts have run past slowAfter (1s): they hang
+	perWindow := map[time.Duration]int{}
+	for i := range 40 {
+		_, wait, ok := s.take("acme", a, timeout)
+		if ok {
+			t.Fatalf("put-back %d got a worker over a hanging subscription's share", i)
+		}
+		if wait < 8*time.Second || wait > parkHorizon*timeout*5/4 {
+			t.Errorf("put-back %d waits %v, want from the oldest attempt's end (8s) to %v", i, wait, parkHorizon*timeout*5/4)
+		}
+		perWindow[wait/timeout]++
+	}
+	for window, n := range perWindow {
+		if window < parkHorizon-1 && n > 3 {
+			t.Errorf("%d put-backs come due within attempt timeout %d, want at most 3: the share of 2 and one turn's jitter", n, window)
+		}
+	}
+	if n := perWindow[parkHorizon] + perWindow[parkHorizon+1]; n < 20 {
+		t.Errorf("%d of 40 put-backs wait past the horizon, want the ones beyond its turns (about 29)", n)
+	}
+}
+
+// TestSharesStopLendingByTheReceiversOwnPace: a subscription whose latest
+// answer took 10ms stops borrowing once an attempt of it has been in
+// flight for a quarter of slowAfter (250ms of a 10s timeout), not only
+// once one has run slowAfter (1s).
+func TestSharesStopLendingByTheReceiversOwnPace(t *testing.T) {
+	clock := time.Unix(1_700_000_000, 0)
+	s := newShares(8, 4, 1, 10*time.Second)
+	s.now = func() time.Time { return clock }
+	a := uuid.New()
+	release, _, ok := s.take("acme", a, 10*time.Second)
+	if !ok {
+		t.Fatal("no worker")
+	}
+	clock = clock.Add(10 * time.Millisecond)
+	release() // answered in 10ms
+	if _, _, ok := s.take("acme", a, 10*time.Second); !ok {
+		t.Fatal("the subscription's share got no worker")
+	}
+	if _, _, ok := s.take("acme", a, 10*time.Second); !ok {
+		t.Fatal("a subscription that answered in 10ms borrowed no idle worker at once")
+	}
+	clock = clock.Add(300 * time.Millisecond) // its attempts now run 30 times its last answer
+	if _, _, ok := s.take("acme", a, 10*time.Second); ok {
+		t.Error("a subscription whose attempts have run 300ms, 30 times its last answer, borrowed another worker")
+	}
+}
