@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/rivertype"
 )
@@ -32,6 +33,15 @@ type rescuer struct {
 
 	stop chan struct{}
 	done sync.WaitGroup
+}
+
+// rescuedNote is the error a rescued job carries for its lost attempt.
+const rescuedNote = "rescued: the worker holding it stopped answering"
+
+// rescued says whether job was last handed back by a rescue sweep: it
+// was queued before whatever backlog its subscription has now.
+func rescued(job *river.Job[deliveryArgs]) bool {
+	return len(job.Errors) > 0 && job.Errors[len(job.Errors)-1].Error == rescuedNote
 }
 
 func newRescuer(exec riverdriver.Executor, after time.Duration, logger *slog.Logger) *rescuer {
@@ -92,7 +102,7 @@ func (r *rescuer) sweep(ctx context.Context) (int, error) {
 		if job.Kind != (deliveryArgs{}).Kind() {
 			continue
 		}
-		e, err := json.Marshal(rivertype.AttemptError{At: now, Attempt: max(job.Attempt, 0), Error: "rescued: the worker holding it stopped answering"})
+		e, err := json.Marshal(rivertype.AttemptError{At: now, Attempt: max(job.Attempt, 0), Error: rescuedNote})
 		if err != nil {
 			return 0, fmt.Errorf("encode rescue note: %w", err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/riverqueue/river"
 	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/dbtest"
@@ -61,5 +62,13 @@ func TestRescuedDeliveryKeepsItsPlace(t *testing.T) {
 	}
 	if first != stuck {
 		t.Errorf("the queue's next delivery job is %d, want the rescued one, %d, ahead of the 5 queued after it", first, stuck)
+	}
+	// Put back for its subscription's share, it takes the first turn (shares.take).
+	row, err := s.client.JobGet(ctx, stuck)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rescued(&river.Job[deliveryArgs]{JobRow: row}) {
+		t.Errorf("the rescued job's errors %+v do not mark it rescued", row.Errors)
 	}
 }

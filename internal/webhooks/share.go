@@ -73,9 +73,11 @@ func newShares(workers, perTenant, perSubscription int, attemptTimeout time.Dura
 // either is at its share and may not borrow it reports false and how long
 // the job should wait before trying again. A job queued before subscription
 // IDs were carried in its arguments has uuid.Nil and is held to the
-// tenant's share alone. The returned release must be called once the
-// attempt is over.
-func (s *shares) take(tenant string, sub uuid.UUID, attemptTimeout time.Duration) (release func(), wait time.Duration, ok bool) {
+// tenant's share alone. A job put back ahead takes the first turn rather
+// than the next: a delivery rescued from a replica that died, which came
+// before the backlog its subscription has built up since. The returned
+// release must be called once the attempt is over.
+func (s *shares) take(tenant string, sub uuid.UUID, attemptTimeout time.Duration, ahead bool) (release func(), wait time.Duration, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := s.now()
@@ -90,9 +92,9 @@ func (s *shares) take(tenant string, sub uuid.UUID, attemptTimeout time.Duration
 	borrow := s.inFlight < s.borrowUpTo && (!overTenant || t.answering(now, s.slowAfter)) && (!overSub || sb.answering(now, s.slowAfter))
 	switch {
 	case overTenant && !borrow:
-		return nil, t.putBack(now, attemptTimeout, s.slowAfter, s.perTenant), false
+		return nil, t.putBack(now, attemptTimeout, s.slowAfter, s.perTenant, ahead), false
 	case overSub && !borrow:
-		return nil, sb.putBack(now, attemptTimeout, s.slowAfter, s.perSubscription), false
+		return nil, sb.putBack(now, attemptTimeout, s.slowAfter, s.perSubscription, ahead), false
 	}
 	s.inFlight++
 	t = hold(s.tenant, tenant, now)
@@ -138,8 +140,10 @@ func (h *holders) answering(now time.Time, slowAfter time.Duration) bool {
 // once, by the thousand, and was fetched and put back again before the
 // queue reached anyone else's jobs. Turns run parkHorizon ahead at most;
 // the rest of the backlog waits that long, spread over a quarter more, so a
-// receiver that answers again is caught up within about parkHorizon.
-func (h *holders) putBack(now time.Time, attemptTimeout, slowAfter time.Duration, share int) time.Duration {
+// receiver that answers again is caught up within about parkHorizon. A job
+// put back ahead takes the first turn, when the oldest attempt ends, and
+// moves no one else's.
+func (h *holders) putBack(now time.Time, attemptTimeout, slowAfter time.Duration, share int, ahead bool) time.Duration {
 	oldest := slices.MinFunc(h.starts, func(a, b time.Time) int { return a.Compare(b) })
 	held := now.Sub(oldest)
 	if held < slowAfter {
@@ -149,6 +153,9 @@ func (h *holders) putBack(now time.Time, attemptTimeout, slowAfter time.Duration
 	turn := attemptTimeout / time.Duration(max(share, 1))
 	horizon := parkHorizon * attemptTimeout
 	at := oldest.Add(attemptTimeout)
+	if ahead {
+		return max(at.Sub(now), 50*time.Millisecond) + rand.N(turn+1)
+	}
 	if h.next.After(at) {
 		at = h.next
 	}

@@ -16,7 +16,7 @@ func TestSharesLendIdleWorkersToFastReceiversOnly(t *testing.T) {
 	s.now = func() time.Time { return clock }
 	a, b := uuid.New(), uuid.New()
 	take := func(tenant string, sub uuid.UUID) func() {
-		release, _, ok := s.take(tenant, sub, 10*time.Second)
+		release, _, ok := s.take(tenant, sub, 10*time.Second, false)
 		if !ok {
 			return nil
 		}
@@ -78,13 +78,13 @@ func TestSharesForgetIdleReceivers(t *testing.T) {
 	s := newShares(4, 2, 1, 10*time.Second)
 	s.now = func() time.Time { return clock }
 	a := uuid.New()
-	release, _, ok := s.take("acme", a, 10*time.Second)
+	release, _, ok := s.take("acme", a, 10*time.Second, false)
 	if !ok {
 		t.Fatal("no worker")
 	}
 	release()
 	clock = clock.Add(forgetAfter)
-	release, _, ok = s.take("acme", a, 10*time.Second)
+	release, _, ok = s.take("acme", a, 10*time.Second, false)
 	if !ok {
 		t.Fatal("no worker after idling")
 	}
@@ -92,7 +92,7 @@ func TestSharesForgetIdleReceivers(t *testing.T) {
 	if len(s.sub) != 1 || len(s.tenant) != 1 || s.sub[a].fast {
 		t.Fatalf("after idling %v: %d subscriptions, %d tenants, fast=%v remembered; want one fresh entry each", forgetAfter, len(s.sub), len(s.tenant), s.sub[a].fast)
 	}
-	if _, _, ok := s.take("acme", a, 10*time.Second); ok {
+	if _, _, ok := s.take("acme", a, 10*time.Second, false); ok {
 		t.Fatal("a subscription forgotten as idle borrowed before answering quickly")
 	}
 }
@@ -109,14 +109,14 @@ func TestSharesGiveASlowBacklogTurns(t *testing.T) {
 	s.now = func() time.Time { return clock }
 	a := uuid.New()
 	for range 2 {
-		if _, _, ok := s.take("acme", a, timeout); !ok {
+		if _, _, ok := s.take("acme", a, timeout, false); !ok {
 			t.Fatal("the subscription's share of 2 got no worker")
 		}
 	}
 	clock = clock.Add(2 * time.Second) // both attempts have run past slowAfter (1s): they hang
 	perWindow := map[time.Duration]int{}
 	for i := range 40 {
-		_, wait, ok := s.take("acme", a, timeout)
+		_, wait, ok := s.take("acme", a, timeout, false)
 		if ok {
 			t.Fatalf("put-back %d got a worker over a hanging subscription's share", i)
 		}
@@ -144,20 +144,45 @@ func TestSharesStopLendingByTheReceiversOwnPace(t *testing.T) {
 	s := newShares(8, 4, 1, 10*time.Second)
 	s.now = func() time.Time { return clock }
 	a := uuid.New()
-	release, _, ok := s.take("acme", a, 10*time.Second)
+	release, _, ok := s.take("acme", a, 10*time.Second, false)
 	if !ok {
 		t.Fatal("no worker")
 	}
 	clock = clock.Add(10 * time.Millisecond)
 	release() // answered in 10ms
-	if _, _, ok := s.take("acme", a, 10*time.Second); !ok {
+	if _, _, ok := s.take("acme", a, 10*time.Second, false); !ok {
 		t.Fatal("the subscription's share got no worker")
 	}
-	if _, _, ok := s.take("acme", a, 10*time.Second); !ok {
+	if _, _, ok := s.take("acme", a, 10*time.Second, false); !ok {
 		t.Fatal("a subscription that answered in 10ms borrowed no idle worker at once")
 	}
 	clock = clock.Add(300 * time.Millisecond) // its attempts now run 30 times its last answer
-	if _, _, ok := s.take("acme", a, 10*time.Second); ok {
+	if _, _, ok := s.take("acme", a, 10*time.Second, false); ok {
 		t.Error("a subscription whose attempts have run 300ms, 30 times its last answer, borrowed another worker")
+	}
+}
+
+// TestSharesPutARescuedJobFirst: among a hanging subscription's backlog
+// put back in turns, a job put back ahead (a rescued delivery) takes the
+// first turn, when the oldest attempt ends, and moves nobody's turn.
+func TestSharesPutARescuedJobFirst(t *testing.T) {
+	clock := time.Unix(1_700_000_000, 0)
+	const timeout = 10 * time.Second
+	s := newShares(8, 4, 1, timeout)
+	s.now = func() time.Time { return clock }
+	a := uuid.New()
+	if _, _, ok := s.take("acme", a, timeout, false); !ok {
+		t.Fatal("the subscription's share got no worker")
+	}
+	clock = clock.Add(2 * time.Second) // its attempt hangs; it ends at 8s from now at the latest
+	for range 5 {
+		s.take("acme", a, timeout, false) // the backlog, given turns at 8s, 18s, 28s…
+	}
+	_, wait, ok := s.take("acme", a, timeout, true)
+	if ok || wait < 8*time.Second || wait > 18*time.Second {
+		t.Errorf("a rescued job put back behind a backlog waits %v (ok %v), want the first turn, 8s to 18s", wait, ok)
+	}
+	if _, next, _ := s.take("acme", a, timeout, false); next < 58*time.Second {
+		t.Errorf("the backlog's next job waits %v, want its own turn after the 5 before it (58s on)", next)
 	}
 }

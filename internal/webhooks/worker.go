@@ -45,7 +45,7 @@ func (w *deliveryWorker) NextRetry(job *river.Job[deliveryArgs]) time.Time {
 // Work makes one attempt. It returns an error only to have River retry.
 func (w *deliveryWorker) Work(ctx context.Context, job *river.Job[deliveryArgs]) error {
 	s := w.s
-	release, wait, ok := s.shares.take(job.Args.Tenant, job.Args.SubscriptionID, s.opts.AttemptTimeout)
+	release, wait, ok := s.shares.take(job.Args.Tenant, job.Args.SubscriptionID, s.opts.AttemptTimeout, rescued(job))
 	if !ok {
 		// The tenant or the subscription holds its share of this replica's
 		// workers already (a slow receiver): give the worker to someone
