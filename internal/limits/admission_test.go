@@ -157,7 +157,9 @@ func TestOutsideGivesTheSlotUp(t *testing.T) {
 // in contention that moves, does not make it so.
 func TestWorkExhaustedFromAWaitedOutCallToAFreeSlot(t *testing.T) {
 	t.Parallel()
-	const wait = 20 * time.Millisecond
+	// Long enough that b's call is still waiting when the slot is handed
+	// over on a loaded machine: at 20 ms it once waited out the bound first.
+	const wait = 250 * time.Millisecond
 	a := newAdmission(t, 1, 1, 1, wait)
 	_, release, err := a.Admit(t.Context(), "a", false)
 	if err != nil {
