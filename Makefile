@@ -17,7 +17,7 @@ VERSION   ?= $(shell git describe --always --dirty 2>/dev/null)
 IMAGE      ?= localhost/ticketd:dev
 IMAGE_REPO ?= ghcr.io/ticketd/ticketd
 
-.PHONY: help run test test-short build image lint bench bench-e2e load cover fuzz screenshots
+.PHONY: help run test test-short build image lint bench bench-e2e bench-peer load cover fuzz screenshots
 
 help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z0-9-]+:.*## / {printf "  %-11s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -75,6 +75,9 @@ bench: ## Benchmarks on PostgreSQL and SQLite (create, update, comment and their
 
 bench-e2e: ## ticketd vs the go-sdk (and, with Node, TypeScript SDK) no-op floors, interleaved (ROUNDS=3 WARMUP=2s DURATION=8s WORKERS=16 SEEDS=).
 	./scripts/bench-e2e.sh $(ARGS)
+
+bench-peer: ## DESIGN §24: ticketd vs the go-sdk no-op floor and the naive peer from ../shared/bench (SHARED=), analysed and never analysed; prints the goals.
+	./scripts/bench-peer.sh
 
 load: ## Load-test MCP writes end to end (ARGS="-duration 10s -workers 8 -update-ratio 0.3 -comment-ratio 0.3"; PG=1 for PostgreSQL, needs psql).
 	./scripts/load.sh $(ARGS)

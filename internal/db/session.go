@@ -88,6 +88,12 @@ func (s Session) runtimeParams() map[string]string {
 		"tcp_keepalives_idle":                 secs(ka.Idle),
 		"tcp_keepalives_interval":             secs(ka.Interval),
 		"tcp_keepalives_count":                strconv.Itoa(ka.Count),
+		// A prepared statement's generic plan is made once per connection
+		// and kept until the next ANALYZE: made while a table was small or
+		// never analysed, it can pick an index that scans the whole tenant
+		// for a key lookup and keep it as the table grows (docs/perf.md).
+		// A custom plan is made with the table's current size each time.
+		"plan_cache_mode": "force_custom_plan",
 	}
 }
 
