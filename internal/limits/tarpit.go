@@ -3,6 +3,7 @@ package limits
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 )
@@ -43,7 +44,7 @@ func NewTarpit(hold time.Duration, held int) (*Tarpit, error) {
 // returns what is left of wait to tell the client. With as many refusals
 // held as allowed it returns wait at once. A nil Tarpit holds nothing.
 func (t *Tarpit) Hold(ctx context.Context, wait time.Duration) time.Duration {
-	d := min(wait, t.holdFor())
+	d := min(wait, spread(t.holdFor()))
 	if d <= 0 {
 		return wait
 	}
@@ -60,6 +61,18 @@ func (t *Tarpit) Hold(ctx context.Context, wait time.Duration) time.Duration {
 	case <-ctx.Done():
 	}
 	return max(0, wait-time.Since(start))
+}
+
+// spread shortens the hold bound to a random 75–100 % of d (a shorter
+// wait is held whole). Refusals of a flood
+// that arrived together and were held alike would come back together, a
+// wave every other tenant's calls land behind; spread holds thin the waves
+// out (docs/perf.md, the flood's tail).
+func spread(d time.Duration) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	return d - time.Duration(rand.Int64N(int64(d)/4+1))
 }
 
 func (t *Tarpit) holdFor() time.Duration {
