@@ -227,10 +227,13 @@ func (p *Project) send(ctx context.Context, method, path string, query url.Value
 		return limits.Answered, nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		if errors.Is(err, errTooLarge) {
-			return limits.Answered, errTooLarge
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &syntax) || errors.As(err, &typ) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return limits.Answered, errors.New("the tracker's answer is not the JSON ticketd expects")
 		}
-		return limits.Answered, errors.New("the tracker's answer is not the JSON ticketd expects")
+		v, f := failure(err) // the answer stopped coming: a timeout, a cut connection, too large
+		return v, errors.New(f)
 	}
 	return limits.Answered, nil
 }
