@@ -42,10 +42,7 @@ var Priorities = []string{"Lowest", "Low", "Medium", "High", "Highest"}
 // IssueTypes are the issue types every project of the fake has.
 var IssueTypes = []string{"Task", "Bug", "Story"}
 
-var (
-	projectKey = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,9}$`)
-	issueKey   = regexp.MustCompile(`^([A-Z][A-Z0-9_]{0,9})-([1-9][0-9]*)$`)
-)
+var projectKey = regexp.MustCompile(`^[A-Z][A-Z0-9_]{0,9}$`)
 
 // Issues returns a copy of the project's issues, oldest first.
 func (s *Server) Issues(project string) []Issue {
