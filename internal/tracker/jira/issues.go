@@ -141,8 +141,12 @@ func (p *Project) CreateIssue(ctx context.Context, in NewIssue) (Issue, error) {
 	if in.Tenant == "" || in.OperationID == "" {
 		return Issue{}, fmt.Errorf("create issue: %w: an issue ticketd files names its operation", tracker.ErrNotSent)
 	}
-	labels := append([]string{tracker.Label, OpLabel(in.Tenant, in.OperationID)}, in.Labels...)
-	labels = slices.Compact(labels)
+	labels := []string{tracker.Label, OpLabel(in.Tenant, in.OperationID)}
+	for _, l := range in.Labels {
+		if !slices.Contains(labels, l) {
+			labels = append(labels, l)
+		}
+	}
 	desc := Describe(in.Description, in.Tenant, in.OperationID)
 	fields := map[string]any{
 		"project": map[string]string{"key": p.cfg.ProjectKey}, "issuetype": map[string]string{"name": p.cfg.IssueType},

@@ -56,7 +56,7 @@ func TestCreateIsMarkedAndFoundOnceIndexed(t *testing.T) {
 	s, site, p := fake(t)
 	s.LagSearch(400 * time.Millisecond)
 	created, err := p.CreateIssue(ctx, jira.NewIssue{Tenant: "acme", OperationID: "op-1", Title: "Widget jams",
-		Description: "It jams.\nOn line 3.", Priority: "urgent"})
+		Description: "It jams.\nOn line 3.", Priority: "urgent", Labels: []string{"ticketd"}})
 	if err != nil || created.Key != "OPS-1" || created.URL != site+"/browse/OPS-1" || created.Priority != "Highest" {
 		t.Fatalf("create = %+v, %v", created, err)
 	}
