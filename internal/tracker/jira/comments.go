@@ -35,8 +35,12 @@ func (p *Project) toComment(key string, c commentJSON) Comment {
 // its operation's marker (tracker.ActionMarker), by which reconciliation
 // finds it among the issue's comments.
 func (p *Project) CreateComment(ctx context.Context, key, body string) (Comment, error) {
+	path, err := issuePath(key)
+	if err != nil {
+		return Comment{}, fmt.Errorf("create comment: %w", err)
+	}
+	path += "/comment"
 	var got commentJSON
-	path := "/rest/api/3/issue/" + url.PathEscape(key) + "/comment"
 	if err := p.call(ctx, "create comment", http.MethodPost, path, nil, map[string]any{"body": Document(body)}, &got); err != nil {
 		return Comment{}, err
 	}
@@ -47,7 +51,11 @@ func (p *Project) CreateComment(ctx context.Context, key, body string) (Comment,
 // Jira reads them from the issue, not its search index: a comment it has
 // acknowledged is listed.
 func (p *Project) ListComments(ctx context.Context, key string) ([]Comment, error) {
-	path := "/rest/api/3/issue/" + url.PathEscape(key) + "/comment"
+	path, err := issuePath(key)
+	if err != nil {
+		return nil, fmt.Errorf("list comments: %w", err)
+	}
+	path += "/comment"
 	var out []Comment
 	for range maxPages {
 		var page struct {
@@ -72,6 +80,10 @@ func (p *Project) ListComments(ctx context.Context, key string) ([]Comment, erro
 // DeleteComment deletes comment id of issue key: how ticketd removes a
 // duplicate comment the tracker let through.
 func (p *Project) DeleteComment(ctx context.Context, key string, id int64) error {
-	path := "/rest/api/3/issue/" + url.PathEscape(key) + "/comment/" + strconv.FormatInt(id, 10)
+	path, err := issuePath(key)
+	if err != nil {
+		return fmt.Errorf("delete comment: %w", err)
+	}
+	path += "/comment/" + strconv.FormatInt(id, 10)
 	return p.call(ctx, "delete comment", http.MethodDelete, path, nil, nil, nil)
 }

@@ -245,3 +245,32 @@ func TestBackendIsChecked(t *testing.T) {
 		t.Errorf("TicketStatus(done) = %q, %v; want resolved", s, ok)
 	}
 }
+
+// TestIssueKeysAreChecked: a key that is not a Jira key never reaches a
+// path, whether a caller gives it or a tracker answers it.
+func TestIssueKeysAreChecked(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var paths sync.Map
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths.Store(r.URL.Path, true)
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"id":"10001","key":".."}`))
+	}))
+	t.Cleanup(site.Close)
+	p := open(t, site.URL, "PAT")
+	for _, key := range []string{"..", "OPS-1/../../myself", "ops-1", "OPS-01", ""} {
+		if _, err := p.GetIssue(ctx, key); !errors.Is(err, jira.ErrInvalid) || !errors.Is(err, tracker.ErrNotSent) {
+			t.Errorf("get of %q: %v; want it refused unsent", key, err)
+		}
+	}
+	if _, err := p.CreateIssue(ctx, jira.NewIssue{Tenant: "acme", OperationID: "op-1", Title: "x"}); !mayHaveActed(err) {
+		t.Errorf("a create answered with key \"..\": %v; want the outcome open", err)
+	}
+	paths.Range(func(k, _ any) bool {
+		if k != "/rest/api/3/issue" {
+			t.Errorf("a request reached %v", k)
+		}
+		return true
+	})
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,6 +98,18 @@ func (p *Project) toIssue(j issueJSON) Issue {
 	return i
 }
 
+var issueKey = regexp.MustCompile(`^(?:[A-Z][A-Z0-9_]*-[1-9][0-9]{0,17}|[1-9][0-9]{0,17})$`)
+
+// issuePath is the API path of issue key (OPS-12, or its numeric ID),
+// refused unless key is one: a key ends up in a path, where a tracker's
+// answer of ".." would name another resource of the site.
+func issuePath(key string) (string, error) {
+	if len(key) > 280 || !issueKey.MatchString(key) {
+		return "", fmt.Errorf("%w: %w: %q is not a Jira issue key", tracker.ErrNotSent, ErrInvalid, clip(key))
+	}
+	return "/rest/api/3/issue/" + key, nil
+}
+
 // browse is the page of issue key, built from the site: a URL the tracker
 // answered could point anywhere.
 func (p *Project) browse(key string) string {
@@ -171,7 +184,7 @@ func (p *Project) CreateIssue(ctx context.Context, in NewIssue) (Issue, error) {
 		return Issue{}, err
 	}
 	id, err := strconv.ParseInt(got.ID, 10, 64)
-	if err != nil || got.Key == "" {
+	if _, kerr := issuePath(got.Key); err != nil || kerr != nil {
 		return Issue{}, errors.New("create issue: the tracker's answer names no issue")
 	}
 	return Issue{ID: id, Key: got.Key, URL: p.browse(got.Key), Title: in.Title, Description: desc, Labels: labels,
@@ -181,9 +194,13 @@ func (p *Project) CreateIssue(ctx context.Context, in NewIssue) (Issue, error) {
 // GetIssue reads issue key (or numeric ID), consistently: a get by key
 // does not go through Jira's search index.
 func (p *Project) GetIssue(ctx context.Context, key string) (Issue, error) {
+	path, err := issuePath(key)
+	if err != nil {
+		return Issue{}, fmt.Errorf("get issue: %w", err)
+	}
 	var got issueJSON
 	q := url.Values{"fields": {strings.Join(issueFields, ",")}}
-	if err := p.call(ctx, "get issue", http.MethodGet, "/rest/api/3/issue/"+url.PathEscape(key), q, nil, &got); err != nil {
+	if err := p.call(ctx, "get issue", http.MethodGet, path, q, nil, &got); err != nil {
 		return Issue{}, err
 	}
 	return p.toIssue(got), nil
@@ -246,6 +263,10 @@ type IssueEdit struct {
 // Errors: the classes of tracker.Tracker; ErrInvalid (not sent) for a
 // priority the project does not map.
 func (p *Project) EditIssue(ctx context.Context, key string, edit IssueEdit) error {
+	path, err := issuePath(key)
+	if err != nil {
+		return fmt.Errorf("edit issue: %w", err)
+	}
 	fields := map[string]any{}
 	if edit.Title != nil {
 		fields["summary"] = *edit.Title
@@ -277,5 +298,5 @@ func (p *Project) EditIssue(ctx context.Context, key string, edit IssueEdit) err
 	if len(ops) > 0 {
 		body["update"] = map[string]any{"labels": ops}
 	}
-	return p.call(ctx, "edit issue", http.MethodPut, "/rest/api/3/issue/"+url.PathEscape(key), nil, body, nil)
+	return p.call(ctx, "edit issue", http.MethodPut, path, nil, body, nil)
 }

@@ -72,7 +72,10 @@ func (p *Project) moveTo(ctx context.Context, key, target string) error {
 			} `json:"status"`
 		} `json:"fields"`
 	}
-	path := "/rest/api/3/issue/" + url.PathEscape(key)
+	path, err := issuePath(key)
+	if err != nil {
+		return fmt.Errorf("set status: %w", err)
+	}
 	if err := p.call(ctx, "get issue", http.MethodGet, path, url.Values{"fields": {"status"}}, nil, &issue); err != nil {
 		return err
 	}
