@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -141,8 +142,13 @@ type Project struct {
 	host  string // the site's host:port, the key of its cap and breaker
 }
 
-// Config is the backend the project was opened with, defaults applied.
-func (p *Project) Config() Config { return p.cfg }
+// Config is the backend the project was opened with, defaults applied; its
+// maps are the caller's to change.
+func (p *Project) Config() Config {
+	c := p.cfg
+	c.StatusMap, c.PriorityMap = maps.Clone(c.StatusMap), maps.Clone(c.PriorityMap)
+	return c
+}
 
 // hosts bounds the requests to each tracker host, all tenants together.
 type hosts struct {
