@@ -35,8 +35,9 @@ func TestAnswersAreClassified(t *testing.T) {
 	ctx := context.Background()
 	s := jiratest.New("bot@acme.example", "tok")
 	site := jiratest.Start(t, s)
-	s.SlowDelay = time.Second // past the options' 500ms timeout
+	s.SlowDelay = 3 * time.Second // past the timeout
 	opts := options("bot@acme.example:tok")
+	opts.Timeout = time.Second
 	opts.BreakerFailures = 100 // every fault here reaches the fake: none is kept back
 	p, err := jira.Open(config(site), opts)
 	if err != nil {
@@ -67,7 +68,9 @@ func TestAnswersAreClassified(t *testing.T) {
 			t.Errorf("fault %d: %v; want an error that leaves the outcome open", f, err)
 		}
 	}
-	time.Sleep(1100 * time.Millisecond) // the slow create lands
+	for deadline := time.Now().Add(10 * time.Second); len(s.Issues("OPS")) < 4 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond) // the slow create lands
+	}
 	if n := len(s.Issues("OPS")); n != 4 {
 		t.Errorf("the faults that act filed %d issues, want 4", n)
 	}

@@ -16,7 +16,7 @@ import (
 // options reach a loopback fake as --dev does, with one credential "jira"
 // in the variable JIRA_TOKEN holding secret.
 func options(secret string) jira.Options {
-	return jira.Options{Timeout: 500 * time.Millisecond, Credentials: tracker.Credentials{{Name: "jira", Env: "JIRA_TOKEN"}},
+	return jira.Options{Timeout: 5 * time.Second, Credentials: tracker.Credentials{{Name: "jira", Env: "JIRA_TOKEN"}},
 		Getenv: func(name string) string {
 			if name == "JIRA_TOKEN" {
 				return secret
@@ -54,7 +54,7 @@ func TestCreateIsMarkedAndFoundOnceIndexed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s, site, p := fake(t)
-	s.LagSearch(400 * time.Millisecond)
+	s.LagSearch(2 * time.Second)
 	created, err := p.CreateIssue(ctx, jira.NewIssue{Tenant: "acme", OperationID: "op-1", Title: "Widget jams",
 		Description: "It jams.\nOn line 3.", Priority: "urgent", Labels: []string{"ticketd"}})
 	if err != nil || created.Key != "OPS-1" || created.URL != site+"/browse/OPS-1" || created.Priority != "Highest" {
@@ -76,13 +76,28 @@ func TestCreateIsMarkedAndFoundOnceIndexed(t *testing.T) {
 	if found, err := p.FindMarked(ctx, "acme", "op-1"); err != nil || len(found) != 0 {
 		t.Errorf("marker search while the index lags = %+v, %v; want nothing yet", found, err)
 	}
-	time.Sleep(450 * time.Millisecond)
-	found, err := p.FindMarked(ctx, "acme", "op-1")
-	if err != nil || len(found) != 1 || found[0].Key != "OPS-1" || found[0].Title != "Widget jams" {
-		t.Errorf("marker search after the lag = %+v, %v; want OPS-1", found, err)
+	found := eventually(t, func() ([]jira.Issue, error) { return p.FindMarked(ctx, "acme", "op-1") })
+	if len(found) != 1 || found[0].Key != "OPS-1" || found[0].Title != "Widget jams" {
+		t.Errorf("marker search after the lag = %+v; want OPS-1", found)
 	}
 	if other, err := p.FindMarked(ctx, "acme", "op-2"); err != nil || len(other) != 0 {
 		t.Errorf("another operation's marker = %+v, %v; want nothing", other, err)
+	}
+}
+
+// eventually calls find until it finds something, for up to 10s.
+func eventually(t *testing.T, find func() ([]jira.Issue, error)) []jira.Issue {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		found, err := find()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(found) > 0 || time.Now().After(deadline) {
+			return found
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
