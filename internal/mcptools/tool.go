@@ -204,12 +204,6 @@ func namesOperation(name string) bool {
 	return false
 }
 
-func registerTools(s *mcp.Server, svc *tickets.Service) {
-	for _, t := range Tools() {
-		t.add(s, t.def, svc)
-	}
-}
-
 // operationIDOf parses the operation ID an input names: the one parse of
 // the call. An input that names none, or leaves an optional one empty
 // (preview_ticket), gives the zero ID; one that does not parse is an invalid
