@@ -29,7 +29,7 @@ import (
 func approvalEnv(t *testing.T, d *db.DB, opts approval.Options) *servertest.Env {
 	t.Helper()
 	opts.Policy = approval.Policy{Enabled: true, BulkThreshold: approval.DefaultBulkThreshold}
-	env := servertest.Start(t, d, servertest.Options{Approval: &opts})
+	env := servertest.Start(t, d, servertest.Options{Approval: &opts, Edge: allTools})
 	env.SeedProject(t, "acme")
 	return env
 }
