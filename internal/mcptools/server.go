@@ -78,15 +78,21 @@ func NewServer(svc *tickets.Service, logger *slog.Logger, opts Options) *mcp.Ser
 		// The SDK logs every stateless request's session at Info; only its
 		// warnings and errors are worth an operator's attention.
 		Logger: slog.New(minLevel{logger.Handler(), slog.LevelWarn}),
-		// Advertise tools only: ticketd implements no logging, prompts or
-		// resources, and the SDK would otherwise advertise logging.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		// Advertise what ticketd implements (not logging, which the SDK
+		// would otherwise advertise); none of the lists ever changes.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools: &mcp.ToolCapabilities{}, Resources: &mcp.ResourceCapabilities{},
+			Prompts: &mcp.PromptCapabilities{}, Completions: &mcp.CompletionCapabilities{},
+		},
+		CompletionHandler: complete(svc),
 		// FilterTools makes tools/list depend on the caller.
 		SetCacheable: mcpedge.PrivateToolList,
 	})
 	for _, t := range served(opts) {
 		t.add(s, t.def, svc)
 	}
+	registerResources(s, svc)
+	registerPrompts(s, svc)
 	// The first middleware is the outermost: the log line sees the result
 	// after a panic was turned into an error, after the answer to an unknown
 	// tool had its name bounded, enum arguments folded to lower case as
@@ -94,7 +100,7 @@ func NewServer(svc *tickets.Service, logger *slog.Logger, opts Options) *mcp.Ser
 	// rejections were given the contract's error shape. FilterTools is
 	// innermost: it only edits a tools/list result.
 	s.AddReceivingMiddleware(logCalls(logger, opts.Metrics), recoverPanics(logger), boundUnknownTools(),
-		foldEnums(Tools()), admit(opts.Admission, opts.HoldRefusal), shapeArgumentErrors(),
+		foldEnums(Tools()), admit(opts.Admission, opts.HoldRefusal), shapeArgumentErrors(), resourceNotFoundCode(),
 		mcpedge.FilterTools(ScopeFor(opts), callerScopes))
 	return s
 }
