@@ -156,12 +156,10 @@ func TestMCPBodyUndeclaredMethods(t *testing.T) {
 		})
 	}
 
-	// The go-sdk client sees -32601 as a failed call, and its session keeps
-	// working for what the server does declare.
+	// A go-sdk client's session works for what the server does declare
+	// (the refused methods above are all the client's deprecated or
+	// replaced ones, sent by hand).
 	session, _ := connect(t, url, "")
-	if err := session.SetLoggingLevel(t.Context(), &mcp.SetLoggingLevelParams{Level: "info"}); err == nil || rpcCode(t, err) != jsonrpc.CodeMethodNotFound {
-		t.Fatalf("SetLoggingLevel error = %v, want -32601", err)
-	}
 	// ping stays allowed. The go-sdk v1.8 client's own Ping fails on
 	// protocol 2026-07-28 (it omits the protocolVersion _meta the server
 	// requires), with or without this guard, so ping is sent by hand.
