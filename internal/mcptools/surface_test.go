@@ -1,9 +1,13 @@
 package mcptools_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -207,6 +211,48 @@ func TestCompletionOffersOnlyTheCallersKeys(t *testing.T) {
 	} {
 		if got := complete(c.cs, c.ref, c.arg, c.pre); !slices.Equal(got, c.want) {
 			t.Errorf("%s, %s (%s=%q): %v, want %v", c.who, c.what, c.arg, c.pre, got, c.want)
+		}
+	}
+}
+
+// TestSurfaceSnapshots compares resources/templates/list and prompts/list
+// with testdata/surface/, as TestToolSnapshots does the tools, so any
+// change to what clients show their users shows up in review. Run with
+// -update to accept a change.
+func TestSurfaceSnapshots(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{})
+	cs := env.Connect(t, env.Token(t, "acme", authn.ScopeRead))
+	templates, err := cs.ListResourceTemplates(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prompts, err := cs.ListPrompts(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]any{"resource_templates": templates.ResourceTemplates, "prompts": prompts.Prompts} {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(b, '\n')
+		path := filepath.Join("testdata", "surface", name+".json")
+		if *update {
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run go test ./internal/mcptools -run TestSurfaceSnapshots -update to create it)", err)
+		}
+		if !bytes.Equal(b, want) {
+			t.Errorf("%s differs from %s (run with -update if the change is intended):\n%s", name, path, b)
 		}
 	}
 }
