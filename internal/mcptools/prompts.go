@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/errcode"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
@@ -25,15 +26,14 @@ func registerPrompts(s *mcp.Server, svc *tickets.Service) {
 		Description: "The open tickets of a project, the most urgent first, with priority and assignee, and how to triage them with update_ticket.",
 		Arguments:   []*mcp.PromptArgument{{Name: "project_id", Description: "The project (list_projects' id).", Required: true}},
 	}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		return prompt(ctx, req, "project_id", func(arg string) (string, error) { return triageText(ctx, svc, req, arg) })
+		return prompt(ctx, req, "project_id", func(p authn.Principal, arg string) (string, error) { return triageText(ctx, svc, p, arg) })
 	})
 	s.AddPrompt(&mcp.Prompt{
 		Name: PromptSummarizeTicket, Title: "Summarize a ticket",
 		Description: "A ticket with its description and latest comments, and the summary to write of it.",
 		Arguments:   []*mcp.PromptArgument{{Name: "id", Description: "The ticket's key (SUP-42) or ID.", Required: true}},
 	}, func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
-		return prompt(ctx, req, "id", func(arg string) (string, error) {
-			p, _ := readCaller(ctx, req.Extra)
+		return prompt(ctx, req, "id", func(p authn.Principal, arg string) (string, error) {
 			md, err := ticketMarkdown(ctx, svc, p.Tenant, arg)
 			if err != nil {
 				return "", err
@@ -47,15 +47,16 @@ func registerPrompts(s *mcp.Server, svc *tickets.Service) {
 // needs tickets:read, gets fill's text as one user message. An argument
 // naming nothing of the caller's tenant (another tenant's ticket
 // included) is invalid params, -32602.
-func prompt(ctx context.Context, req *mcp.GetPromptRequest, arg string, fill func(string) (string, error)) (*mcp.GetPromptResult, error) {
-	if _, err := readCaller(ctx, req.Extra); err != nil {
+func prompt(ctx context.Context, req *mcp.GetPromptRequest, arg string, fill func(authn.Principal, string) (string, error)) (*mcp.GetPromptResult, error) {
+	p, err := readCaller(ctx, req.Extra)
+	if err != nil {
 		return nil, err
 	}
 	value := strings.TrimSpace(req.Params.Arguments[arg])
 	if value == "" {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("prompt %s needs the argument %s", req.Params.Name, arg)}
 	}
-	text, err := fill(value)
+	text, err := fill(p, value)
 	if k := errcode.Of(err); k == errcode.NotFound || k == errcode.InvalidInput {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s %s names nothing of your tenant: %s", arg, quote(value), errcode.Of(err).Message(err))}
 	}
@@ -68,8 +69,7 @@ func prompt(ctx context.Context, req *mcp.GetPromptRequest, arg string, fill fun
 }
 
 // triageText is the triage prompt's message for project id.
-func triageText(ctx context.Context, svc *tickets.Service, req *mcp.GetPromptRequest, id string) (string, error) {
-	p, _ := readCaller(ctx, req.Extra)
+func triageText(ctx context.Context, svc *tickets.Service, p authn.Principal, id string) (string, error) {
 	pr, err := findProject(ctx, svc, p.Tenant, id)
 	if err != nil {
 		return "", err

@@ -1,6 +1,7 @@
 // Package mcptools is ticketd's MCP surface (docs/contract.md#mcp-tools):
-// the tools Tools lists, over one tickets.Service, served statelessly over
-// Streamable HTTP or over stdio.
+// the tools Tools lists (those of the toolsets served), the ticket and
+// project resources, the prompts and their completion, over one
+// tickets.Service, served statelessly over Streamable HTTP or over stdio.
 //
 // The package is a thin port: it decodes arguments (parsing an operation ID
 // once, in newTool), authorises the call against the principal's scopes,

@@ -17,7 +17,7 @@ import (
 // Tool is one MCP tool, whole: what clients see (name, title, description,
 // schemas, annotations), the scope a caller needs, and the handler. Every
 // tool is one such value in the list Tools returns, and NewServer registers
-// exactly that list.
+// those of that list in its toolsets (toolsetTools).
 type Tool struct {
 	// Name is the tool's contract name, e.g. create_ticket.
 	Name string

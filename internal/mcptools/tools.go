@@ -143,8 +143,10 @@ const noProjectsNextStep = "Your tenant %s has no project yet, so no ticket can 
 	"`ticketd projects create --tenant %s --id support --key SUP --name Support` on the server, " +
 	"or POST /api/v1/projects with a tickets:admin token; then call list_projects again."
 
-// Tools lists every tool ticketd serves, in the order tools/list shows them.
-// Adding a tool is one value below and its entry here.
+// Tools lists every tool ticketd can serve, in the order tools/list shows
+// them.
+// Adding a tool is one value below, its entry here and its name in its
+// toolset (toolsetTools).
 func Tools() []Tool {
 	return []Tool{
 		createTicket, previewTicket, updateTicket, bulkUpdateTickets, addComment, getOperationStatus,
