@@ -114,7 +114,7 @@ func expiry(now time.Time, ttl time.Duration) string {
 func stdio(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("stdio", flag.ContinueOnError)
 	// Help goes to stderr: stdout is the protocol stream.
-	cfg, logger, cursorKey, err := setup(fs, groupPublic|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupToken|groupReplica|groupApprove|groupTracker, args, getenv, stderr, stderr)
+	cfg, logger, cursorKey, err := setup(fs, groupPublic|groupDB|groupMigrate|groupAuth|groupLog|groupCursor|groupDev|groupToken|groupReplica|groupApprove|groupTracker|groupTools, args, getenv, stderr, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
@@ -155,7 +155,7 @@ func stdio(ctx context.Context, args []string, getenv func(string) string, stdin
 		}
 	}
 	logger.Info("serving MCP over stdio", "tenant", principal.Tenant, "subject", principal.Subject)
-	if err := mcptools.ServeStdio(ctx, svc, principal, logger, io.NopCloser(stdin), nopWriteCloser{stdout}); err != nil {
+	if err := mcptools.ServeStdio(ctx, svc, principal, logger, io.NopCloser(stdin), nopWriteCloser{stdout}, cfg.Toolsets); err != nil {
 		return fmt.Errorf("stdio: %w", err)
 	}
 	return nil

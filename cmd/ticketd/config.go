@@ -5,6 +5,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/limits"
+	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/tracker"
 )
 
@@ -29,6 +30,7 @@ const (
 	groupReplica                   // the read replica (serve and stdio, which read)
 	groupApprove                   // approval of consequential writes
 	groupTracker                   // tracker-backed projects: credentials, endpoints, bounds (every command that opens the store)
+	groupTools                     // the MCP toolsets (serve and stdio)
 )
 
 // Defaults that also appear in help and error messages.
@@ -81,6 +83,9 @@ type config struct {
 	AdmissionWait  time.Duration
 	TenantQueue    int
 	ReadOnly       bool
+	// Toolsets are the MCP tools served (TICKETD_TOOLSETS), over HTTP and
+	// stdio alike.
+	Toolsets mcptools.Toolsets
 
 	// Approval (docs/contract.md#approval), parsed and checked by approvalOptions().
 	Approval              string
@@ -178,6 +183,7 @@ var settings = []setting{
 	{groupApprove, "TICKETD_APPROVAL_SECRET", "approval-secret", "", "key signing approval request states, at least 32 bytes; give replicas the same one (default: with --dev kept in DATA_DIR, else random per process)", func(c *config) decoder { return stringInto(&c.ApprovalSecret) }},
 	{groupToken, "TICKETD_TOKEN", "token", "", "bearer token whose principal the stdio session acts as (required; prefer the variable)", func(c *config) decoder { return stringInto(&c.Token) }},
 	{groupMigrate, "TICKETD_MIGRATE", "migrate", "true", "apply migrations at start", func(c *config) decoder { return boolInto(&c.Migrate) }},
+	{groupTools, "TICKETD_TOOLSETS", "toolsets", mcptools.DefaultToolsets, "comma-separated sets of MCP tools to serve: tickets, comments, links, bulk, people, or all; every tool offered costs every client context on every turn", func(c *config) decoder { return toolsetsInto(&c.Toolsets) }},
 	{groupEdge, "TICKETD_READ_ONLY", "read-only", "false", "serve the read tools only and refuse REST writes", func(c *config) decoder { return boolInto(&c.ReadOnly) }},
 	{groupWebhook, "TICKETD_WEBHOOK_RETRY_MIN", "webhook-retry-min", "5s", "the delay (a `duration`) before a webhook delivery's first retry; later ones double, with jitter", func(c *config) decoder { return positiveDurationInto(&c.WebhookRetryMin) }},
 	{groupWebhook, "TICKETD_WEBHOOK_MAX_ATTEMPTS", "webhook-max-attempts", "12", "the `count` of attempts of one webhook delivery before it is failed", func(c *config) decoder { return atLeastInto(&c.WebhookMaxAttempts, 1) }},

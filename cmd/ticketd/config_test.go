@@ -74,6 +74,8 @@ func TestServeConfigErrors(t *testing.T) {
 		{"ZeroTenantQueue", []string{"TICKETD_TENANT_QUEUE", "0"}, nil, "TICKETD_TENANT_QUEUE"},
 		{"ZeroTrackerConcurrency", []string{"TICKETD_TRACKER_CONCURRENCY", "0"}, nil, "TICKETD_TRACKER_CONCURRENCY"},
 		{"BadShutdownGrace", []string{"TICKETD_SHUTDOWN_GRACE", "soon"}, nil, "TICKETD_SHUTDOWN_GRACE"},
+		{"UnknownToolset", []string{"TICKETD_TOOLSETS", "tickets,bulkk"}, nil, `unknown toolset "bulkk"`},
+		{"UnknownToolsetFlag", nil, []string{"--toolsets", "everything"}, `--toolsets everything: unknown toolset "everything"`},
 		{"FlagOverridesEnv", nil, []string{"--database-url", "mysql://db/x"}, "TICKETD_DATABASE_URL"},
 		{"BadReadDatabaseURL", []string{"TICKETD_READ_DATABASE_URL", "mysql://db/x"}, nil, "TICKETD_READ_DATABASE_URL"},
 		{"ReadReplicaOfSQLite", []string{"TICKETD_READ_DATABASE_URL", "postgres://standby/ticketd"}, nil, "TICKETD_READ_DATABASE_URL: a read replica needs PostgreSQL"},
@@ -124,6 +126,7 @@ func TestCommandErrors(t *testing.T) {
 		{"TokenBadTTL", []string{"token", "--tenant", "t", "--subject", "s", "--ttl", "-1h"}, baseEnv(""), "TTL must be positive"},
 		{"MigrateBadURL", []string{"migrate", "--database-url", "mysql://x"}, nil, "TICKETD_DATABASE_URL"},
 		{"StdioWithoutToken", []string{"stdio"}, baseEnv("sqlite://" + filepath.Join(t.TempDir(), "s.db")), "set TICKETD_TOKEN"},
+		{"StdioUnknownToolset", []string{"stdio"}, with(baseEnv("sqlite://"+filepath.Join(t.TempDir(), "s.db")), "TICKETD_TOOLSETS", "nope"), `unknown toolset "nope"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

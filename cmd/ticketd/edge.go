@@ -21,6 +21,7 @@ func (c *config) edge() (server.Edge, error) {
 		AdmissionWait:  c.AdmissionWait,
 		TenantQueue:    c.TenantQueue,
 		ReadOnly:       c.ReadOnly,
+		Toolsets:       c.Toolsets,
 	}
 	// The work slots sit below the database pool (limits.WorkSlotsFor).
 	dialect, _, err := db.ParseURL(c.DatabaseURL)

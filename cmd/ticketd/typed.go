@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ticketd/ticketd/internal/mcptools"
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tracker"
 )
@@ -243,3 +244,19 @@ func (d hostsDecoder) decode(text string) error {
 }
 
 func (hostsDecoder) isBool() bool { return false }
+
+// toolsetsDecoder reads TICKETD_TOOLSETS (mcptools.ParseToolsets).
+type toolsetsDecoder struct{ p *mcptools.Toolsets }
+
+func toolsetsInto(p *mcptools.Toolsets) decoder { return toolsetsDecoder{p} }
+
+func (d toolsetsDecoder) decode(text string) error {
+	t, err := mcptools.ParseToolsets(text)
+	if err != nil {
+		return err
+	}
+	*d.p = t
+	return nil
+}
+
+func (toolsetsDecoder) isBool() bool { return false }

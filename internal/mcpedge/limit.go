@@ -25,9 +25,10 @@ type LimitsOptions struct {
 }
 
 // Limits applies the tenant rate limits to the MCP endpoint: a
-// tools/call draws from its tool's bucket (reads or writes). Only tool
-// calls draw from buckets: the MCP spec asks servers to rate-limit tool
-// invocations, and listing is cheap. Over its bucket a call is refused,
+// tools/call draws from its tool's bucket (reads or writes), and a
+// resources/read, prompts/get or completion/complete, which read tickets
+// as the read tools do, from the reads'. Listing is cheap and draws from
+// none. Over its bucket a call is refused,
 // not queued; what it runs once admitted waits its turn in the MCP server
 // (mcptools.Options.Admission).
 //
@@ -43,8 +44,8 @@ func Limits(opts LimitsOptions) func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			tenant, ok := opts.Tenant(r.Context())
 			call, _ := CallFrom(r.Context())
-			if ok && call.Method == "tools/call" {
-				if ok, wait := opts.Limits.Allow(tenant, opts.KindFor(call.Tool)); !ok {
+			if kind, limited := limitedKind(call, opts.KindFor); ok && limited {
+				if ok, wait := opts.Limits.Allow(tenant, kind); !ok {
 					refuseMCP(w, r, call, opts.Limits.Hold(r.Context(), wait), "this tenant's rate limit for this kind of call is reached")
 					return
 				}
@@ -52,6 +53,17 @@ func Limits(opts LimitsOptions) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// limitedKind says which bucket call draws from, if any.
+func limitedKind(call Call, kindFor func(string) limits.Kind) (limits.Kind, bool) {
+	switch call.Method {
+	case "tools/call":
+		return kindFor(call.Tool), true
+	case "resources/read", "prompts/get", "completion/complete":
+		return limits.Read, true
+	}
+	return limits.Read, false
 }
 
 func refuseMCP(w http.ResponseWriter, r *http.Request, call Call, wait time.Duration, why string) {

@@ -23,13 +23,16 @@ type Call struct {
 	Version string
 }
 
-// methodAllowed lists what ticketd serves: only the tools capability is
-// declared, yet the SDK dispatches prompts/*, resources/*, logging/* and
-// completion/* from a fixed table, so anything else is refused here with
-// -32601 (the 2026-07-28 conformance rule for undeclared capabilities).
+// methodAllowed lists what ticketd serves: tools, resources (templates,
+// read; no subscriptions), prompts and completion are declared, yet the SDK
+// dispatches logging/* and resources/subscribe from a fixed table, so
+// anything else is refused here with -32601 (the 2026-07-28 conformance
+// rule for undeclared capabilities).
 func methodAllowed(m string) bool {
 	switch m {
-	case "initialize", "ping", "server/discover", "tools/list", "tools/call":
+	case "initialize", "ping", "server/discover", "tools/list", "tools/call",
+		"resources/list", "resources/templates/list", "resources/read",
+		"prompts/list", "prompts/get", "completion/complete":
 		return true
 	}
 	return strings.HasPrefix(m, "notifications/")
@@ -100,7 +103,7 @@ func CheckMessage(msg []byte) (Call, *Reply) {
 		return call, rpcError(call.ID, jsonrpc.CodeInvalidParams, problem)
 	}
 	if !methodAllowed(call.Method) {
-		return call, rpcError(call.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q is not supported: this server declares only the tools capability", call.Method))
+		return call, rpcError(call.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q is not supported: this server declares tools, resources, prompts and completion", call.Method))
 	}
 	return call, nil
 }

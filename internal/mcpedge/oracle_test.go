@@ -77,7 +77,7 @@ func oracleCheckMessage(msg []byte) (Call, *Reply) {
 		return call, rpcError(call.ID, jsonrpc.CodeInvalidParams, problem)
 	}
 	if !methodAllowed(call.Method) {
-		return call, rpcError(call.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q is not supported: this server declares only the tools capability", call.Method))
+		return call, rpcError(call.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method %q is not supported: this server declares tools, resources, prompts and completion", call.Method))
 	}
 	return call, nil
 }

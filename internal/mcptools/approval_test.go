@@ -29,7 +29,7 @@ import (
 func approvalEnv(t *testing.T, d *db.DB, opts approval.Options) *servertest.Env {
 	t.Helper()
 	opts.Policy = approval.Policy{Enabled: true, BulkThreshold: approval.DefaultBulkThreshold}
-	env := servertest.Start(t, d, servertest.Options{Approval: &opts})
+	env := servertest.Start(t, d, servertest.Options{Approval: &opts, Edge: allTools})
 	env.SeedProject(t, "acme")
 	return env
 }
@@ -425,7 +425,7 @@ func stdioWith(t *testing.T, svc *tickets.Service, opts *mcp.ClientOptions, vers
 	done := make(chan error, 1)
 	p := authn.Principal{Tenant: "acme", Subject: "alice", Scopes: []string{authn.ScopeRead, authn.ScopeWrite}, Expires: time.Now().Add(time.Hour)}
 	go func() {
-		done <- mcptools.ServeStdio(context.Background(), svc, p, nil, serverIn, serverOut)
+		done <- mcptools.ServeStdio(context.Background(), svc, p, nil, serverIn, serverOut, mcptools.Toolsets{})
 		_ = serverOut.Close()
 	}()
 	client := mcp.NewClient(&mcp.Implementation{Name: "stdio-approval-test", Version: "v0"}, opts)

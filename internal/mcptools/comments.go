@@ -22,9 +22,9 @@ const (
 const (
 	descAddComment = `Add a comment to a ticket (its version stays).
 
-Retry contract: a fresh random UUID (v4 or v7) as operation_id per intended comment; on any doubt (timeout, lost connection, retryable error) retry with the SAME operation_id and arguments, never a new one to make it pass. A retry adds nothing: it answers the original comment with replayed: true, for 30 days.`
+Retry contract: a fresh random UUID (v4 or v7) as operation_id per intended comment; on any doubt (timeout, lost connection, retryable error) retry with the SAME operation_id and arguments, never a new one. A retry adds nothing: it answers the original comment with replayed: true (30 days).`
 
-	descListComments = `List a ticket's comments, oldest first; limit defaults to 50. next_cursor: pass it as cursor.`
+	descListComments = `A ticket's comments, oldest first; limit defaults to 50. Pass next_cursor as cursor.`
 )
 
 // AddCommentIn is the input of add_comment.

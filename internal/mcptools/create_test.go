@@ -20,7 +20,7 @@ const tenant = "acme"
 // startEnv serves d with the project "support" seeded for tenant.
 func startEnv(t *testing.T, d *db.DB) *servertest.Env {
 	t.Helper()
-	env := servertest.Start(t, d, servertest.Options{})
+	env := servertest.Start(t, d, servertest.Options{Edge: allTools})
 	env.SeedProject(t, tenant)
 	return env
 }

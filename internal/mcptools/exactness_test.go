@@ -133,7 +133,7 @@ func TestEveryErrorFitsEveryToolAtBothVersions(t *testing.T) {
 	t.Parallel()
 	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{
 		// Reads are limited so a burst meets rate_limited; writes are not.
-		Edge: server.Edge{Limits: limits.Config{ReadsPerSecond: 0.01, Burst: 40, WritesPerSecond: 1000}},
+		Edge: server.Edge{Limits: limits.Config{ReadsPerSecond: 0.01, Burst: 40, WritesPerSecond: 1000}, Toolsets: allTools.Toolsets},
 	})
 	for _, version := range versions {
 		t.Run(version, func(t *testing.T) {

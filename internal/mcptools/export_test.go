@@ -19,3 +19,7 @@ func ErrorContent(code errcode.Code, operationID string) any {
 // NamesOperation reports whether the named tool's input has an
 // operation_id, which its errors then echo.
 var NamesOperation = namesOperation
+
+// StrictOutputSchema is the output schema every result of t is checked
+// against: the advertised one before compact.
+func StrictOutputSchema(t Tool) any { return t.strictOutput }

@@ -10,8 +10,22 @@ import (
 
 	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/mcptools"
+	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/server/servertest"
 )
+
+// allTools serves every toolset, for tests of tools outside the default
+// ones (bulk_update_tickets).
+var allTools = server.Edge{Toolsets: toolsets(mcptools.ToolsetAll)}
+
+// toolsets parses a TICKETD_TOOLSETS value the test knows is valid.
+func toolsets(s string) mcptools.Toolsets {
+	t, err := mcptools.ParseToolsets(s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
 
 // newOperationID returns a fresh v7 operation ID, as an agent would make.
 func newOperationID(tb testing.TB) string {

@@ -24,7 +24,8 @@ import (
 )
 
 // The package's tests validate every structured result any tool answers
-// against that tool's advertised output schema, as the SDK would on every
+// against that tool's strict output schema (the advertised one, compact,
+// with its objects closed and their members required), as the SDK would on every
 // call if the tools let it (structured). TestMain then checks that the
 // results seen covered every member each schema declares, success and
 // error branch alike, so that no shape a tool can answer went unchecked.
@@ -70,7 +71,7 @@ func (o *outputLog) load() error {
 	o.once.Do(func() {
 		o.schemas, o.checks = map[string]*jsonschema.Schema{}, map[string]*jsonschema.Resolved{}
 		for _, t := range Tools() {
-			b, err := json.Marshal(t.Def().OutputSchema)
+			b, err := json.Marshal(t.strictOutput)
 			if err != nil {
 				o.err = err
 				return

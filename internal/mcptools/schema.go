@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -130,6 +131,50 @@ func outputSchema[T any](refine func(*jsonschema.Schema), shape errorShape) *jso
 	}
 	terse(root)
 	return root
+}
+
+// compact is the output schema tools/list shows for strict, the one the
+// package's tests check every result against (outputs_test.go): the same
+// members, types, enums and formats, without what only a validator uses.
+// A result's objects are closed and complete because ticketd builds them,
+// and "no other members", "these are always present", "at least 1" and
+// "an object" of what has properties, said of every object, were a third
+// of tools/list (docs/contract.md#lists-and-the-context-budget). The root
+// still says "object" (MCP requires it) and each branch its required
+// members: they tell a success from an error.
+func compact(strict *jsonschema.Schema) *jsonschema.Schema {
+	b, err := json.Marshal(strict)
+	if err != nil {
+		panic(fmt.Sprintf("compact output schema: %v", err)) // a programming error, caught by every test
+	}
+	var root jsonschema.Schema
+	if err := json.Unmarshal(b, &root); err != nil {
+		panic(fmt.Sprintf("compact output schema: %v", err))
+	}
+	branches := map[*jsonschema.Schema]bool{}
+	for _, b := range root.AnyOf {
+		branches[b] = true
+	}
+	for sub := range all(&root) {
+		if closed(sub) {
+			sub.AdditionalProperties = nil
+		}
+		if !branches[sub] {
+			sub.Required, sub.DependentRequired = nil, nil
+		}
+		if sub != &root && sub.Type == "object" && len(sub.Properties) > 0 {
+			sub.Type = ""
+		}
+		sub.Minimum = nil
+	}
+	return &root
+}
+
+// closed reports whether s is an object schema that allows no members
+// beyond its properties.
+func closed(s *jsonschema.Schema) bool {
+	a := s.AdditionalProperties
+	return len(s.Properties) > 0 && a != nil && a.Not != nil && reflect.ValueOf(*a.Not).IsZero()
 }
 
 // inlineSingleUses writes a definition that root refers to only once in

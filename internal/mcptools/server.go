@@ -1,6 +1,7 @@
 // Package mcptools is ticketd's MCP surface (docs/contract.md#mcp-tools):
-// the tools Tools lists, over one tickets.Service, served statelessly over
-// Streamable HTTP or over stdio.
+// the tools Tools lists (those of the toolsets served), the ticket and
+// project resources, the prompts and their completion, over one
+// tickets.Service, served statelessly over Streamable HTTP or over stdio.
 //
 // The package is a thin port: it decodes arguments (parsing an operation ID
 // once, in newTool), authorises the call against the principal's scopes,
@@ -44,6 +45,10 @@ type Options struct {
 	// (--read-only): the others are not registered, so they are neither
 	// listed nor callable.
 	ReadOnly bool
+	// Toolsets are the sets of tools served (TICKETD_TOOLSETS); the zero
+	// value is DefaultToolsets. Tools outside them are neither listed nor
+	// callable.
+	Toolsets Toolsets
 	// Metrics counts tool calls; nil counts nothing.
 	Metrics *observe.Metrics
 	// Admission admits the writes and list pages (limits.Admission, the
@@ -74,20 +79,21 @@ func NewServer(svc *tickets.Service, logger *slog.Logger, opts Options) *mcp.Ser
 		// The SDK logs every stateless request's session at Info; only its
 		// warnings and errors are worth an operator's attention.
 		Logger: slog.New(minLevel{logger.Handler(), slog.LevelWarn}),
-		// Advertise tools only: ticketd implements no logging, prompts or
-		// resources, and the SDK would otherwise advertise logging.
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		// Advertise what ticketd implements (not logging, which the SDK
+		// would otherwise advertise); none of the lists ever changes.
+		Capabilities: &mcp.ServerCapabilities{
+			Tools: &mcp.ToolCapabilities{}, Resources: &mcp.ResourceCapabilities{},
+			Prompts: &mcp.PromptCapabilities{}, Completions: &mcp.CompletionCapabilities{},
+		},
+		CompletionHandler: complete(svc),
 		// FilterTools makes tools/list depend on the caller.
 		SetCacheable: mcpedge.PrivateToolList,
 	})
-	registerTools(s, svc)
-	if opts.ReadOnly {
-		for _, t := range Tools() {
-			if t.Scope != authn.ScopeRead {
-				s.RemoveTools(t.Name)
-			}
-		}
+	for _, t := range served(opts) {
+		t.add(s, t.def, svc)
 	}
+	registerResources(s, svc)
+	registerPrompts(s, svc)
 	// The first middleware is the outermost: the log line sees the result
 	// after a panic was turned into an error, after the answer to an unknown
 	// tool had its name bounded, enum arguments folded to lower case as
@@ -95,7 +101,7 @@ func NewServer(svc *tickets.Service, logger *slog.Logger, opts Options) *mcp.Ser
 	// rejections were given the contract's error shape. FilterTools is
 	// innermost: it only edits a tools/list result.
 	s.AddReceivingMiddleware(logCalls(logger, opts.Metrics), recoverPanics(logger), boundUnknownTools(),
-		foldEnums(Tools()), admit(opts.Admission, opts.HoldRefusal), shapeArgumentErrors(),
+		foldEnums(Tools()), admit(opts.Admission, opts.HoldRefusal), shapeArgumentErrors(), resourceNotFoundCode(),
 		mcpedge.FilterTools(ScopeFor(opts), callerScopes))
 	return s
 }
@@ -105,10 +111,8 @@ func NewServer(svc *tickets.Service, logger *slog.Logger, opts Options) *mcp.Ser
 // serve (so a step-up check lets the SDK answer "unknown tool").
 func ScopeFor(opts Options) mcpedge.ScopeFor {
 	scopes := make(map[string]string)
-	for _, t := range Tools() {
-		if !opts.ReadOnly || t.Scope == authn.ScopeRead {
-			scopes[t.Name] = t.Scope
-		}
+	for _, t := range served(opts) {
+		scopes[t.Name] = t.Scope
 	}
 	return func(tool string) (string, bool) {
 		scope, ok := scopes[tool]
@@ -130,13 +134,13 @@ func callerScopes(ctx context.Context, req mcp.Request) []string {
 // closes in. Every call acts as p, the principal of a token the caller
 // verified at start-up; its scopes and expiry are re-checked on every call.
 // Nothing but protocol is written to out, so logger must write elsewhere
-// (stderr).
+// (stderr). It serves the tools of toolsets (the zero value: the default).
 //
 // The input goes through stdioguard: a malformed line, a batch or anything
 // mcpedge.CheckMessage refuses is answered with a JSON-RPC error and the
 // session goes on; when in ends, requests already read are answered (up to
 // stdioguard.DefaultDrainTimeout) before ServeStdio returns.
-func ServeStdio(ctx context.Context, svc *tickets.Service, p authn.Principal, logger *slog.Logger, in io.ReadCloser, out io.WriteCloser) error {
+func ServeStdio(ctx context.Context, svc *tickets.Service, p authn.Principal, logger *slog.Logger, in io.ReadCloser, out io.WriteCloser, toolsets Toolsets) error {
 	if p.Tenant == "" {
 		return errors.New("serve stdio: the principal has no tenant")
 	}
@@ -147,7 +151,7 @@ func ServeStdio(ctx context.Context, svc *tickets.Service, p authn.Principal, lo
 	if err != nil {
 		return fmt.Errorf("serve stdio: %w", err)
 	}
-	s := NewServer(svc, logger, Options{Admission: admission})
+	s := NewServer(svc, logger, Options{Admission: admission, Toolsets: toolsets})
 	// Added last, so outermost: every later middleware and handler sees the
 	// principal in its context, the stdio counterpart of the HTTP token.
 	s.AddReceivingMiddleware(withPrincipal(p))

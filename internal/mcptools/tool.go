@@ -17,7 +17,7 @@ import (
 // Tool is one MCP tool, whole: what clients see (name, title, description,
 // schemas, annotations), the scope a caller needs, and the handler. Every
 // tool is one such value in the list Tools returns, and NewServer registers
-// exactly that list.
+// those of that list in its toolsets (toolsetTools).
 type Tool struct {
 	// Name is the tool's contract name, e.g. create_ticket.
 	Name string
@@ -25,7 +25,10 @@ type Tool struct {
 	Scope string
 
 	def *mcp.Tool
-	add func(s *mcp.Server, def *mcp.Tool, svc *tickets.Service)
+	// strictOutput is the output schema every result must fit: def's,
+	// with the closed objects and required members compact leaves out.
+	strictOutput *jsonschema.Schema
+	add          func(s *mcp.Server, def *mcp.Tool, svc *tickets.Service)
 	// namesOperation: the input has an operation_id, so errors echo it
 	// (and only then does the output schema allow one).
 	namesOperation bool
@@ -89,11 +92,12 @@ func newTool[In, Out any](sp spec[In, Out]) Tool {
 	}
 	// Only a tool whose input names an operation ID echoes one in its errors.
 	_, namesOperation := any(*new(In)).(interface{ operationID() string })
+	strict := outputSchema[Out](sp.output, errorShape{
+		operationID: namesOperation, versionConflicts: sp.versionConflicts, approvals: sp.approvals,
+	})
 	def := &mcp.Tool{
 		Name: sp.name, Title: sp.title, Description: sp.description,
-		InputSchema: in, OutputSchema: outputSchema[Out](sp.output, errorShape{
-			operationID: namesOperation, versionConflicts: sp.versionConflicts, approvals: sp.approvals,
-		}),
+		InputSchema: in, OutputSchema: compact(strict),
 		// The title is the tool's own (which clients show first), not
 		// repeated in the annotations.
 		Annotations: &mcp.ToolAnnotations{
@@ -155,7 +159,7 @@ func newTool[In, Out any](sp spec[In, Out]) Tool {
 			return toolResult(res, err)
 		})
 	}
-	return Tool{Name: sp.name, Scope: sp.scope, def: def, add: add, namesOperation: namesOperation}
+	return Tool{Name: sp.name, Scope: sp.scope, def: def, strictOutput: strict, add: add, namesOperation: namesOperation}
 }
 
 // checkOutput, when set, checks every structured result a tool answers
@@ -202,12 +206,6 @@ func namesOperation(name string) bool {
 		}
 	}
 	return false
-}
-
-func registerTools(s *mcp.Server, svc *tickets.Service) {
-	for _, t := range Tools() {
-		t.add(s, t.def, svc)
-	}
 }
 
 // operationIDOf parses the operation ID an input names: the one parse of

@@ -34,19 +34,19 @@ const (
 const (
 	descCreateTicket = `Create one ticket in a project.
 
-Retry contract: a fresh random UUID (v4 or v7) as operation_id per intended ticket; on any doubt (timeout, lost connection, retryable error) retry with the SAME operation_id and arguments, never a new one to make it pass. A retry never duplicates: it answers the original with replayed: true, for 30 days.
+Retry contract: a fresh random UUID (v4 or v7) as operation_id per intended ticket; on any doubt (timeout, lost connection, retryable error) retry with the SAME operation_id and arguments, never a new one. A retry never duplicates: it answers the original with replayed: true (30 days).
 
 Urgent needs a person's approval (it pages on-call): your client may ask; else give the user approval_required's approval_url, then retry unchanged.`
 
-	descPreviewTicket = `Dry run of create_ticket, writing nothing: the normalised ticket, its fingerprint and, with your operation_id, what create_ticket would do: create, replay (existing_ticket_id) or conflict (the ID made another ticket).`
+	descPreviewTicket = `Dry run of create_ticket: the normalised ticket, its fingerprint and, given an operation_id, whether create_ticket would create, replay (existing_ticket_id) or conflict (the ID made another ticket).`
 
 	descGetOperationStatus = `Did a write happen? Ask after outcome_unknown or a timeout, before retrying. status: succeeded or expired (it ran; never repeat), pending (ask again), failed (nothing changed; see error), unknown (check again or retry unchanged), not_found (nothing ran in 30 days: safe to use it).`
 
 	descGetTicket = `Fetch a ticket in full by ID (UUID) or key (SUP-42).`
 
-	descListTickets = `Tickets as summaries (detail "full" for whole tickets). Filters combine; query matches all words in title or description; assignee is a subject, "me" or "none". Default sort: updated_desc with query, else created_desc. Default limit 20; a page stops at 64 KiB. next_cursor: pass it as cursor with the same arguments.`
+	descListTickets = `Tickets as summaries (detail "full": whole tickets). Filters combine; query matches all words in title or description; assignee: a subject, "me" or "none". Sort defaults to updated_desc with query, else created_desc; limit to 20; a page stops at 64 KiB. Pass next_cursor as cursor with the same arguments.`
 
-	descListProjects = `List the projects: id is a project_id, key the prefix of ticket keys (SUP in SUP-42).`
+	descListProjects = `The projects: id is a project_id, key the prefix of ticket keys (SUP in SUP-42).`
 )
 
 // CreateTicketIn is the input of create_ticket. It has no tenant: the tenant
@@ -143,8 +143,10 @@ const noProjectsNextStep = "Your tenant %s has no project yet, so no ticket can 
 	"`ticketd projects create --tenant %s --id support --key SUP --name Support` on the server, " +
 	"or POST /api/v1/projects with a tickets:admin token; then call list_projects again."
 
-// Tools lists every tool ticketd serves, in the order tools/list shows them.
-// Adding a tool is one value below and its entry here.
+// Tools lists every tool ticketd can serve, in the order tools/list shows
+// them.
+// Adding a tool is one value below, its entry here and its name in its
+// toolset (toolsetTools).
 func Tools() []Tool {
 	return []Tool{
 		createTicket, previewTicket, updateTicket, bulkUpdateTickets, addComment, getOperationStatus,

@@ -16,9 +16,9 @@ const ToolUpdateTicket = "update_ticket"
 
 const descUpdateTicket = `Change at least one field of a ticket; the rest stay.
 
-Retry contract: a fresh random UUID (v4 or v7) as operation_id per intended change; on any doubt (timeout, lost connection, retryable error) retry with the SAME operation_id and arguments, never a new one to make it pass. A retry never applies it twice: it answers replayed: true with the original version and changes, for 30 days.
+Retry contract: a fresh random UUID (v4 or v7) as operation_id per intended change; on any doubt (timeout, lost connection, retryable error) retry with the SAME operation_id and arguments, never a new one. A retry never applies it twice: it answers replayed: true with the original version and changes (30 days).
 
-if_version: the version you read; if the ticket changed since, version_conflict carries it now: decide again. Making it urgent needs a person's approval: your client may ask; else give the user approval_required's approval_url, then retry unchanged.`
+if_version: the version you read; if the ticket changed since, version_conflict carries it now: decide again. Urgent needs a person's approval: your client may ask; else give the user approval_required's approval_url, then retry unchanged.`
 
 // UpdateTicketIn is the input of update_ticket.
 type UpdateTicketIn struct {

@@ -2,10 +2,13 @@ package mcptools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/ticketd/ticketd/internal/authn"
@@ -21,8 +24,10 @@ import (
 // calls are served in turn, so one tenant's many calls cannot keep
 // another's waiting behind them. A call past the wait bound or its
 // tenant's queue gets rate_limited with retry_after_ms, held first by hold
-// (the tarpit) so a caller that retries at once waits anyway. Other calls
-// (get_ticket, list_projects, tools/list) are cheap and pass. A nil
+// (the tarpit) so a caller that retries at once waits anyway. A
+// resources/read or prompts/get, which reads up to a page of tickets, is
+// admitted as a list page (admitRead). Other calls (get_ticket,
+// list_projects, tools/list, completion) are cheap and pass. A nil
 // admission admits every call at once.
 func admit(admission *limits.Admission, hold func(context.Context, time.Duration) time.Duration) mcp.Middleware {
 	shared := make(map[string]bool)
@@ -34,6 +39,9 @@ func admit(admission *limits.Admission, hold func(context.Context, time.Duration
 			return next
 		}
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if readsPage(req) {
+				return admitRead(ctx, admission, hold, method, req, next)
+			}
 			call, ok := req.(*mcp.CallToolRequest)
 			if !ok || call.Params == nil || !shared[call.Params.Name] {
 				return next(ctx, method, req)
@@ -67,3 +75,41 @@ func workRefusal(ctx context.Context, req mcp.Request, call *mcp.CallToolRequest
 	r.StructuredContent = out
 	return asNegotiated(req, r)
 }
+
+// readsPage reports whether req reads up to a page of tickets without
+// being a tool call: a resource (a project's open tickets, a ticket's
+// latest comments) or a prompt filled from them.
+func readsPage(req mcp.Request) bool {
+	switch req.(type) {
+	case *mcp.ReadResourceRequest, *mcp.GetPromptRequest:
+		return true
+	}
+	return false
+}
+
+// admitRead admits a resource or prompt read as a list page; a refusal is
+// a JSON-RPC error (there is no tool result to carry it) with the
+// contract's code and retry_after_ms, as the edge's rate limit sends it.
+func admitRead(ctx context.Context, admission *limits.Admission, hold func(context.Context, time.Duration) time.Duration,
+	method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	p, _ := principalOf(ctx, req.GetExtra())
+	ctx, release, err := admission.Admit(ctx, p.Tenant, true)
+	switch {
+	case errors.Is(err, limits.ErrWorkQueueFull), errors.Is(err, limits.ErrAdmissionWait):
+		wait := limits.WorkRetryAfter
+		if hold != nil {
+			wait = hold(ctx, wait)
+		}
+		ms := int64(math.Ceil(float64(wait) / float64(time.Millisecond)))
+		data, _ := json.Marshal(map[string]any{"code": errcode.RateLimited, "retryable": true, "retry_after_ms": ms})
+		return nil, &jsonrpc.Error{Code: codeRateLimited, Message: fmt.Sprintf("%s: the server is busy; retry after %d ms", errcode.RateLimited, ms), Data: data}
+	case err != nil:
+		return nil, err
+	}
+	defer release()
+	return next(ctx, method, req)
+}
+
+// codeRateLimited is the JSON-RPC code of rate_limited outside a tool
+// result, as the edge sends it (mcpedge).
+const codeRateLimited = -32000

@@ -34,6 +34,9 @@ type Edge struct {
 	// ReadOnly serves read tools only and refuses REST writes
 	// (TICKETD_READ_ONLY).
 	ReadOnly bool
+	// Toolsets are the MCP tools served (TICKETD_TOOLSETS); the zero
+	// value is mcptools.DefaultToolsets.
+	Toolsets mcptools.Toolsets
 	// WorkSlots bounds the writes and list pages run at once across all
 	// tenants (TICKETD_WORK_SLOTS); limits.WorkSlotsFor(PoolSize) if zero.
 	// A tenant alone may take them all; a call that finds none free waits

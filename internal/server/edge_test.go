@@ -284,7 +284,7 @@ func TestProtocolAndTokenRules(t *testing.T) {
 	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{})
 	env.SeedProject(t, "acme")
 	tok := env.Token(t, "acme", authn.ScopeRead, authn.ScopeWrite)
-	for _, method := range []string{"prompts/list", "resources/list", "resources/templates/list", "logging/setLevel", "completion/complete"} {
+	for _, method := range []string{"resources/subscribe", "logging/setLevel", "sampling/createMessage"} {
 		status, _, msg := rpc(t, env, tok, legacy, `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":{}}`, nil)
 		var e struct {
 			Code int64 `json:"code"`

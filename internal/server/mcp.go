@@ -18,7 +18,7 @@ import (
 func (w *wiring) mcp() http.Handler {
 	// One server for all requests: stateless serving keeps nothing in it
 	// between calls, and the handler asks for it twice per request.
-	toolOpts := mcptools.Options{ReadOnly: w.cfg.Edge.ReadOnly, Metrics: w.metrics, Admission: w.guards.admission, HoldRefusal: w.guards.tenants.Hold}
+	toolOpts := mcptools.Options{ReadOnly: w.cfg.Edge.ReadOnly, Toolsets: w.cfg.Edge.Toolsets, Metrics: w.metrics, Admission: w.guards.admission, HoldRefusal: w.guards.tenants.Hold}
 	mcpServer := mcptools.NewServer(w.cfg.Service, w.logger, toolOpts)
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer }, &mcp.StreamableHTTPOptions{
 		// Stateless: any replica answers any request, and protocol

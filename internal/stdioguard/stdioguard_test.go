@@ -147,7 +147,7 @@ func TestBadLinesAreAnsweredAndTheSessionGoesOn(t *testing.T) {
 		{"Batch", `[` + callLine(1, "echo", `{}`) + `]`, jsonrpc.CodeInvalidRequest},
 		{"NotJSONRPC", `{"hello":"world"}`, jsonrpc.CodeInvalidRequest},
 		{"NotAnObject", `42`, jsonrpc.CodeInvalidRequest},
-		{"UndeclaredMethod", `{"jsonrpc":"2.0","id":5,"method":"prompts/list"}`, jsonrpc.CodeMethodNotFound},
+		{"UndeclaredMethod", `{"jsonrpc":"2.0","id":5,"method":"logging/setLevel"}`, jsonrpc.CodeMethodNotFound},
 	}
 	for i, tt := range tests {
 		s.send(t, tt.line)
