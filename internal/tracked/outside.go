@@ -1,4 +1,4 @@
-package tickets
+package tracked
 
 import (
 	"context"
@@ -14,16 +14,16 @@ import (
 // cap and without the work slot the call holds, which it takes back to
 // record the answer. A slot for the claim, none for the call, a slot for
 // the record.
-func (s *Service) openTracker(tenant string, b tracker.Backend) (tracker.Tracker, error) {
-	t, err := s.tracked.Open(b)
+func (e *Engine) openTracker(tenant string, b tracker.Backend) (tracker.Tracker, error) {
+	t, err := e.opts.Open(b)
 	if err != nil {
 		return nil, err
 	}
-	return outsideTracker{t: t, outside: s.tracked.outside, tenant: tenant}, nil
+	return outsideTracker{t: t, outside: e.opts.outside, tenant: tenant}, nil
 }
 
 // outsideTracker is a Tracker whose every request is an outside call of
-// tenant's. A request that never got one of the tenant's outside slots
+// tenant'e. A request that never got one of the tenant's outside slots
 // was not sent (tracker.ErrNotSent).
 type outsideTracker struct {
 	t       tracker.Tracker

@@ -1,4 +1,4 @@
-package tickets
+package tracked
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tracker"
 )
 
@@ -16,17 +17,17 @@ import (
 // operation happened, after checking that what they name exists: the issue
 // a create made or an edit changed, or the comment a comment made. The
 // local rows mirror it as if reconciliation had found it.
-func (s *Service) resolveFound(ctx context.Context, key operations.Key, row downstreamRow, actor string, r Resolution) error {
-	b, err := s.projectBackend(ctx, key.Tenant, row.ProjectID)
+func (e *Engine) resolveFound(ctx context.Context, key operations.Key, row downstreamRow, actor string, r tickets.Resolution) error {
+	b, err := e.m.TrackerBackend(ctx, key.Tenant, row.ProjectID)
 	if err != nil || b == nil {
-		return fmt.Errorf("%w: project backend: %v", ErrUnavailable, err)
+		return fmt.Errorf("%w: project backend: %v", tickets.ErrUnavailable, err)
 	}
-	t, err := s.openTracker(key.Tenant, *b)
+	t, err := e.openTracker(key.Tenant, *b)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		return fmt.Errorf("%w: %v", tickets.ErrUnavailable, err)
 	}
 	sc := success{how: "resolved", actor: actor, note: r.Reason}
-	if key.Action == ActionAddComment {
+	if key.Action == tickets.ActionAddComment {
 		req, err := decodeComment(key, row)
 		if err != nil {
 			return err
@@ -40,11 +41,11 @@ func (s *Service) resolveFound(ctx context.Context, key operations.Key, row down
 		case errors.Is(err, tracker.ErrRejected):
 			return invalidField("external_id", "%s has no comment %d (%v)", b.Repository, id, err)
 		case err != nil:
-			return fmt.Errorf("%w: read comment %d: %v", ErrUnavailable, id, err)
+			return fmt.Errorf("%w: read comment %d: %v", tickets.ErrUnavailable, id, err)
 		case c.Issue != req.Issue:
 			return invalidField("external_id", "comment %d is on #%d; the comment was to be on #%d", id, c.Issue, req.Issue)
 		}
-		return s.succeedComment(ctx, key, row, b.Repository, req, c, row.duplicates(), sc)
+		return e.succeedComment(ctx, key, row, b.Repository, req, c, row.duplicates(), sc)
 	}
 	number, err := issueNumber(b.Repository, r.ExternalID)
 	if err != nil {
@@ -55,10 +56,10 @@ func (s *Service) resolveFound(ctx context.Context, key operations.Key, row down
 	case errors.Is(err, tracker.ErrRejected):
 		return invalidField("external_id", "%s has no issue #%d (%v)", b.Repository, number, err)
 	case err != nil:
-		return fmt.Errorf("%w: read issue #%d: %v", ErrUnavailable, number, err)
+		return fmt.Errorf("%w: read issue #%d: %v", tickets.ErrUnavailable, number, err)
 	}
-	if key.Action != ActionUpdateTicket {
-		return s.succeedCreate(ctx, key, row, issue, b.Repository, row.duplicates(), sc)
+	if key.Action != tickets.ActionUpdateTicket {
+		return e.succeedCreate(ctx, key, row, issue, b.Repository, row.duplicates(), sc)
 	}
 	var req editRequest
 	if err := json.Unmarshal([]byte(row.Request), &req); err != nil {
@@ -67,7 +68,7 @@ func (s *Service) resolveFound(ctx context.Context, key operations.Key, row down
 	if number != req.Issue {
 		return invalidField("external_id", "the update was of %s#%d, not #%d", b.Repository, req.Issue, number)
 	}
-	return s.succeedEdit(ctx, key, row, b.Repository, req, issue, sc)
+	return e.succeedEdit(ctx, key, row, b.Repository, req, issue, sc)
 }
 
 // commentNumber reads "owner/name#12/comments/345" or "345" as a comment

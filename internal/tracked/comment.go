@@ -1,4 +1,4 @@
-package tickets
+package tracked
 
 import (
 	"cmp"
@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tracker"
 )
 
@@ -36,26 +37,26 @@ func commentExternalID(repo string, issue, comment int64) string {
 }
 
 // ticketIssue returns the number of the issue the tracker-backed ticket t mirrors.
-func (s *Service) ticketIssue(ctx context.Context, tenant string, t Ticket) (int64, error) {
-	b, err := s.projectBackend(ctx, tenant, t.ProjectID)
+func (e *Engine) ticketIssue(ctx context.Context, tenant string, t tickets.Ticket) (int64, error) {
+	b, err := e.m.TrackerBackend(ctx, tenant, t.ProjectID)
 	if err != nil {
 		return 0, err
 	}
 	if b == nil {
-		return 0, fmt.Errorf("%w: ticket %s mirrors %s, but project %s has no tracker backend", ErrUnavailable, t.Key, t.ExternalID, t.ProjectID)
+		return 0, fmt.Errorf("%w: ticket %s mirrors %s, but project %s has no tracker backend", tickets.ErrUnavailable, t.Key, t.ExternalID, t.ProjectID)
 	}
-	if err := s.usable(t.ProjectID, b); err != nil {
+	if err := e.usable(t.ProjectID, b); err != nil {
 		return 0, err
 	}
 	return issueNumber(b.Repository, t.ExternalID)
 }
 
 // commentTracked is AddComment on a tracker-backed ticket.
-func (s *Service) commentTracked(ctx context.Context, tenant, author string, id uuid.UUID, t Ticket, body string) (CommentResult, error) {
-	key := operations.Key{Tenant: tenant, Action: ActionAddComment, OperationID: id}
-	fp := commentFingerprint(t.ID, body)
-	rec, replayed, err := s.trackedCall(ctx, key, fp, func() (operations.Outcome, error) {
-		issue, err := s.ticketIssue(ctx, tenant, t)
+func (e *Engine) commentTracked(ctx context.Context, tenant, author string, id uuid.UUID, t tickets.Ticket, body string) (tickets.CommentResult, error) {
+	key := operations.Key{Tenant: tenant, Action: tickets.ActionAddComment, OperationID: id}
+	fp := e.m.CommentFingerprint(t.ID, body)
+	rec, replayed, err := e.trackedCall(ctx, key, fp, func() (operations.Outcome, error) {
+		issue, err := e.ticketIssue(ctx, tenant, t)
 		if err != nil {
 			return operations.Outcome{}, err
 		}
@@ -66,16 +67,16 @@ func (s *Service) commentTracked(ctx context.Context, tenant, author string, id 
 			return operations.Outcome{}, fmt.Errorf("encode request: %w", err)
 		}
 		row := downstreamRow{System: tracker.KindGitHub, ProjectID: t.ProjectID, TicketID: t.ID.String(), Request: string(raw)}
-		return s.claimTracked(ctx, key, fp, req.CommentID, author, row, nil)
+		return e.claimTracked(ctx, key, fp, req.CommentID, author, row, nil)
 	})
 	if err != nil {
-		return CommentResult{OperationID: id}, fmt.Errorf("add comment: %w", err)
+		return tickets.CommentResult{OperationID: id}, fmt.Errorf("add comment: %w", err)
 	}
-	c, err := s.commentByID(ctx, tenant, rec.ResultID)
+	c, err := e.m.Comment(ctx, tenant, rec.ResultID)
 	if err != nil {
-		return CommentResult{OperationID: id}, fmt.Errorf("add comment: read committed comment: %w", err)
+		return tickets.CommentResult{OperationID: id}, fmt.Errorf("add comment: read committed comment: %w", err)
 	}
-	return CommentResult{OperationID: id, Comment: c, Replayed: replayed}, nil
+	return tickets.CommentResult{OperationID: id, Comment: c, Replayed: replayed}, nil
 }
 
 func decodeComment(key operations.Key, row downstreamRow) (commentRequest, error) {
@@ -89,16 +90,16 @@ func decodeComment(key operations.Key, row downstreamRow) (commentRequest, error
 // workComment is one round of a comment: look for the marked comment once a
 // request may have been sent, and send only when none is found after the
 // settle window.
-func (s *Service) workComment(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo string) error {
+func (e *Engine) workComment(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo string) error {
 	req, err := decodeComment(key, row)
 	if err != nil {
 		return err
 	}
 	marker := tracker.ActionMarker(key.Tenant, key.Action, key.OperationID.String())
-	if row.Attempts > 0 || row.Status == DownstreamSucceeded {
+	if row.Attempts > 0 || row.Status == tickets.DownstreamSucceeded {
 		comments, err := t.ListComments(ctx, req.Issue, row.CreatedAt.Add(-listSkew))
 		if err != nil {
-			return s.lookFailed(ctx, key, row, fmt.Errorf("list comments of #%d: %w", req.Issue, err))
+			return e.lookFailed(ctx, key, row, fmt.Errorf("list comments of #%d: %w", req.Issue, err))
 		}
 		marked := slices.DeleteFunc(comments, func(c tracker.Comment) bool { return !strings.Contains(c.Body, marker) })
 		slices.SortStableFunc(marked, func(a, b tracker.Comment) int {
@@ -108,65 +109,65 @@ func (s *Service) workComment(ctx context.Context, key operations.Key, row downs
 			return cmp.Compare(a.ID, b.ID)
 		})
 		if len(marked) > 0 {
-			return s.settleComments(ctx, key, row, t, repo, req, marked)
+			return e.settleComments(ctx, key, row, t, repo, req, marked)
 		}
-		if row.Status == DownstreamSucceeded {
-			return s.checkAgain(ctx, key, row, "the list does not show the comment yet")
+		if row.Status == tickets.DownstreamSucceeded {
+			return e.checkAgain(ctx, key, row, "the list does not show the comment yet")
 		}
-		if settled := row.LastSentAt.Add(s.tracked.Settle); time.Now().Before(settled) {
-			return s.wait(ctx, key, row, settled, "no marked comment")
+		if settled := row.LastSentAt.Add(e.opts.Settle); time.Now().Before(settled) {
+			return e.wait(ctx, key, row, settled, "no marked comment")
 		}
-		s.count(ReconcileResent)
+		e.count(ReconcileResent)
 	}
-	if err := s.attempt(ctx, key, &row, fmt.Sprintf("comment on %s#%d with the operation's marker", repo, req.Issue)); err != nil {
+	if err := e.attempt(ctx, key, &row, fmt.Sprintf("comment on %s#%d with the operation's marker", repo, req.Issue)); err != nil {
 		return err
 	}
 	c, sendErr := t.CreateComment(ctx, req.Issue, issueBody(req.Body, marker))
-	return s.answered(ctx, key, row, sendErr, func(ctx context.Context) error {
-		return s.succeedComment(ctx, key, row, repo, req, c, nil, success{how: "created", actor: historyActor})
+	return e.answered(ctx, key, row, sendErr, func(ctx context.Context) error {
+		return e.succeedComment(ctx, key, row, repo, req, c, nil, success{how: "created", actor: historyActor})
 	})
 }
 
 // settleComments settles a comment from the marked comments found, oldest
 // first: the oldest is the comment, any other a duplicate to delete.
-func (s *Service) settleComments(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo string, req commentRequest, marked []tracker.Comment) error {
+func (e *Engine) settleComments(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo string, req commentRequest, marked []tracker.Comment) error {
 	keep := marked[0]
 	keptID := commentExternalID(repo, req.Issue, keep.ID)
 	dups := row.duplicates()
 	for _, other := range marked[1:] {
 		id := commentExternalID(repo, req.Issue, other.ID)
-		if i := slices.IndexFunc(dups, func(d Duplicate) bool { return d.ExternalID == id }); i >= 0 && dups[i].Closed {
+		if i := slices.IndexFunc(dups, func(d tickets.Duplicate) bool { return d.ExternalID == id }); i >= 0 && dups[i].Closed {
 			continue
 		}
 		deleted := t.DeleteComment(ctx, other.ID) == nil
-		dups = slices.DeleteFunc(dups, func(d Duplicate) bool { return d.ExternalID == id })
-		dups = append(dups, Duplicate{ExternalID: id, ExternalURL: other.URL, Closed: deleted, KeptID: keptID})
-		s.count(ReconcileDuplicate)
+		dups = slices.DeleteFunc(dups, func(d tickets.Duplicate) bool { return d.ExternalID == id })
+		dups = append(dups, tickets.Duplicate{ExternalID: id, ExternalURL: other.URL, Closed: deleted, KeptID: keptID})
+		e.count(ReconcileDuplicate)
 	}
-	s.countLook(row, len(marked))
+	e.countLook(row, len(marked))
 	rctx, cancel := detach(ctx)
 	defer cancel()
-	return s.succeedComment(rctx, key, row, repo, req, keep, dups, success{how: "found", actor: historyActor})
+	return e.succeedComment(rctx, key, row, repo, req, keep, dups, success{how: "found", actor: historyActor})
 }
 
 // succeedComment records c as the operation's comment: on the first
 // settling it adds the local comment that mirrors it, with its event and
 // webhook, in one transaction with the record's move to succeeded.
-func (s *Service) succeedComment(ctx context.Context, key operations.Key, row downstreamRow, repo string, req commentRequest, c tracker.Comment, dups []Duplicate, sc success) error {
+func (e *Engine) succeedComment(ctx context.Context, key operations.Key, row downstreamRow, repo string, req commentRequest, c tracker.Comment, dups []tickets.Duplicate, sc success) error {
 	ids, err := parseUUIDs(req.TicketID, req.CommentID, req.EventID)
 	if err != nil {
 		return fmt.Errorf("operation %s: bad stored IDs: %w", key, err)
 	}
 	sc.extID, sc.extURL, sc.dups, sc.resultID = commentExternalID(repo, req.Issue, c.ID), c.URL, dups, req.CommentID
-	return s.settleSuccess(ctx, key, row, sc, func(tx *gorm.DB, first bool) error {
+	return e.settleSuccess(ctx, key, row, sc, func(tx *gorm.DB, first bool) error {
 		if !first {
 			return nil // the local comment names no tracker comment: nothing to repoint
 		}
-		added, now, err := insertComment(tx, key.Tenant, req.Author, key.OperationID, ids[1], ids[2], ids[0], req.Body)
+		added, now, err := e.m.InsertComment(tx, key.Tenant, req.Author, key.OperationID, ids[1], ids[2], ids[0], req.Body)
 		if err != nil {
 			return err
 		}
-		return s.enqueue(tx, WriteEvent{ID: ids[2], Tenant: key.Tenant, Kind: EventCommented, OperationID: key.OperationID,
+		return e.m.Enqueue(tx, tickets.WriteEvent{ID: ids[2], Tenant: key.Tenant, Kind: tickets.EventCommented, OperationID: key.OperationID,
 			At: added.CreatedAt, Ticket: now, Comment: &added})
 	})
 }

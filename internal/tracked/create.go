@@ -1,4 +1,4 @@
-package tickets
+package tracked
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tracker"
 )
 
@@ -21,16 +22,16 @@ import (
 // trackedRequest is what a tracker-backed create sends, kept so any
 // replica can send it again.
 type trackedRequest struct {
-	ProjectID   string   `json:"project_id"`
-	Title       string   `json:"title"`
-	Description string   `json:"description"`
-	Priority    Priority `json:"priority"`
-	Labels      []string `json:"labels"`
-	Reporter    string   `json:"reporter"`
+	ProjectID   string           `json:"project_id"`
+	Title       string           `json:"title"`
+	Description string           `json:"description"`
+	Priority    tickets.Priority `json:"priority"`
+	Labels      []string         `json:"labels"`
+	Reporter    string           `json:"reporter"`
 }
 
-func (r trackedRequest) ticket() NewTicket {
-	return NewTicket{ProjectID: r.ProjectID, Title: r.Title, Description: r.Description, Priority: r.Priority, Labels: r.Labels}
+func (r trackedRequest) ticket() tickets.NewTicket {
+	return tickets.NewTicket{ProjectID: r.ProjectID, Title: r.Title, Description: r.Description, Priority: r.Priority, Labels: r.Labels}
 }
 
 // issueBody is an issue's body: the description, then the marker of the
@@ -43,12 +44,12 @@ func issueBody(description, marker string) string {
 }
 
 // createTracked is CreateTicket in a tracker-backed project.
-func (s *Service) createTracked(ctx context.Context, tenant, reporter string, id uuid.UUID, n NewTicket) (CreateResult, error) {
-	key := operations.Key{Tenant: tenant, Action: ActionCreateTicket, OperationID: id}
-	res := CreateResult{OperationID: id}
-	rec, replayed, err := s.trackedCall(ctx, key, Fingerprint(n), func() (operations.Outcome, error) {
+func (e *Engine) createTracked(ctx context.Context, tenant, reporter string, id uuid.UUID, n tickets.NewTicket) (tickets.CreateResult, error) {
+	key := operations.Key{Tenant: tenant, Action: tickets.ActionCreateTicket, OperationID: id}
+	res := tickets.CreateResult{OperationID: id}
+	rec, replayed, err := e.trackedCall(ctx, key, tickets.Fingerprint(n), func() (operations.Outcome, error) {
 		var consume operations.WriteFunc
-		if gate := s.gate(key, Fingerprint(n), reporter, createProposal(id.String(), n)); gate != nil {
+		if gate := e.m.CreateGate(key, tickets.Fingerprint(n), reporter, n); gate != nil {
 			var err error
 			if consume, err = gate(ctx); err != nil {
 				return operations.Outcome{}, err
@@ -61,7 +62,7 @@ func (s *Service) createTracked(ctx context.Context, tenant, reporter string, id
 			return operations.Outcome{}, fmt.Errorf("encode request: %w", err)
 		}
 		row := downstreamRow{System: tracker.KindGitHub, ProjectID: n.ProjectID, TicketID: ticketID.String(), Request: string(raw)}
-		return s.claimTracked(ctx, key, Fingerprint(n), ticketID.String(), reporter, row, func(tx *gorm.DB, _ *downstreamRow) error {
+		return e.claimTracked(ctx, key, tickets.Fingerprint(n), ticketID.String(), reporter, row, func(tx *gorm.DB, _ *downstreamRow) error {
 			if consume == nil {
 				return nil
 			}
@@ -71,7 +72,7 @@ func (s *Service) createTracked(ctx context.Context, tenant, reporter string, id
 	if err != nil {
 		return res, fmt.Errorf("create ticket: %w", err)
 	}
-	t, err := s.ticketByID(ctx, tenant, rec.ResultID)
+	t, err := e.m.Ticket(ctx, tenant, rec.ResultID)
 	if err != nil {
 		return res, fmt.Errorf("create ticket: read created ticket: %w", err)
 	}
@@ -83,12 +84,12 @@ func (s *Service) createTracked(ctx context.Context, tenant, reporter string, id
 // request may have been sent, and send only when none is found after the
 // settle window. A settled create is only ever looked at (a duplicate
 // check), even one an operator resolved before any request was counted.
-func (s *Service) workCreate(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo string) error {
+func (e *Engine) workCreate(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo string) error {
 	marker := tracker.Marker(key.Tenant, key.OperationID.String())
-	if row.Attempts > 0 || row.Status == DownstreamSucceeded {
+	if row.Attempts > 0 || row.Status == tickets.DownstreamSucceeded {
 		issues, err := t.ListLabelled(ctx, tracker.Label, row.CreatedAt.Add(-listSkew))
 		if err != nil {
-			return s.lookFailed(ctx, key, row, fmt.Errorf("list marked issues: %w", err))
+			return e.lookFailed(ctx, key, row, fmt.Errorf("list marked issues: %w", err))
 		}
 		var marked []tracker.Issue
 		for _, i := range issues {
@@ -103,69 +104,69 @@ func (s *Service) workCreate(ctx context.Context, key operations.Key, row downst
 			return int(a.Number - b.Number)
 		})
 		if len(marked) > 0 {
-			return s.settleFound(ctx, key, row, t, repo, marked)
+			return e.settleFound(ctx, key, row, t, repo, marked)
 		}
-		if row.Status == DownstreamSucceeded {
+		if row.Status == tickets.DownstreamSucceeded {
 			// A duplicate check that sees not even the recorded issue: the
 			// list lags; look again later.
-			return s.checkAgain(ctx, key, row, "the list does not show the issue yet")
+			return e.checkAgain(ctx, key, row, "the list does not show the issue yet")
 		}
-		if settled := row.LastSentAt.Add(s.tracked.Settle); time.Now().Before(settled) {
-			return s.wait(ctx, key, row, settled, "no marked issue")
+		if settled := row.LastSentAt.Add(e.opts.Settle); time.Now().Before(settled) {
+			return e.wait(ctx, key, row, settled, "no marked issue")
 		}
-		s.count(ReconcileResent)
+		e.count(ReconcileResent)
 	}
-	return s.sendCreate(ctx, key, row, t, repo, marker)
+	return e.sendCreate(ctx, key, row, t, repo, marker)
 }
 
 // sendCreate makes one create request, counted and committed before it leaves.
-func (s *Service) sendCreate(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo, marker string) error {
+func (e *Engine) sendCreate(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo, marker string) error {
 	var req trackedRequest
 	if err := json.Unmarshal([]byte(row.Request), &req); err != nil {
 		return fmt.Errorf("operation %s: bad stored request: %w", key, err)
 	}
-	if err := s.attempt(ctx, key, &row, "create issue in "+repo+" with the operation's marker"); err != nil {
+	if err := e.attempt(ctx, key, &row, "create issue in "+repo+" with the operation's marker"); err != nil {
 		return err
 	}
 	labels := append([]string{tracker.Label}, req.Labels...)
 	issue, err := t.CreateIssue(ctx, tracker.NewIssue{Title: req.Title, Body: issueBody(req.Description, marker), Labels: labels})
-	return s.answered(ctx, key, row, err, func(ctx context.Context) error {
-		return s.succeedCreate(ctx, key, row, issue, repo, nil, success{how: "created", actor: historyActor})
+	return e.answered(ctx, key, row, err, func(ctx context.Context) error {
+		return e.succeedCreate(ctx, key, row, issue, repo, nil, success{how: "created", actor: historyActor})
 	})
 }
 
 // settleFound settles an operation from the marked issues found, oldest
 // first: the oldest is the ticket, any other a duplicate to close.
-func (s *Service) settleFound(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo string, marked []tracker.Issue) error {
+func (e *Engine) settleFound(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo string, marked []tracker.Issue) error {
 	keep := marked[0]
 	dups := row.duplicates()
 	for _, other := range marked[1:] {
 		id := externalID(repo, other.Number)
-		if i := slices.IndexFunc(dups, func(d Duplicate) bool { return d.ExternalID == id }); i >= 0 && dups[i].Closed {
+		if i := slices.IndexFunc(dups, func(d tickets.Duplicate) bool { return d.ExternalID == id }); i >= 0 && dups[i].Closed {
 			continue
 		}
-		closed := other.State == "closed" || s.closeDuplicate(ctx, t, key, keep, other) == nil
-		dups = slices.DeleteFunc(dups, func(d Duplicate) bool { return d.ExternalID == id })
-		dups = append(dups, Duplicate{ExternalID: id, ExternalURL: other.URL, Closed: closed, KeptID: externalID(repo, keep.Number)})
-		s.count(ReconcileDuplicate)
+		closed := other.State == "closed" || e.closeDuplicate(ctx, t, key, keep, other) == nil
+		dups = slices.DeleteFunc(dups, func(d tickets.Duplicate) bool { return d.ExternalID == id })
+		dups = append(dups, tickets.Duplicate{ExternalID: id, ExternalURL: other.URL, Closed: closed, KeptID: externalID(repo, keep.Number)})
+		e.count(ReconcileDuplicate)
 	}
-	s.countLook(row, len(marked))
+	e.countLook(row, len(marked))
 	rctx, cancel := detach(ctx)
 	defer cancel()
-	return s.succeedCreate(rctx, key, row, keep, repo, dups, success{how: "found", actor: historyActor})
+	return e.succeedCreate(rctx, key, row, keep, repo, dups, success{how: "found", actor: historyActor})
 }
 
 // countLook counts a look that found n marked copies: found for an
 // unsettled operation, verified for a duplicate check that found one.
-func (s *Service) countLook(row downstreamRow, n int) {
-	if row.Status != DownstreamSucceeded {
-		s.count(ReconcileFound)
+func (e *Engine) countLook(row downstreamRow, n int) {
+	if row.Status != tickets.DownstreamSucceeded {
+		e.count(ReconcileFound)
 	} else if n == 1 {
-		s.count(ReconcileVerified)
+		e.count(ReconcileVerified)
 	}
 }
 
-func (s *Service) closeDuplicate(ctx context.Context, t tracker.Tracker, key operations.Key, keep, dup tracker.Issue) error {
+func (e *Engine) closeDuplicate(ctx context.Context, t tracker.Tracker, key operations.Key, keep, dup tracker.Issue) error {
 	note := fmt.Sprintf("Duplicate of #%d. ticketd filed this issue twice for one operation (%s/%s): a request went unanswered "+
 		"or the tracker acted on it twice, and the tracker has no idempotency key, so it could not be deduplicated. "+
 		"Keeping #%d, the older; closing this one.", keep.Number, key.Tenant, key.OperationID, keep.Number)
@@ -181,7 +182,7 @@ func (s *Service) closeDuplicate(ctx context.Context, t tracker.Tracker, key ope
 // settling it creates the local ticket that mirrors it, in one transaction
 // with the record's move to succeeded; on a later duplicate check it
 // repoints the mirror at the oldest issue if that changed.
-func (s *Service) succeedCreate(ctx context.Context, key operations.Key, row downstreamRow, keep tracker.Issue, repo string, dups []Duplicate, sc success) error {
+func (e *Engine) succeedCreate(ctx context.Context, key operations.Key, row downstreamRow, keep tracker.Issue, repo string, dups []tickets.Duplicate, sc success) error {
 	var req trackedRequest
 	if err := json.Unmarshal([]byte(row.Request), &req); err != nil {
 		return fmt.Errorf("operation %s: bad stored request: %w", key, err)
@@ -191,23 +192,23 @@ func (s *Service) succeedCreate(ctx context.Context, key operations.Key, row dow
 		return fmt.Errorf("operation %s: bad ticket ID: %w", key, err)
 	}
 	sc.extID, sc.extURL, sc.dups, sc.resultID = externalID(repo, keep.Number), keep.URL, dups, ticketID.String()
-	return s.settleSuccess(ctx, key, row, sc, func(tx *gorm.DB, first bool) error {
+	return e.settleSuccess(ctx, key, row, sc, func(tx *gorm.DB, first bool) error {
 		if !first {
 			if deref(row.ExternalID) == sc.extID {
 				return nil
 			}
-			return setExternal(tx, key.Tenant, ticketID, sc.extID, sc.extURL)
+			return e.m.SetExternal(tx, key.Tenant, ticketID, sc.extID, sc.extURL)
 		}
 		eventID := uuid.Must(uuid.NewV7())
-		created, unsubscribed, err := s.insertTicket(tx, nil, key.Tenant, req.Reporter, ticketID, eventID, key.OperationID, req.ticket())
+		created, unsubscribed, err := e.m.InsertTicket(tx, key.Tenant, req.Reporter, ticketID, eventID, key.OperationID, req.ticket())
 		if err != nil {
 			return err
 		}
 		created.ExternalID, created.ExternalURL = sc.extID, sc.extURL
-		if err := setExternal(tx, key.Tenant, ticketID, sc.extID, sc.extURL); err != nil {
+		if err := e.m.SetExternal(tx, key.Tenant, ticketID, sc.extID, sc.extURL); err != nil {
 			return err
 		}
-		return s.enqueue(tx, WriteEvent{ID: eventID, Tenant: key.Tenant, Kind: EventCreated, OperationID: key.OperationID,
+		return e.m.Enqueue(tx, tickets.WriteEvent{ID: eventID, Tenant: key.Tenant, Kind: tickets.EventCreated, OperationID: key.OperationID,
 			At: created.CreatedAt, Ticket: created, Unsubscribed: unsubscribed})
 	})
 }
