@@ -43,20 +43,20 @@ func (p project) CreateTicket(ctx context.Context, w tickets.Write, n tickets.Ne
 	if err := p.e.usable(n.ProjectID, &p.b); err != nil {
 		return tickets.CreateResult{OperationID: w.ID}, fmt.Errorf("create ticket: %w", err)
 	}
-	return p.e.createTracked(ctx, w.Tenant, w.Actor, w.ID, n)
+	return p.e.createTracked(ctx, p.b, w.Tenant, w.Actor, w.ID, n)
 }
 
 // UpdateTicket edits the issue; an update that changes nothing the issue
 // holds (priority, assignee) is the local store's write.
 func (p project) UpdateTicket(ctx context.Context, w tickets.Write, t tickets.Ticket, n tickets.TicketUpdate) (tickets.UpdateResult, error) {
-	if res, handled, err := p.e.updateTracked(ctx, w.Tenant, w.Actor, w.ID, t, n); handled {
+	if res, handled, err := p.e.updateTracked(ctx, p.b, w.Tenant, w.Actor, w.ID, t, n); handled {
 		return res, err
 	}
 	return p.e.m.Local().UpdateTicket(ctx, w, t, n)
 }
 
 func (p project) AddComment(ctx context.Context, w tickets.Write, t tickets.Ticket, body string) (tickets.CommentResult, error) {
-	return p.e.commentTracked(ctx, w.Tenant, w.Actor, w.ID, t, body)
+	return p.e.commentTracked(ctx, p.b, w.Tenant, w.Actor, w.ID, t, body)
 }
 
 var repositoryPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$`)
@@ -176,19 +176,19 @@ func (e *Engine) Resolve(ctx context.Context, key operations.Key, actor string, 
 }
 
 // issueNumber reads "owner/name#12", "#12" or "12" as an issue of repo.
-func issueNumber(repo, ref string) (int64, error) {
+func issueNumber(repo, ref string) (issueRef, error) {
 	num := ref
 	if r, n, ok := strings.Cut(ref, "#"); ok {
 		if r != "" && !strings.EqualFold(r, repo) {
-			return 0, invalidField("external_id", "names an issue of %s, but this project's tickets live in %s", r, repo)
+			return "", invalidField("external_id", "names an issue of %s, but this project's tickets live in %s", r, repo)
 		}
 		num = n
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
 	if err != nil || n < 1 {
-		return 0, invalidField("external_id", "must be an issue of %s: owner/name#12, #12 or 12", repo)
+		return "", invalidField("external_id", "must be an issue of %s: owner/name#12, #12 or 12", repo)
 	}
-	return n, nil
+	return issueRef(strconv.FormatInt(n, 10)), nil
 }
 
 func invalidField(field, format string, args ...any) *tickets.ValidationError {

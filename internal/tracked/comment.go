@@ -1,7 +1,6 @@
 package tracked
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,39 +23,32 @@ import (
 // commentRequest is what a tracker-backed comment sends, and the IDs of
 // the local rows that will mirror it.
 type commentRequest struct {
-	TicketID  string `json:"ticket_id"`
-	Issue     int64  `json:"issue"`
-	Author    string `json:"author"`
-	Body      string `json:"body"`
-	CommentID string `json:"comment_id"`
-	EventID   string `json:"event_id"`
+	TicketID  string   `json:"ticket_id"`
+	Issue     issueRef `json:"issue"`
+	Author    string   `json:"author"`
+	Body      string   `json:"body"`
+	CommentID string   `json:"comment_id"`
+	EventID   string   `json:"event_id"`
 }
 
-func commentExternalID(repo string, issue, comment int64) string {
-	return fmt.Sprintf("%s#%d/comments/%d", repo, issue, comment)
+func commentExternalID(repo string, issue issueRef, comment string) string {
+	return fmt.Sprintf("%s#%s/comments/%s", repo, issue, comment)
 }
 
 // ticketIssue returns the number of the issue the tracker-backed ticket t mirrors.
-func (e *Engine) ticketIssue(ctx context.Context, tenant string, t tickets.Ticket) (int64, error) {
-	b, err := e.m.TrackerBackend(ctx, tenant, t.ProjectID)
-	if err != nil {
-		return 0, err
-	}
-	if b == nil {
-		return 0, fmt.Errorf("%w: ticket %s mirrors %s, but project %s has no tracker backend", tickets.ErrUnavailable, t.Key, t.ExternalID, t.ProjectID)
-	}
-	if err := e.usable(t.ProjectID, b); err != nil {
-		return 0, err
+func (e *Engine) ticketIssue(b tracker.Backend, t tickets.Ticket) (issueRef, error) {
+	if err := e.usable(t.ProjectID, &b); err != nil {
+		return "", err
 	}
 	return issueNumber(b.Repository, t.ExternalID)
 }
 
 // commentTracked is AddComment on a tracker-backed ticket.
-func (e *Engine) commentTracked(ctx context.Context, tenant, author string, id uuid.UUID, t tickets.Ticket, body string) (tickets.CommentResult, error) {
+func (e *Engine) commentTracked(ctx context.Context, b tracker.Backend, tenant, author string, id uuid.UUID, t tickets.Ticket, body string) (tickets.CommentResult, error) {
 	key := operations.Key{Tenant: tenant, Action: tickets.ActionAddComment, OperationID: id}
 	fp := e.m.CommentFingerprint(t.ID, body)
 	rec, replayed, err := e.trackedCall(ctx, key, fp, func() (operations.Outcome, error) {
-		issue, err := e.ticketIssue(ctx, tenant, t)
+		issue, err := e.ticketIssue(b, t)
 		if err != nil {
 			return operations.Outcome{}, err
 		}
@@ -66,7 +58,7 @@ func (e *Engine) commentTracked(ctx context.Context, tenant, author string, id u
 		if err != nil {
 			return operations.Outcome{}, fmt.Errorf("encode request: %w", err)
 		}
-		row := downstreamRow{System: tracker.KindGitHub, ProjectID: t.ProjectID, TicketID: t.ID.String(), Request: string(raw)}
+		row := downstreamRow{System: b.Kind, ProjectID: t.ProjectID, TicketID: t.ID.String(), Request: string(raw)}
 		return e.claimTracked(ctx, key, fp, req.CommentID, author, row, nil)
 	})
 	if err != nil {
@@ -97,16 +89,16 @@ func (e *Engine) workComment(ctx context.Context, key operations.Key, row downst
 	}
 	marker := tracker.ActionMarker(key.Tenant, key.Action, key.OperationID.String())
 	if row.Attempts > 0 || row.Status == tickets.DownstreamSucceeded {
-		comments, err := t.ListComments(ctx, req.Issue, row.CreatedAt.Add(-listSkew))
+		comments, err := t.ListComments(ctx, string(req.Issue), row.CreatedAt.Add(-listSkew))
 		if err != nil {
-			return e.lookFailed(ctx, key, row, fmt.Errorf("list comments of #%d: %w", req.Issue, err))
+			return e.lookFailed(ctx, key, row, fmt.Errorf("list comments of #%s: %w", req.Issue, err))
 		}
 		marked := slices.DeleteFunc(comments, func(c tracker.Comment) bool { return !strings.Contains(c.Body, marker) })
 		slices.SortStableFunc(marked, func(a, b tracker.Comment) int {
 			if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 				return c
 			}
-			return cmp.Compare(a.ID, b.ID)
+			return refOrder(a.ID, b.ID)
 		})
 		if len(marked) > 0 {
 			return e.settleComments(ctx, key, row, t, repo, req, marked)
@@ -119,10 +111,10 @@ func (e *Engine) workComment(ctx context.Context, key operations.Key, row downst
 		}
 		e.count(ReconcileResent)
 	}
-	if err := e.attempt(ctx, key, &row, fmt.Sprintf("comment on %s#%d with the operation's marker", repo, req.Issue)); err != nil {
+	if err := e.attempt(ctx, key, &row, fmt.Sprintf("comment on %s#%s with the operation's marker", repo, req.Issue)); err != nil {
 		return err
 	}
-	c, sendErr := t.CreateComment(ctx, req.Issue, issueBody(req.Body, marker))
+	c, sendErr := t.CreateComment(ctx, string(req.Issue), issueBody(req.Body, marker))
 	return e.answered(ctx, key, row, sendErr, func(ctx context.Context) error {
 		return e.succeedComment(ctx, key, row, repo, req, c, nil, success{how: "created", actor: historyActor})
 	})
@@ -139,7 +131,7 @@ func (e *Engine) settleComments(ctx context.Context, key operations.Key, row dow
 		if i := slices.IndexFunc(dups, func(d tickets.Duplicate) bool { return d.ExternalID == id }); i >= 0 && dups[i].Closed {
 			continue
 		}
-		deleted := t.DeleteComment(ctx, other.ID) == nil
+		deleted := t.DeleteComment(ctx, string(req.Issue), other.ID) == nil
 		dups = slices.DeleteFunc(dups, func(d tickets.Duplicate) bool { return d.ExternalID == id })
 		dups = append(dups, tickets.Duplicate{ExternalID: id, ExternalURL: other.URL, Closed: deleted, KeptID: keptID})
 		e.count(ReconcileDuplicate)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -44,7 +43,7 @@ func issueBody(description, marker string) string {
 }
 
 // createTracked is CreateTicket in a tracker-backed project.
-func (e *Engine) createTracked(ctx context.Context, tenant, reporter string, id uuid.UUID, n tickets.NewTicket) (tickets.CreateResult, error) {
+func (e *Engine) createTracked(ctx context.Context, b tracker.Backend, tenant, reporter string, id uuid.UUID, n tickets.NewTicket) (tickets.CreateResult, error) {
 	key := operations.Key{Tenant: tenant, Action: tickets.ActionCreateTicket, OperationID: id}
 	res := tickets.CreateResult{OperationID: id}
 	rec, replayed, err := e.trackedCall(ctx, key, tickets.Fingerprint(n), func() (operations.Outcome, error) {
@@ -61,7 +60,7 @@ func (e *Engine) createTracked(ctx context.Context, tenant, reporter string, id 
 		if err != nil {
 			return operations.Outcome{}, fmt.Errorf("encode request: %w", err)
 		}
-		row := downstreamRow{System: tracker.KindGitHub, ProjectID: n.ProjectID, TicketID: ticketID.String(), Request: string(raw)}
+		row := downstreamRow{System: b.Kind, ProjectID: n.ProjectID, TicketID: ticketID.String(), Request: string(raw)}
 		return e.claimTracked(ctx, key, tickets.Fingerprint(n), ticketID.String(), reporter, row, func(tx *gorm.DB, _ *downstreamRow) error {
 			if consume == nil {
 				return nil
@@ -84,27 +83,22 @@ func (e *Engine) createTracked(ctx context.Context, tenant, reporter string, id 
 // request may have been sent, and send only when none is found after the
 // settle window. A settled create is only ever looked at (a duplicate
 // check), even one an operator resolved before any request was counted.
-func (e *Engine) workCreate(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo string) error {
-	marker := tracker.Marker(key.Tenant, key.OperationID.String())
+func (e *Engine) workCreate(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, b tracker.Backend) error {
+	mark := tracker.Mark{Tenant: key.Tenant, OperationID: key.OperationID.String()}
+	repo := b.Repository
 	if row.Attempts > 0 || row.Status == tickets.DownstreamSucceeded {
-		issues, err := t.ListLabelled(ctx, tracker.Label, row.CreatedAt.Add(-listSkew))
+		marked, err := t.FindMarked(ctx, mark, row.CreatedAt.Add(-listSkew))
 		if err != nil {
 			return e.lookFailed(ctx, key, row, fmt.Errorf("list marked issues: %w", err))
-		}
-		var marked []tracker.Issue
-		for _, i := range issues {
-			if strings.Contains(i.Body, marker) {
-				marked = append(marked, i)
-			}
 		}
 		slices.SortStableFunc(marked, func(a, b tracker.Issue) int {
 			if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 				return c
 			}
-			return int(a.Number - b.Number)
+			return refOrder(a.Ref, b.Ref)
 		})
 		if len(marked) > 0 {
-			return e.settleFound(ctx, key, row, t, repo, marked)
+			return e.settleFound(ctx, key, row, t, b, marked)
 		}
 		if row.Status == tickets.DownstreamSucceeded {
 			// A duplicate check that sees not even the recorded issue: the
@@ -116,11 +110,11 @@ func (e *Engine) workCreate(ctx context.Context, key operations.Key, row downstr
 		}
 		e.count(ReconcileResent)
 	}
-	return e.sendCreate(ctx, key, row, t, repo, marker)
+	return e.sendCreate(ctx, key, row, t, repo, mark)
 }
 
 // sendCreate makes one create request, counted and committed before it leaves.
-func (e *Engine) sendCreate(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo, marker string) error {
+func (e *Engine) sendCreate(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo string, mark tracker.Mark) error {
 	var req trackedRequest
 	if err := json.Unmarshal([]byte(row.Request), &req); err != nil {
 		return fmt.Errorf("operation %s: bad stored request: %w", key, err)
@@ -129,7 +123,7 @@ func (e *Engine) sendCreate(ctx context.Context, key operations.Key, row downstr
 		return err
 	}
 	labels := append([]string{tracker.Label}, req.Labels...)
-	issue, err := t.CreateIssue(ctx, tracker.NewIssue{Title: req.Title, Body: issueBody(req.Description, marker), Labels: labels})
+	issue, err := t.CreateIssue(ctx, tracker.NewIssue{Title: req.Title, Body: issueBody(req.Description, mark.Text()), Labels: labels, Mark: mark})
 	return e.answered(ctx, key, row, err, func(ctx context.Context) error {
 		return e.succeedCreate(ctx, key, row, issue, repo, nil, success{how: "created", actor: historyActor})
 	})
@@ -137,17 +131,18 @@ func (e *Engine) sendCreate(ctx context.Context, key operations.Key, row downstr
 
 // settleFound settles an operation from the marked issues found, oldest
 // first: the oldest is the ticket, any other a duplicate to close.
-func (e *Engine) settleFound(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo string, marked []tracker.Issue) error {
+func (e *Engine) settleFound(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, b tracker.Backend, marked []tracker.Issue) error {
+	repo := b.Repository
 	keep := marked[0]
 	dups := row.duplicates()
 	for _, other := range marked[1:] {
-		id := externalID(repo, other.Number)
+		id := externalID(repo, other.Ref)
 		if i := slices.IndexFunc(dups, func(d tickets.Duplicate) bool { return d.ExternalID == id }); i >= 0 && dups[i].Closed {
 			continue
 		}
-		closed := other.State == "closed" || e.closeDuplicate(ctx, t, key, keep, other) == nil
+		closed := other.State == b.StatusName(string(tickets.StatusClosed)) || e.closeDuplicate(ctx, t, key, keep, other) == nil
 		dups = slices.DeleteFunc(dups, func(d tickets.Duplicate) bool { return d.ExternalID == id })
-		dups = append(dups, tickets.Duplicate{ExternalID: id, ExternalURL: other.URL, Closed: closed, KeptID: externalID(repo, keep.Number)})
+		dups = append(dups, tickets.Duplicate{ExternalID: id, ExternalURL: other.URL, Closed: closed, KeptID: externalID(repo, keep.Ref)})
 		e.count(ReconcileDuplicate)
 	}
 	e.countLook(row, len(marked))
@@ -167,14 +162,14 @@ func (e *Engine) countLook(row downstreamRow, n int) {
 }
 
 func (e *Engine) closeDuplicate(ctx context.Context, t tracker.Tracker, key operations.Key, keep, dup tracker.Issue) error {
-	note := fmt.Sprintf("Duplicate of #%d. ticketd filed this issue twice for one operation (%s/%s): a request went unanswered "+
+	note := fmt.Sprintf("Duplicate of #%s. ticketd filed this issue twice for one operation (%s/%s): a request went unanswered "+
 		"or the tracker acted on it twice, and the tracker has no idempotency key, so it could not be deduplicated. "+
-		"Keeping #%d, the older; closing this one.", keep.Number, key.Tenant, key.OperationID, keep.Number)
-	if _, err := t.CreateComment(ctx, dup.Number, note); err != nil {
+		"Keeping #%s, the older; closing this one.", keep.Ref, key.Tenant, key.OperationID, keep.Ref)
+	if _, err := t.CreateComment(ctx, dup.Ref, note); err != nil {
 		return err
 	}
-	closed := "closed"
-	_, err := t.EditIssue(ctx, dup.Number, tracker.IssueEdit{State: &closed})
+	closed := string(tickets.StatusClosed)
+	_, err := t.EditIssue(ctx, dup.Ref, tracker.IssueEdit{Status: &closed})
 	return err
 }
 
@@ -191,7 +186,7 @@ func (e *Engine) succeedCreate(ctx context.Context, key operations.Key, row down
 	if err != nil {
 		return fmt.Errorf("operation %s: bad ticket ID: %w", key, err)
 	}
-	sc.extID, sc.extURL, sc.dups, sc.resultID = externalID(repo, keep.Number), keep.URL, dups, ticketID.String()
+	sc.extID, sc.extURL, sc.dups, sc.resultID = externalID(repo, keep.Ref), keep.URL, dups, ticketID.String()
 	return e.settleSuccess(ctx, key, row, sc, func(tx *gorm.DB, first bool) error {
 		if !first {
 			if deref(row.ExternalID) == sc.extID {

@@ -45,36 +45,36 @@ func (o outsideTracker) CreateIssue(ctx context.Context, in tracker.NewIssue) (i
 	return i, err
 }
 
-func (o outsideTracker) GetIssue(ctx context.Context, number int64) (i tracker.Issue, err error) {
-	err = o.do(ctx, func() error { i, err = o.t.GetIssue(ctx, number); return err })
+func (o outsideTracker) GetIssue(ctx context.Context, ref string) (i tracker.Issue, err error) {
+	err = o.do(ctx, func() error { i, err = o.t.GetIssue(ctx, ref); return err })
 	return i, err
 }
 
-func (o outsideTracker) ListLabelled(ctx context.Context, label string, since time.Time) (is []tracker.Issue, err error) {
-	err = o.do(ctx, func() error { is, err = o.t.ListLabelled(ctx, label, since); return err })
+func (o outsideTracker) FindMarked(ctx context.Context, m tracker.Mark, since time.Time) (is []tracker.Issue, err error) {
+	err = o.do(ctx, func() error { is, err = o.t.FindMarked(ctx, m, since); return err })
 	return is, err
 }
 
-func (o outsideTracker) EditIssue(ctx context.Context, number int64, edit tracker.IssueEdit) (i tracker.Issue, err error) {
-	err = o.do(ctx, func() error { i, err = o.t.EditIssue(ctx, number, edit); return err })
+func (o outsideTracker) EditIssue(ctx context.Context, ref string, edit tracker.IssueEdit) (i tracker.Issue, err error) {
+	err = o.do(ctx, func() error { i, err = o.t.EditIssue(ctx, ref, edit); return err })
 	return i, err
 }
 
-func (o outsideTracker) CreateComment(ctx context.Context, number int64, body string) (c tracker.Comment, err error) {
-	err = o.do(ctx, func() error { c, err = o.t.CreateComment(ctx, number, body); return err })
+func (o outsideTracker) CreateComment(ctx context.Context, ref, body string) (c tracker.Comment, err error) {
+	err = o.do(ctx, func() error { c, err = o.t.CreateComment(ctx, ref, body); return err })
 	return c, err
 }
 
-func (o outsideTracker) ListComments(ctx context.Context, number int64, since time.Time) (cs []tracker.Comment, err error) {
-	err = o.do(ctx, func() error { cs, err = o.t.ListComments(ctx, number, since); return err })
+func (o outsideTracker) ListComments(ctx context.Context, ref string, since time.Time) (cs []tracker.Comment, err error) {
+	err = o.do(ctx, func() error { cs, err = o.t.ListComments(ctx, ref, since); return err })
 	return cs, err
 }
 
-func (o outsideTracker) GetComment(ctx context.Context, commentID int64) (c tracker.Comment, err error) {
-	err = o.do(ctx, func() error { c, err = o.t.GetComment(ctx, commentID); return err })
+func (o outsideTracker) GetComment(ctx context.Context, ref, commentID string) (c tracker.Comment, err error) {
+	err = o.do(ctx, func() error { c, err = o.t.GetComment(ctx, ref, commentID); return err })
 	return c, err
 }
 
-func (o outsideTracker) DeleteComment(ctx context.Context, commentID int64) error {
-	return o.do(ctx, func() error { return o.t.DeleteComment(ctx, commentID) })
+func (o outsideTracker) DeleteComment(ctx context.Context, ref, commentID string) error {
+	return o.do(ctx, func() error { return o.t.DeleteComment(ctx, ref, commentID) })
 }

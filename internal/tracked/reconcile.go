@@ -81,9 +81,9 @@ func (e *Engine) work(ctx context.Context, key operations.Key, row downstreamRow
 	case tickets.ActionAddComment:
 		return e.workComment(ctx, key, row, t, b.Repository)
 	case tickets.ActionUpdateTicket:
-		return e.workEdit(ctx, key, row, t, b.Repository)
+		return e.workEdit(ctx, key, row, t, *b)
 	}
-	return e.workCreate(ctx, key, row, t, b.Repository)
+	return e.workCreate(ctx, key, row, t, *b)
 }
 
 // detach is the context for bookkeeping after a request left: it runs

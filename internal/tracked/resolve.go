@@ -36,14 +36,14 @@ func (e *Engine) resolveFound(ctx context.Context, key operations.Key, row downs
 		if err != nil {
 			return err
 		}
-		c, err := t.GetComment(ctx, id)
+		c, err := t.GetComment(ctx, string(req.Issue), id)
 		switch {
 		case errors.Is(err, tracker.ErrRejected):
-			return invalidField("external_id", "%s has no comment %d (%v)", b.Repository, id, err)
+			return invalidField("external_id", "%s has no comment %s (%v)", b.Repository, id, err)
 		case err != nil:
-			return fmt.Errorf("%w: read comment %d: %v", tickets.ErrUnavailable, id, err)
-		case c.Issue != req.Issue:
-			return invalidField("external_id", "comment %d is on #%d; the comment was to be on #%d", id, c.Issue, req.Issue)
+			return fmt.Errorf("%w: read comment %s: %v", tickets.ErrUnavailable, id, err)
+		case issueRef(c.Issue) != req.Issue:
+			return invalidField("external_id", "comment %s is on #%s; the comment was to be on #%s", id, c.Issue, req.Issue)
 		}
 		return e.succeedComment(ctx, key, row, b.Repository, req, c, row.duplicates(), sc)
 	}
@@ -51,12 +51,12 @@ func (e *Engine) resolveFound(ctx context.Context, key operations.Key, row downs
 	if err != nil {
 		return err
 	}
-	issue, err := t.GetIssue(ctx, number)
+	issue, err := t.GetIssue(ctx, string(number))
 	switch {
 	case errors.Is(err, tracker.ErrRejected):
-		return invalidField("external_id", "%s has no issue #%d (%v)", b.Repository, number, err)
+		return invalidField("external_id", "%s has no issue #%s (%v)", b.Repository, number, err)
 	case err != nil:
-		return fmt.Errorf("%w: read issue #%d: %v", tickets.ErrUnavailable, number, err)
+		return fmt.Errorf("%w: read issue #%s: %v", tickets.ErrUnavailable, number, err)
 	}
 	if key.Action != tickets.ActionUpdateTicket {
 		return e.succeedCreate(ctx, key, row, issue, b.Repository, row.duplicates(), sc)
@@ -66,28 +66,28 @@ func (e *Engine) resolveFound(ctx context.Context, key operations.Key, row downs
 		return fmt.Errorf("operation %s: bad stored request: %w", key, err)
 	}
 	if number != req.Issue {
-		return invalidField("external_id", "the update was of %s#%d, not #%d", b.Repository, req.Issue, number)
+		return invalidField("external_id", "the update was of %s#%s, not #%s", b.Repository, req.Issue, number)
 	}
 	return e.succeedEdit(ctx, key, row, b.Repository, req, issue, sc)
 }
 
 // commentNumber reads "owner/name#12/comments/345" or "345" as a comment
 // on issue of repo.
-func commentNumber(repo string, issue int64, ref string) (int64, error) {
+func commentNumber(repo string, issue issueRef, ref string) (string, error) {
 	num := ref
 	if on, c, ok := strings.Cut(ref, "/comments/"); ok {
 		n, err := issueNumber(repo, on)
 		if err != nil {
-			return 0, err
+			return "", err
 		}
 		if n != issue {
-			return 0, invalidField("external_id", "the comment was to be on #%d, not #%d", issue, n)
+			return "", invalidField("external_id", "the comment was to be on #%s, not #%s", issue, n)
 		}
 		num = c
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
 	if err != nil || n < 1 {
-		return 0, invalidField("external_id", "must be a comment on %s#%d: %s#%d/comments/345 or 345", repo, issue, repo, issue)
+		return "", invalidField("external_id", "must be a comment on %s#%s: %s#%s/comments/345 or 345", repo, issue, repo, issue)
 	}
-	return n, nil
+	return strconv.FormatInt(n, 10), nil
 }

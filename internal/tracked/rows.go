@@ -1,6 +1,7 @@
 package tracked
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -115,7 +116,37 @@ func (e *Engine) downstream(ctx context.Context, key operations.Key) (downstream
 	return row, nil
 }
 
-func externalID(repo string, n int64) string { return fmt.Sprintf("%s#%d", repo, n) }
+func externalID(repo, ref string) string { return repo + "#" + ref }
+
+// issueRef is an issue's tracker.Issue.Ref as a stored request holds it: a
+// string, or the number an earlier ticketd stored for a GitHub issue.
+type issueRef string
+
+func (r *issueRef) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] != '"' {
+		var n json.Number
+		if err := json.Unmarshal(b, &n); err != nil {
+			return fmt.Errorf("issue reference: %w", err)
+		}
+		*r = issueRef(n.String())
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("issue reference: %w", err)
+	}
+	*r = issueRef(s)
+	return nil
+}
+
+// refOrder orders two references of one tracker as it numbered them: by
+// length, then text ("9" before "10", "OPS-9" before "OPS-10").
+func refOrder(a, b string) int {
+	if c := cmp.Compare(len(a), len(b)); c != 0 {
+		return c
+	}
+	return cmp.Compare(a, b)
+}
 
 // Status adds to st what is known downstream, with the
 // operation's reconciliation history; nothing for a local operation.

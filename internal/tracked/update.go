@@ -35,24 +35,16 @@ import (
 // row will mirror.
 type editRequest struct {
 	TicketID string               `json:"ticket_id"`
-	Issue    int64                `json:"issue"`
+	Issue    issueRef             `json:"issue"`
 	Actor    string               `json:"actor"`
 	EventID  string               `json:"event_id"`
 	Update   tickets.TicketUpdate `json:"update"` // IfVersion cleared: checked at the claim
 	Edit     tracker.IssueEdit    `json:"edit"`
 }
 
-// issueState is a status as GitHub's open/closed.
-func issueState(st tickets.Status) string {
-	if st == tickets.StatusResolved || st == tickets.StatusClosed {
-		return "closed"
-	}
-	return "open"
-}
-
 // issueEdit is the PATCH that takes an issue mirroring cur to next, and
 // whether it sets anything; createMarker is kept in a new body.
-func issueEdit(cur, next tickets.Ticket, createMarker string) (tracker.IssueEdit, bool) {
+func issueEdit(b tracker.Backend, cur, next tickets.Ticket, createMarker string) (tracker.IssueEdit, bool) {
 	var e tracker.IssueEdit
 	if next.Title != cur.Title {
 		e.Title = &next.Title
@@ -61,18 +53,19 @@ func issueEdit(cur, next tickets.Ticket, createMarker string) (tracker.IssueEdit
 		b := issueBody(next.Description, createMarker)
 		e.Body = &b
 	}
-	if st := issueState(next.Status); st != issueState(cur.Status) {
-		e.State = &st
+	if b.StatusName(string(next.Status)) != b.StatusName(string(cur.Status)) {
+		st := string(next.Status)
+		e.Status = &st
 	}
 	if !slices.Equal(next.Labels, cur.Labels) {
 		l := append([]string{tracker.Label}, next.Labels...)
 		e.Labels = &l
 	}
-	return e, e.Title != nil || e.Body != nil || e.State != nil || e.Labels != nil
+	return e, e.Title != nil || e.Body != nil || e.Status != nil || e.Labels != nil
 }
 
 // shows reports whether issue has every field edit sets.
-func shows(issue tracker.Issue, edit tracker.IssueEdit) bool {
+func shows(b tracker.Backend, issue tracker.Issue, edit tracker.IssueEdit) bool {
 	sameSet := func(a, b []string) bool {
 		a, b = slices.Clone(a), slices.Clone(b)
 		slices.Sort(a)
@@ -80,13 +73,13 @@ func shows(issue tracker.Issue, edit tracker.IssueEdit) bool {
 		return slices.Equal(slices.Compact(a), slices.Compact(b))
 	}
 	return (edit.Title == nil || *edit.Title == issue.Title) && (edit.Body == nil || *edit.Body == issue.Body) &&
-		(edit.State == nil || *edit.State == issue.State) && (edit.Labels == nil || sameSet(*edit.Labels, issue.Labels))
+		(edit.Status == nil || b.StatusName(*edit.Status) == issue.State) && (edit.Labels == nil || sameSet(*edit.Labels, issue.Labels))
 }
 
 // updateTracked is UpdateTicket on a tracker-backed ticket t; handled is
 // false when the local write should do it (nothing the issue holds
 // changes, or the ID's record is a local write's).
-func (e *Engine) updateTracked(ctx context.Context, tenant, actor string, id uuid.UUID, t tickets.Ticket, n tickets.TicketUpdate) (res tickets.UpdateResult, handled bool, err error) {
+func (e *Engine) updateTracked(ctx context.Context, b tracker.Backend, tenant, actor string, id uuid.UUID, t tickets.Ticket, n tickets.TicketUpdate) (res tickets.UpdateResult, handled bool, err error) {
 	key := operations.Key{Tenant: tenant, Action: tickets.ActionUpdateTicket, OperationID: id}
 	res = tickets.UpdateResult{OperationID: id}
 	switch _, err := e.m.Ledger().Lookup(ctx, key); {
@@ -101,13 +94,13 @@ func (e *Engine) updateTracked(ctx context.Context, tenant, actor string, id uui
 		if err != nil {
 			return res, false, nil // the local write refuses it the same way
 		}
-		if _, ok := issueEdit(t, next, ""); !ok {
+		if _, ok := issueEdit(b, t, next, ""); !ok {
 			return res, false, nil
 		}
 	}
 	fp := e.m.UpdateFingerprint(t.ID, n)
 	rec, replayed, err := e.trackedCall(ctx, key, fp, func() (operations.Outcome, error) {
-		return e.claimEdit(ctx, key, fp, actor, t, n)
+		return e.claimEdit(ctx, b, key, fp, actor, t, n)
 	})
 	if err != nil {
 		return res, true, fmt.Errorf("update ticket %s: %w", t.Key, err)
@@ -126,8 +119,8 @@ func (e *Engine) updateTracked(ctx context.Context, tenant, actor string, id uui
 // claimEdit claims a tracker-backed update: under the ticket's lock it
 // checks the expected version, computes the PATCH from the ticket as
 // committed, and refuses while another edit of the ticket is unsettled.
-func (e *Engine) claimEdit(ctx context.Context, key operations.Key, fp, actor string, t tickets.Ticket, n tickets.TicketUpdate) (operations.Outcome, error) {
-	issue, err := e.ticketIssue(ctx, key.Tenant, t)
+func (e *Engine) claimEdit(ctx context.Context, b tracker.Backend, key operations.Key, fp, actor string, t tickets.Ticket, n tickets.TicketUpdate) (operations.Outcome, error) {
+	issue, err := e.ticketIssue(b, t)
 	if err != nil {
 		return operations.Outcome{}, err
 	}
@@ -138,7 +131,7 @@ func (e *Engine) claimEdit(ctx context.Context, key operations.Key, fp, actor st
 		}
 	}
 	eventID := uuid.Must(uuid.NewV7())
-	row := downstreamRow{System: tracker.KindGitHub, ProjectID: t.ProjectID, TicketID: t.ID.String()}
+	row := downstreamRow{System: b.Kind, ProjectID: t.ProjectID, TicketID: t.ID.String()}
 	return e.claimTracked(ctx, key, fp, eventID.String(), actor, row, func(tx *gorm.DB, row *downstreamRow) error {
 		if consume != nil {
 			if err := consume(tx); err != nil {
@@ -166,7 +159,7 @@ func (e *Engine) claimEdit(ctx context.Context, key operations.Key, fp, actor st
 			return fmt.Errorf("%w: an earlier update of %s (operation %s) is still being carried to the tracker; "+
 				"nothing was recorded for this one: retry it once that settles", operations.ErrInProgress, t.Key, busy[0].OperationID)
 		}
-		edit, _ := issueEdit(cur, next, tracker.Marker(key.Tenant, createdBy))
+		edit, _ := issueEdit(b, cur, next, tracker.Marker(key.Tenant, createdBy))
 		u := n
 		u.IfVersion = nil
 		raw, err := json.Marshal(editRequest{TicketID: t.ID.String(), Issue: issue, Actor: actor, EventID: eventID.String(), Update: u, Edit: edit})
@@ -181,7 +174,8 @@ func (e *Engine) claimEdit(ctx context.Context, key operations.Key, fp, actor st
 // workEdit is one round of an update: read the issue back once a request
 // may have been sent, and send again only when it does not show the edit
 // after the settle window and nobody changed it since.
-func (e *Engine) workEdit(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo string) error {
+func (e *Engine) workEdit(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, b tracker.Backend) error {
+	repo := b.Repository
 	var req editRequest
 	if err := json.Unmarshal([]byte(row.Request), &req); err != nil {
 		return fmt.Errorf("operation %s: bad stored request: %w", key, err)
@@ -190,11 +184,11 @@ func (e *Engine) workEdit(ctx context.Context, key operations.Key, row downstrea
 		return e.release(ctx, key, row, nil) // an edit makes nothing that could be doubled
 	}
 	if row.Attempts > 0 {
-		issue, err := t.GetIssue(ctx, req.Issue)
+		issue, err := t.GetIssue(ctx, string(req.Issue))
 		if err != nil {
-			return e.lookFailed(ctx, key, row, fmt.Errorf("read issue #%d: %w", req.Issue, err))
+			return e.lookFailed(ctx, key, row, fmt.Errorf("read issue #%s: %w", req.Issue, err))
 		}
-		if shows(issue, req.Edit) {
+		if shows(b, issue, req.Edit) {
 			e.count(ReconcileFound)
 			rctx, cancel := detach(ctx)
 			defer cancel()
@@ -206,16 +200,16 @@ func (e *Engine) workEdit(ctx context.Context, key operations.Key, row downstrea
 		}
 		if !issue.UpdatedAt.Before(row.LastSentAt.Truncate(time.Second)) {
 			e.count(ReconcileHeld)
-			return e.hold(ctx, key, row, fmt.Sprintf("issue #%d changed at %s, after the edit was sent, and does not show it: "+
+			return e.hold(ctx, key, row, fmt.Sprintf("issue #%s changed at %s, after the edit was sent, and does not show it: "+
 				"ticketd will not re-send over what may be someone else's later change; resolve the operation",
 				req.Issue, issue.UpdatedAt.UTC().Format(time.RFC3339)))
 		}
 		e.count(ReconcileResent)
 	}
-	if err := e.attempt(ctx, key, &row, fmt.Sprintf("edit %s#%d", repo, req.Issue)); err != nil {
+	if err := e.attempt(ctx, key, &row, fmt.Sprintf("edit %s#%s", repo, req.Issue)); err != nil {
 		return err
 	}
-	issue, sendErr := t.EditIssue(ctx, req.Issue, req.Edit)
+	issue, sendErr := t.EditIssue(ctx, string(req.Issue), req.Edit)
 	return e.answered(ctx, key, row, sendErr, func(ctx context.Context) error {
 		return e.succeedEdit(ctx, key, row, repo, req, issue, success{how: "edited", actor: historyActor})
 	})
@@ -229,7 +223,7 @@ func (e *Engine) succeedEdit(ctx context.Context, key operations.Key, row downst
 	if err != nil {
 		return fmt.Errorf("operation %s: bad stored IDs: %w", key, err)
 	}
-	sc.extID, sc.extURL, sc.resultID = externalID(repo, issue.Number), issue.URL, req.EventID
+	sc.extID, sc.extURL, sc.resultID = externalID(repo, issue.Ref), issue.URL, req.EventID
 	return e.settleSuccess(ctx, key, row, sc, func(tx *gorm.DB, first bool) error {
 		if !first {
 			return nil
