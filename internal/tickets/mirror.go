@@ -25,7 +25,7 @@ func (m Mirror) Ledger() *operations.Ledger { return m.s.ledger }
 
 // Local is the local store's Backend: an update that changes nothing the
 // tracker holds is a local write.
-func (m Mirror) Local() Backend { return local{m.s} }
+func (m Mirror) Local() Backend { return local(m) }
 
 // TrackerBackend returns projectID's tracker backend; nil for a local
 // project and for one that does not exist.
