@@ -16,8 +16,8 @@ import (
 // The steps every tracker-backed action shares (docs/contract.md#tracker-backed-projects):
 // the lease, one round of work, and recording what a request's answer proves.
 // What "look before sending again" means is the action's own: a create lists
-// the marked issues (tracked_create.go), a comment the issue's marked comments
-// (tracked_comment.go), an edit reads the issue back (tracked_update.go).
+// the marked issues (create.go), a comment the issue's marked comments
+// (comment.go), an edit reads the issue back (update.go).
 
 // lease takes key's downstream row for one reconciliation. It reports
 // busy when another worker holds it, and ok false when there is nothing to
