@@ -144,7 +144,7 @@ func stdio(ctx context.Context, args []string, getenv func(string) string, stdin
 	if err != nil {
 		return err
 	}
-	store, svc, _, _, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey}, &approvals, logger)
+	store, svc, _, _, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey}, nil, &approvals, logger)
 	if err != nil {
 		return err
 	}

@@ -133,7 +133,7 @@ func checkTenant(tenant string) error {
 // deployment's first command may well be creating its first project), and
 // returns the service on it and how to close it.
 func openProjects(ctx context.Context, cfg *config) (*tickets.Service, func(), error) {
-	store, svc, _, _, err := openStore(ctx, cfg, tickets.Options{}, nil, slog.New(slog.DiscardHandler))
+	store, svc, _, _, err := openStore(ctx, cfg, tickets.Options{}, nil, nil, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/ticketd/ticketd/internal/reconciler"
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tracked"
 	"github.com/ticketd/ticketd/internal/webhooks"
 )
 
@@ -83,7 +84,7 @@ func serve(ctx context.Context, self string, args []string, getenv func(string) 
 		return err
 	}
 	defer flushTracing()
-	metrics := observe.New(observe.Options{Logger: logger, Actions: tickets.Actions(), ApprovalEvents: approval.Events(), ReconcileResults: tickets.ReconcileResults()})
+	metrics := observe.New(observe.Options{Logger: logger, Actions: tickets.Actions(), ApprovalEvents: approval.Events(), ReconcileResults: tracked.ReconcileResults()})
 	store, svc, hooks, queue, err := openServices(ctx, cfg, cursorKey, metrics, logger)
 	if err != nil {
 		return err
@@ -174,8 +175,8 @@ func openServices(ctx context.Context, cfg *config, cursorKey []byte, metrics *o
 		return nil, nil, nil, nil, err
 	}
 	approvals.OnEvent = metrics.Approval
-	store, svc, hooks, queue, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey, OnWrite: server.ObserveWrites(metrics),
-		Tracked: tickets.TrackedOptions{OnReconcile: metrics.Reconciliation}}, &approvals, logger)
+	store, svc, hooks, queue, err := openStore(ctx, cfg, tickets.Options{CursorKey: cursorKey, OnWrite: server.ObserveWrites(metrics)},
+		metrics.Reconciliation, &approvals, logger)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}

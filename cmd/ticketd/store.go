@@ -12,6 +12,7 @@ import (
 	"github.com/ticketd/ticketd/internal/reconciler"
 	"github.com/ticketd/ticketd/internal/ssrf"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tracked"
 	"github.com/ticketd/ticketd/internal/tracker/github"
 	"github.com/ticketd/ticketd/internal/webhooks"
 	"github.com/ticketd/ticketd/migrations"
@@ -50,7 +51,7 @@ func openDB(ctx context.Context, cfg *config) (*db.DB, error) {
 // webhooks, and with the GitHub connector and the reconciliation queue, so
 // that a tracker-backed create made by any command is settled. The webhook
 // service delivers and the queue reconciles only once started (serve does).
-func openStore(ctx context.Context, cfg *config, opts tickets.Options, approvals *approval.Options, logger *slog.Logger) (*db.DB, *tickets.Service, *webhooks.Service, *reconciler.Queue, error) {
+func openStore(ctx context.Context, cfg *config, opts tickets.Options, onReconcile func(result string), approvals *approval.Options, logger *slog.Logger) (*db.DB, *tickets.Service, *webhooks.Service, *reconciler.Queue, error) {
 	if opts.CursorKey == nil && cfg.Dev {
 		// Here, after every check, so a bad setting never writes the data
 		// directory.
@@ -103,7 +104,7 @@ func openStore(ctx context.Context, cfg *config, opts tickets.Options, approvals
 		_ = store.Close()
 		return nil, nil, nil, nil, err
 	}
-	wireTrackers(cfg, &opts.Tracked, queue)
+	opts.Tracked = trackers(cfg, onReconcile, queue)
 	if approvals != nil {
 		opts.Approvals = approval.New(store.Gorm, *approvals)
 	}
@@ -121,10 +122,12 @@ func openStore(ctx context.Context, cfg *config, opts tickets.Options, approvals
 	return store, svc, hooks, queue, nil
 }
 
-// wireTrackers sets t up from cfg's tracker settings: the operator's
-// credentials, the endpoint guard, the GitHub adapter with its per-host cap
-// and breaker, and the reconciliation queue, settle window and lease.
-func wireTrackers(cfg *config, t *tickets.TrackedOptions, queue *reconciler.Queue) {
+// trackers connects tracker-backed projects from cfg's tracker settings:
+// the operator's credentials, the endpoint guard, the GitHub adapter with
+// its per-host cap and breaker, and the reconciliation queue, settle window
+// and lease; onReconcile (nil: none) counts the reconciliations.
+func trackers(cfg *config, onReconcile func(result string), queue *reconciler.Queue) tracked.Options {
+	t := tracked.Options{OnReconcile: onReconcile}
 	t.Credentials, t.Guard = cfg.TrackerCredentials, cfg.trackerGuard()
 	t.Open = github.Opener(github.Options{Timeout: cfg.TrackerTimeout, Credentials: cfg.TrackerCredentials,
 		Getenv: cfg.getenv, Guard: t.Guard, HostConcurrency: cfg.TrackerHostConcurrency,
@@ -137,6 +140,7 @@ func wireTrackers(cfg *config, t *tickets.TrackedOptions, queue *reconciler.Queu
 		// comment and close within one lease.
 		t.Lease = 6 * cfg.TrackerTimeout
 	}
+	return t
 }
 
 // trackerGuard is the tracker endpoint policy (docs/trackers.md): https

@@ -102,7 +102,7 @@ type Options struct {
 	// misses that event.
 	Actions []string
 	// ReconcileResults are the results of a look at an external tracker
-	// (tickets.ReconcileResults), bound up front like Actions.
+	// (tracked.ReconcileResults), bound up front like Actions.
 	ReconcileResults []string
 	// ApprovalEvents are the approval gate's events (asked, approved,
 	// declined, expired), bound up front for the same reason.

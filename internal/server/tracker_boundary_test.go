@@ -19,6 +19,7 @@ import (
 	"github.com/ticketd/ticketd/internal/server/servertest"
 	"github.com/ticketd/ticketd/internal/ssrf"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tracked"
 	"github.com/ticketd/ticketd/internal/tracker"
 	"github.com/ticketd/ticketd/internal/tracker/github"
 	"github.com/ticketd/ticketd/internal/tracker/githubtest"
@@ -97,7 +98,7 @@ func startBoundary(t *testing.T, d *db.DB, allowPrivate bool, hosts ...string) *
 		t.Errorf("ticketd read the variable %s", name)
 		return ""
 	}
-	env := servertest.Start(t, d, servertest.Options{Tracked: tickets.TrackedOptions{
+	env := servertest.Start(t, d, servertest.Options{Tracked: tracked.Options{
 		Open:        github.Opener(github.Options{Timeout: time.Second, Credentials: creds, Getenv: getenv, Guard: guard}),
 		Credentials: creds, Guard: guard, Settle: time.Hour, Lease: 5 * time.Second,
 	}})
@@ -282,7 +283,7 @@ func TestCreateSendsALoopbackListenerNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			svc := tickets.NewService(d.Gorm, tickets.Options{Tracked: tickets.TrackedOptions{Credentials: tracker.Credentials{{Name: "gh", Env: "GH_TOKEN"}}}})
+			svc := tickets.NewService(d.Gorm, tickets.Options{Tracked: tracked.Options{Credentials: tracker.Credentials{{Name: "gh", Env: "GH_TOKEN"}}}})
 			unmapped, err := svc.MapRetiredTokenEnvs(context.Background())
 			if err != nil || !strings.Contains(strings.Join(unmapped, "\n"), "project "+id+" of tenant "+e.tenant) {
 				t.Fatalf("map retired token_env: %v, notes %q; want a note for %s", err, unmapped, id)

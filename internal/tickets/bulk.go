@@ -183,7 +183,11 @@ func (s *Service) resolveBulk(ctx context.Context, tenant string, base uuid.UUID
 		if err != nil {
 			return nil, fmt.Errorf("bulk update tickets: %s: %w", strings.TrimSpace(ref), err)
 		}
-		if t.ExternalID != "" {
+		local, err := s.isLocal(ctx, tenant, t.ProjectID)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("bulk update tickets: %w", err)
+		case !local:
 			return nil, invalidField("ids", "%s mirrors %s: a bulk update is one local transaction and cannot carry edits to a tracker; use update_ticket", t.Key, t.ExternalID)
 		}
 		if first, dup := seen[t.ID]; dup {

@@ -122,9 +122,16 @@ func (s *Service) AddComment(ctx context.Context, c Caller, opID operations.ID, 
 	if err != nil {
 		return CommentResult{OperationID: id}, fmt.Errorf("add comment: %w", err)
 	}
-	if t.ExternalID != "" {
-		return s.commentTracked(ctx, tenant, author, id, t, body)
+	b, err := s.backendOf(ctx, tenant, t.ProjectID)
+	if err != nil {
+		return CommentResult{OperationID: id}, fmt.Errorf("add comment: %w", err)
 	}
+	return b.AddComment(ctx, Write{Tenant: tenant, Actor: author, ID: id}, t, body)
+}
+
+// commentLocal is AddComment on a ticket of a local project.
+func (s *Service) commentLocal(ctx context.Context, w Write, t Ticket, body string) (_ CommentResult, err error) {
+	tenant, author, id := w.Tenant, w.Actor, w.ID
 	key := operations.Key{Tenant: tenant, Action: ActionAddComment, OperationID: id}
 	commentID, eventID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	var (

@@ -47,16 +47,17 @@ func (s *Service) CreateTicket(ctx context.Context, c Caller, opID operations.ID
 	if err := checkActor(reporter); err != nil {
 		return CreateResult{}, err
 	}
-	backend, err := s.projectBackend(ctx, tenant, n.ProjectID)
+	b, err := s.backendOf(ctx, tenant, n.ProjectID)
 	if err != nil {
 		return CreateResult{OperationID: id}, fmt.Errorf("create ticket: %w", err)
 	}
-	if backend != nil {
-		if err := s.usable(n.ProjectID, backend); err != nil {
-			return CreateResult{OperationID: id}, fmt.Errorf("create ticket: %w", err)
-		}
-		return s.createTracked(ctx, tenant, reporter, id, n)
-	}
+	return b.CreateTicket(ctx, Write{Tenant: tenant, Actor: reporter, ID: id}, n)
+}
+
+// createLocal is CreateTicket in a local project (or none: the insert
+// reports an unknown project).
+func (s *Service) createLocal(ctx context.Context, w Write, n NewTicket) (_ CreateResult, err error) {
+	tenant, reporter, id := w.Tenant, w.Actor, w.ID
 	key := operations.Key{Tenant: tenant, Action: ActionCreateTicket, OperationID: id}
 	ticketID, eventID := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 	var created Ticket

@@ -66,8 +66,10 @@ func (s *Service) statusOf(ctx context.Context, tenant string, rec operations.Re
 	if err != nil {
 		return OperationStatus{}, fmt.Errorf("get operation: %w", err)
 	}
-	if err := s.downstreamStatus(ctx, &st); err != nil {
-		return OperationStatus{}, fmt.Errorf("get operation: %w", err)
+	if s.trackers != nil {
+		if err := s.trackers.Status(ctx, &st); err != nil {
+			return OperationStatus{}, fmt.Errorf("get operation: %w", err)
+		}
 	}
 	if rec.ApprovalID != "" && s.approvals != nil {
 		a, err := s.approvals.Lookup(ctx, tenant, rec.ApprovalID)

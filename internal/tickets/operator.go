@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
-
-	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/operations"
 )
@@ -72,25 +70,16 @@ func (s *Service) ReconcileOperation(ctx context.Context, c Caller, id operation
 		// Pruned: it succeeded long ago, and nothing is left to reconcile.
 		return s.statusOf(ctx, tenant, rec)
 	}
-	if _, err := s.downstream(ctx, rec.Key); err == nil {
-		err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-			return addHistory(tx, rec.Key, "reconcile_requested", actor, "an operator asked for reconciliation now")
-		})
+	if s.trackers != nil {
+		ok, err := s.trackers.Reconcile(ctx, rec.Key, actor)
 		if err != nil {
 			return OperationStatus{}, fmt.Errorf("reconcile operation: %w", err)
 		}
-		busy, err := s.reconcile(ctx, rec.Key, true)
-		switch {
-		case err != nil && !errors.Is(err, ErrSettled):
-			return OperationStatus{}, fmt.Errorf("reconcile operation: %w", err)
-		case busy:
-			return OperationStatus{}, fmt.Errorf("reconcile operation: %w: another worker is reconciling it now", operations.ErrInProgress)
+		if ok {
+			if rec, err = s.ledger.Lookup(ctx, rec.Key); err != nil {
+				return OperationStatus{}, fmt.Errorf("reconcile operation: %w", err)
+			}
 		}
-		if rec, err = s.ledger.Lookup(ctx, rec.Key); err != nil {
-			return OperationStatus{}, fmt.Errorf("reconcile operation: %w", err)
-		}
-	} else if !errors.Is(err, gorm.ErrRecordNotFound) {
-		return OperationStatus{}, fmt.Errorf("reconcile operation: %w: %v", ErrUnavailable, err)
 	}
 	return s.statusOf(ctx, tenant, rec)
 }
@@ -106,16 +95,12 @@ func (s *Service) ResolveOperation(ctx context.Context, c Caller, id operations.
 	tenant, actor := c.Tenant, c.Subject
 	r.Outcome, r.ExternalID, r.Reason = strings.TrimSpace(r.Outcome), strings.TrimSpace(r.ExternalID), strings.TrimSpace(r.Reason)
 	var errs []FieldError
-	switch r.Outcome {
-	case ResolveSucceeded:
-		if r.ExternalID == "" {
-			errs = append(errs, FieldError{"external_id", "is required with outcome succeeded: the tracker issue, e.g. owner/name#12"})
-		}
-	case ResolveNotCreated:
-		if r.ExternalID != "" {
-			errs = append(errs, FieldError{"external_id", "must be absent with outcome not_created"})
-		}
-	default:
+	switch missing := r.ExternalID == ""; {
+	case r.Outcome == ResolveSucceeded && missing:
+		errs = append(errs, FieldError{"external_id", "is required with outcome succeeded: the tracker issue, e.g. owner/name#12"})
+	case r.Outcome == ResolveNotCreated && !missing:
+		errs = append(errs, FieldError{"external_id", "must be absent with outcome not_created"})
+	case r.Outcome != ResolveSucceeded && r.Outcome != ResolveNotCreated:
 		errs = append(errs, FieldError{"outcome", "must be succeeded or not_created"})
 	}
 	if msg := checkText(r.Reason); msg != "" {
@@ -136,53 +121,30 @@ func (s *Service) ResolveOperation(ctx context.Context, c Caller, id operations.
 	if rec.Status != operations.StatusPending && rec.Status != operations.StatusUnknown {
 		return OperationStatus{}, fmt.Errorf("resolve operation: %w: it is %s, and only an unknown or pending operation can be resolved", ErrSettled, rec.Status)
 	}
-	if err := s.resolve(ctx, rec.Key, actor, r); err != nil {
-		return OperationStatus{}, fmt.Errorf("resolve operation: %w", err)
+	ok := false
+	if s.trackers != nil {
+		if ok, err = s.trackers.Resolve(ctx, rec.Key, actor, r); err != nil {
+			return OperationStatus{}, fmt.Errorf("resolve operation: %w", err)
+		}
 	}
-	s.count(ReconcileResolved)
+	if !ok {
+		return OperationStatus{}, fmt.Errorf("resolve operation: %w",
+			invalidField("operation_id", "this operation made no request to a tracker; its record is authoritative and cannot be resolved"))
+	}
 	if rec, err = s.ledger.Lookup(ctx, rec.Key); err != nil {
 		return OperationStatus{}, fmt.Errorf("resolve operation: %w", err)
 	}
 	return s.statusOf(ctx, tenant, rec)
 }
 
-func (s *Service) resolve(ctx context.Context, key operations.Key, actor string, r Resolution) error {
-	switch _, err := s.downstream(ctx, key); {
-	case errors.Is(err, gorm.ErrRecordNotFound):
-		return invalidField("operation_id", "this operation made no request to a tracker; its record is authoritative and cannot be resolved")
-	case err != nil:
-		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+// ReconcileDue runs one round of reconciliation for the job queue
+// (internal/reconciler): it reports when to look again, or done once
+// nothing is left to check. A local operation has nothing to reconcile.
+//
+// Errors: ErrUnavailable (retry later).
+func (s *Service) ReconcileDue(ctx context.Context, key operations.Key) (next time.Time, done bool, err error) {
+	if s.trackers == nil {
+		return time.Time{}, true, nil
 	}
-	row, ok, busy, err := s.lease(ctx, key, false)
-	switch {
-	case err != nil:
-		return err
-	case busy:
-		return fmt.Errorf("%w: another worker is reconciling it now; try again shortly", operations.ErrInProgress)
-	case !ok:
-		return fmt.Errorf("%w: it was settled meanwhile", ErrSettled)
-	}
-	if r.Outcome == ResolveNotCreated {
-		return s.fail(ctx, key, fmt.Sprintf("not created (resolved by %s: %s)", actor, r.Reason), "resolved", actor)
-	}
-	if err := s.resolveFound(ctx, key, row, actor, r); err != nil {
-		return errors.Join(s.release(ctx, key, row, nil), err)
-	}
-	return nil
-}
-
-// issueNumber reads "owner/name#12", "#12" or "12" as an issue of repo.
-func issueNumber(repo, ref string) (int64, error) {
-	num := ref
-	if r, n, ok := strings.Cut(ref, "#"); ok {
-		if r != "" && !strings.EqualFold(r, repo) {
-			return 0, invalidField("external_id", "names an issue of %s, but this project's tickets live in %s", r, repo)
-		}
-		num = n
-	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n < 1 {
-		return 0, invalidField("external_id", "must be an issue of %s: owner/name#12, #12 or 12", repo)
-	}
-	return n, nil
+	return s.trackers.ReconcileDue(ctx, key)
 }

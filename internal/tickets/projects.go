@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -70,60 +69,16 @@ func (s *Service) CreateProject(ctx context.Context, tenant string, p Project) (
 	return row.toProject(), nil
 }
 
-var repositoryPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za-z0-9._-]{1,100}$`)
-
-// checkBackend validates (and trims, in place) a tracker backend. The
-// token itself is never given, nor the variable that holds it: the backend
-// names a credential the operator declared for the tenant, and its API URL
-// must pass the tracker endpoint policy (TrackedOptions.Guard).
+// checkBackend validates (and trims, in place) a new project's tracker
+// backend (Trackers.CheckBackend).
 func (s *Service) checkBackend(ctx context.Context, tenant string, b *tracker.Backend) []FieldError {
-	if b == nil {
+	switch {
+	case b == nil:
 		return nil
-	}
-	b.Kind, b.Repository = strings.TrimSpace(b.Kind), strings.TrimSpace(b.Repository)
-	b.APIURL, b.Credential = strings.TrimSpace(b.APIURL), strings.TrimSpace(b.Credential)
-	var errs []FieldError
-	if s.tracked.Open == nil {
+	case s.trackers == nil:
 		return []FieldError{{"backend", "this server has no tracker connector configured"}}
 	}
-	if b.Kind != tracker.KindGitHub {
-		errs = append(errs, FieldError{"backend.kind", fmt.Sprintf("must be %q", tracker.KindGitHub)})
-	}
-	if !repositoryPattern.MatchString(b.Repository) {
-		errs = append(errs, FieldError{"backend.repository", "must be owner/name"})
-	}
-	if b.APIURL != "" {
-		if _, err := s.tracked.Guard.CheckURL(ctx, b.APIURL); err != nil {
-			errs = append(errs, FieldError{"backend.api_url", fmt.Sprintf("must be the https URL of the API root on a host the operator allows, e.g. %s (%v)", tracker.GitHubAPI, err)})
-		}
-	} else if u, _ := url.Parse(tracker.GitHubAPI); s.tracked.Guard.Check(u) != nil {
-		errs = append(errs, FieldError{"backend.api_url", "is required: this server does not allow " + tracker.GitHubAPI})
-	}
-	if _, ok := s.tracked.Credentials.For(b.Credential, tenant); !ok {
-		errs = append(errs, FieldError{"backend.credential", credentialHint(s.tracked.Credentials.Names(tenant))})
-	}
-	return errs
-}
-
-// credentialHint says what backend.credential may be: only the names the
-// tenant may use, never another tenant's.
-func credentialHint(names []string) string {
-	if len(names) == 0 {
-		return "must name a tracker credential the operator declared for this tenant (TICKETD_TRACKER_CREDENTIALS); none is declared for it"
-	}
-	return "must name a tracker credential the operator declared for this tenant: one of " + strings.Join(names, ", ")
-}
-
-// usable refuses a write to a tracker-backed project whose backend names no
-// credential its tenant may use (a project stored with a retired token_env
-// that no declared credential holds, or one the operator unbound): nothing
-// is claimed or sent.
-func (s *Service) usable(projectID string, b *tracker.Backend) error {
-	if _, ok := s.tracked.Credentials.For(b.Credential, b.Tenant); ok {
-		return nil
-	}
-	return invalidField("project_id", "project %s cannot reach its tracker: it needs a credential the operator declared for this tenant "+
-		"(a retired token_env is never read; docs/trackers.md); nothing was written", projectID)
+	return s.trackers.CheckBackend(ctx, tenant, b)
 }
 
 // MapRetiredTokenEnvs maps every project stored with a token_env (before
@@ -146,16 +101,19 @@ func (s *Service) MapRetiredTokenEnvs(ctx context.Context) (unmapped []string, e
 		return nil, fmt.Errorf("%w: read projects with a retired token_env: %v", ErrUnavailable, err)
 	}
 	for _, r := range rows {
-		c, ok := s.tracked.Credentials.ForEnv(r.Env, r.TenantID)
+		name, ok := "", false
+		if s.trackers != nil {
+			name, ok = s.trackers.CredentialForEnv(r.Env, r.TenantID)
+		}
 		if !ok {
 			unmapped = append(unmapped, fmt.Sprintf("project %s of tenant %s names the retired token_env %s, which no credential declared for its tenant holds: "+
 				"it is unusable until TICKETD_TRACKER_CREDENTIALS declares one (docs/trackers.md)", r.ID, r.TenantID, r.Env))
 			continue
 		}
 		err := s.db.WithContext(ctx).Table("projects").Where("tenant_id = ? AND id = ? AND backend_credential IS NULL", r.TenantID, r.ID).
-			Updates(map[string]any{"backend_credential": c.Name, "backend_token_env_retired": nil}).Error
+			Updates(map[string]any{"backend_credential": name, "backend_token_env_retired": nil}).Error
 		if err != nil {
-			return unmapped, fmt.Errorf("%w: map project %s to credential %s: %v", ErrUnavailable, r.ID, c.Name, err)
+			return unmapped, fmt.Errorf("%w: map project %s to credential %s: %v", ErrUnavailable, r.ID, name, err)
 		}
 	}
 	return unmapped, nil

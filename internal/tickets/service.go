@@ -41,9 +41,9 @@ type Options struct {
 	// writes of every transport, the console's included, are counted in one
 	// place. It must be cheap and safe for concurrent use.
 	OnWrite func(action string, replayed bool, err error)
-	// Tracked connects tracker-backed projects (docs/contract.md#tracker-backed-projects); without
-	// Tracked.Open such projects cannot be created.
-	Tracked TrackedOptions
+	// Tracked connects tracker-backed projects (docs/contract.md#tracker-backed-projects):
+	// internal/tracked.Options; nil connects none, so none can be created.
+	Tracked Connector
 	// Reads, when set, serves the lists (tickets, search, history,
 	// comments) instead of the primary: a read replica's handle that never
 	// answers older than the primary (db.Replica.Reads). Everything that
@@ -64,8 +64,9 @@ type Service struct {
 	outbox  Outbox
 	// deliveries reads what webhooks were told; nil reports none.
 	deliveries DeliveryLog
-	tracked    TrackedOptions
-	// backends caches each project's backend (nil: local); a project's
+	// trackers reaches tracker-backed projects; nil without Options.Tracked.
+	trackers Trackers
+	// backends caches each project's projectBackends; a project's
 	// backend never changes once created.
 	backends sync.Map
 	// approvals gates consequential writes; nil asks nobody.
@@ -81,8 +82,12 @@ func NewService(db *gorm.DB, opts Options) *Service {
 	if reads == nil {
 		reads = db
 	}
-	return &Service{db: db, reads: reads, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey), onWrite: opts.OnWrite, outbox: opts.Outbox, deliveries: opts.Deliveries,
-		tracked: opts.Tracked.withDefaults(), approvals: opts.Approvals, writeSQL: newWriteStatements(subscribedSQL(opts.Outbox))}
+	s := &Service{db: db, reads: reads, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey), onWrite: opts.OnWrite, outbox: opts.Outbox, deliveries: opts.Deliveries,
+		approvals: opts.Approvals, writeSQL: newWriteStatements(subscribedSQL(opts.Outbox))}
+	if opts.Tracked != nil {
+		s.trackers = opts.Tracked.Connect(Mirror{s})
+	}
+	return s
 }
 
 // report tells Options.OnWrite the result of one write.

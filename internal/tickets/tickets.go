@@ -13,8 +13,10 @@
 // transaction; history.go their events and the outbox hand-off;
 // outbox.go the outbox and delivery ports; input.go and store.go the input
 // rules and the rows; list.go and page.go the lists; projects.go;
-// operations.go what became of an operation; approval.go the gate; tracked*.go
-// and operator.go tracker-backed projects.
+// operations.go what became of an operation; approval.go the gate;
+// backend.go the per-project Backend (local, or a tracker's through
+// Trackers), mirror.go what a tracker backend writes through, downstream.go
+// and operator.go what an operation's tracker shows and an operator does.
 package tickets
 
 import (

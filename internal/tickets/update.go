@@ -222,11 +222,16 @@ func (s *Service) UpdateTicket(ctx context.Context, c Caller, opID operations.ID
 	if err != nil {
 		return UpdateResult{OperationID: id}, fmt.Errorf("update ticket: %w", err)
 	}
-	if t.ExternalID != "" {
-		if res, handled, err := s.updateTracked(ctx, tenant, actor, id, t, n); handled {
-			return res, err
-		}
+	b, err := s.backendOf(ctx, tenant, t.ProjectID)
+	if err != nil {
+		return UpdateResult{OperationID: id}, fmt.Errorf("update ticket: %w", err)
 	}
+	return b.UpdateTicket(ctx, Write{Tenant: tenant, Actor: actor, ID: id}, t, n)
+}
+
+// updateLocal is UpdateTicket of a ticket of a local project.
+func (s *Service) updateLocal(ctx context.Context, w Write, t Ticket, n TicketUpdate) (_ UpdateResult, err error) {
+	tenant, actor, id := w.Tenant, w.Actor, w.ID
 	key := operations.Key{Tenant: tenant, Action: ActionUpdateTicket, OperationID: id}
 	eventID := uuid.Must(uuid.NewV7())
 	res := UpdateResult{OperationID: id}

@@ -7,6 +7,8 @@ package tracker
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -35,13 +37,26 @@ type Backend struct {
 	Tenant string
 }
 
+// StatusName is the tracker's name for a ticket status (open,
+// in_progress, resolved, closed): what an issue's State shows once it has
+// the status. GitHub has only open and closed; a tracker with a workflow
+// maps each status through its backend's configuration.
+func (b Backend) StatusName(status string) string {
+	if status == "resolved" || status == "closed" {
+		return "closed"
+	}
+	return "open"
+}
+
 // Issue is an issue as the tracker reports it.
 type Issue struct {
-	Number    int64
+	// Ref is how the tracker addresses the issue: GitHub's number ("12"),
+	// Jira's key ("OPS-12").
+	Ref       string
 	URL       string // the page a person opens
 	Title     string
 	Body      string
-	State     string // open or closed
+	State     string // the tracker's own status name (Backend.StatusName): GitHub's open or closed
 	Labels    []string
 	CreatedAt time.Time
 	UpdatedAt time.Time // any change: an edit, a comment, a label
@@ -50,20 +65,42 @@ type Issue struct {
 // NewIssue is what ticketd asks the tracker to create.
 type NewIssue struct {
 	Title  string
-	Body   string
+	Body   string // ends with Mark's Text
 	Labels []string
+	// Mark is the operation that creates it, for a tracker that finds an
+	// operation's issues by a label (Mark.Label) rather than by their text.
+	Mark Mark
+}
+
+// Mark identifies what one operation made in a tracker.
+type Mark struct {
+	Tenant      string
+	OperationID string
+}
+
+// Text is the marker an issue of the operation carries in its body (Marker).
+func (m Mark) Text() string { return Marker(m.Tenant, m.OperationID) }
+
+// Label is the label an issue of the operation carries where the tracker
+// searches by label: ticketd-op- and the first 16 hex digits of
+// sha256("tenant/operation_id").
+func (m Mark) Label() string {
+	sum := sha256.Sum256([]byte(m.Tenant + "/" + m.OperationID))
+	return "ticketd-op-" + hex.EncodeToString(sum[:8])
 }
 
 // Comment is a comment on an issue.
 type Comment struct {
-	ID        int64
-	Issue     int64 // the number of the issue it is on
+	ID        string // the tracker's ID of the comment
+	Issue     string // the Ref of the issue it is on
 	URL       string
 	Body      string
 	CreatedAt time.Time
 }
 
-// Tracker is one repository of one tracker, reached with one token.
+// Tracker is one repository (GitHub) or project (Jira) of one tracker,
+// reached with one credential. Issues are named by their Ref, comments by
+// their issue's Ref and their ID.
 //
 // Errors are classified for the caller that must decide whether something
 // may have happened: ErrNotSent (the request never left, so nothing
@@ -72,27 +109,37 @@ type Comment struct {
 // means the request may have been acted on.
 type Tracker interface {
 	CreateIssue(ctx context.Context, in NewIssue) (Issue, error)
-	GetIssue(ctx context.Context, number int64) (Issue, error)
-	// ListLabelled lists the issues with label updated at or after since,
-	// open and closed, every page: the list endpoint, which (unlike search)
-	// shows an issue as soon as its creation has been acknowledged.
-	ListLabelled(ctx context.Context, label string, since time.Time) ([]Issue, error)
-	// EditIssue sets the given fields (nil leaves a field as it is).
-	EditIssue(ctx context.Context, number int64, edit IssueEdit) (Issue, error)
-	CreateComment(ctx context.Context, number int64, body string) (Comment, error)
+	GetIssue(ctx context.Context, ref string) (Issue, error)
+	// FindMarked returns the issues m marks, open and closed, changed at or
+	// after since, every page, in no set order. GitHub lists the issues
+	// labelled Label and reads their bodies for m's Text: the list endpoint,
+	// which (unlike search) shows an issue as soon as its creation has been
+	// acknowledged. A tracker that can only search (Jira, by m's Label) lags
+	// behind its creates: the settle window is what covers that.
+	FindMarked(ctx context.Context, m Mark, since time.Time) ([]Issue, error)
+	// EditIssue sets the given fields (nil leaves a field as it is); a
+	// Status moves the issue to the tracker's name for it.
+	EditIssue(ctx context.Context, ref string, edit IssueEdit) (Issue, error)
+	CreateComment(ctx context.Context, ref, body string) (Comment, error)
 	// ListComments lists the issue's comments updated at or after since,
 	// every page, oldest first.
-	ListComments(ctx context.Context, number int64, since time.Time) ([]Comment, error)
-	// GetComment reads one comment by its ID (consistent, unlike the list).
-	GetComment(ctx context.Context, commentID int64) (Comment, error)
-	DeleteComment(ctx context.Context, commentID int64) error
+	ListComments(ctx context.Context, ref string, since time.Time) ([]Comment, error)
+	// GetComment reads one comment of the issue by its ID (consistent,
+	// unlike the list).
+	GetComment(ctx context.Context, ref, commentID string) (Comment, error)
+	DeleteComment(ctx context.Context, ref, commentID string) error
 }
 
 // IssueEdit sets fields of an issue; nil fields are left alone.
 type IssueEdit struct {
-	Title  *string
-	Body   *string
-	State  *string // open or closed
+	Title *string
+	Body  *string
+	// Status is a ticket status (open, in_progress, resolved, closed): the
+	// adapter moves the issue to Backend.StatusName of it (GitHub sets its
+	// state; a workflow tracker takes the transition to it). Stored edits
+	// name it State, as when it held GitHub's open or closed, which read as
+	// the ticket statuses of the same names.
+	Status *string `json:"State"`
 	Labels *[]string
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/ticketd/ticketd/internal/server"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
+	"github.com/ticketd/ticketd/internal/tracked"
 	"github.com/ticketd/ticketd/internal/webhooks"
 )
 
@@ -66,7 +67,7 @@ type Options struct {
 	// read-only); the zero value is the defaults.
 	Edge server.Edge
 	// Tracked connects tracker-backed projects (zero: none can be created).
-	Tracked tickets.TrackedOptions
+	Tracked tracked.Options
 	// AuthorizationServers is server.Config.AuthorizationServers.
 	AuthorizationServers []string
 	// PublicURL, when set, is the origin the server says it is at (so the
@@ -91,7 +92,7 @@ func Start(tb testing.TB, d *db.DB, opts Options) *Env {
 	tb.Helper()
 	ts := httptest.NewUnstartedServer(nil)
 	base := "http://" + ts.Listener.Addr().String()
-	metrics := observe.New(observe.Options{Actions: tickets.Actions(), ApprovalEvents: approval.Events(), ReconcileResults: tickets.ReconcileResults()})
+	metrics := observe.New(observe.Options{Actions: tickets.Actions(), ApprovalEvents: approval.Events(), ReconcileResults: tracked.ReconcileResults()})
 	if opts.Tracked.OnReconcile == nil {
 		opts.Tracked.OnReconcile = metrics.Reconciliation
 	}

@@ -28,21 +28,22 @@ func TestExternalURLIsBuiltNotCopied(t *testing.T) {
 	gh.AnswerHTMLURL("javascript:alert(document.cookie)")
 	tr := open(t, apiURL, "good")
 	host := strings.TrimSuffix(strings.TrimPrefix(apiURL, "http://"), "/")
-	issue, err := tr.CreateIssue(ctx, tracker.NewIssue{Title: "Widget jams", Labels: []string{tracker.Label}})
+	mark := tracker.Mark{Tenant: "acme", OperationID: "op-1"}
+	issue, err := tr.CreateIssue(ctx, tracker.NewIssue{Title: "Widget jams", Body: mark.Text(), Labels: []string{tracker.Label}, Mark: mark})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := "https://" + host + "/acme/widgets/issues/1"; issue.URL != want {
 		t.Errorf("issue URL = %q, want %q", issue.URL, want)
 	}
-	c, err := tr.CreateComment(ctx, issue.Number, "Seen.")
+	c, err := tr.CreateComment(ctx, issue.Ref, "Seen.")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fmt.Sprintf("https://%s/acme/widgets/issues/1#issuecomment-%d", host, c.ID); c.URL != want {
+	if want := fmt.Sprintf("https://%s/acme/widgets/issues/1#issuecomment-%s", host, c.ID); c.URL != want {
 		t.Errorf("comment URL = %q, want %q", c.URL, want)
 	}
-	listed, err := tr.ListLabelled(ctx, tracker.Label, issue.CreatedAt.Add(-1))
+	listed, err := tr.FindMarked(ctx, mark, issue.CreatedAt.Add(-1))
 	if err != nil || len(listed) != 1 || listed[0].URL != issue.URL {
 		t.Errorf("listed = %+v, %v; want the built URL", listed, err)
 	}
@@ -71,7 +72,7 @@ func TestRedirectIsNotFollowed(t *testing.T) {
 	if err == nil || errors.Is(err, tracker.ErrNotSent) || errors.Is(err, tracker.ErrRejected) {
 		t.Errorf("create answered by a redirect = %v; want an error that leaves the outcome open", err)
 	}
-	if _, err := tr.GetIssue(context.Background(), 1); err == nil {
+	if _, err := tr.GetIssue(context.Background(), "1"); err == nil {
 		t.Error("get answered by a redirect succeeded")
 	}
 	if n := elsewhere.Load(); n != 0 {
@@ -115,11 +116,11 @@ func TestAnswersAreBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = tr.GetIssue(context.Background(), 1)
+	_, err = tr.GetIssue(context.Background(), "1")
 	if err == nil || !strings.Contains(err.Error(), "larger than ticketd reads") {
 		t.Errorf("get of a 16 MiB answer = %v; want it refused as too large", err)
 	}
-	if _, err := tr.GetIssue(context.Background(), 2); err == nil {
+	if _, err := tr.GetIssue(context.Background(), "2"); err == nil {
 		t.Error("get of an answer with 128 KiB of headers succeeded")
 	}
 }

@@ -132,7 +132,7 @@ func open(b tracker.Backend, opts Options, rt http.RoundTripper, h *hosts) (trac
 	}
 	c := gh.NewClient(hc)
 	c.BaseURL = u
-	return &repoTracker{c: c, owner: owner, repo: repo, web: webRoot(u), hosts: h, host: hostKey(u)}, nil
+	return &repoTracker{c: c, owner: owner, repo: repo, web: webRoot(u), hosts: h, host: hostKey(u), backend: b}, nil
 }
 
 // hostKey names u's host as the per-host cap and breaker count it: one
@@ -164,6 +164,7 @@ type repoTracker struct {
 	web         string // https://github.com: built URLs, never the tracker's html_url
 	hosts       *hosts
 	host        string // the API's host[:port], the key of its cap and breaker
+	backend     tracker.Backend
 }
 
 // classify runs call, classifies its error and says what the answer tells
@@ -249,7 +250,7 @@ func (t *repoTracker) toIssue(i *gh.Issue) tracker.Issue {
 		labels = append(labels, l.GetName())
 	}
 	return tracker.Issue{
-		Number: int64(i.GetNumber()), URL: t.issueURL(int64(i.GetNumber())), Title: i.GetTitle(), Body: i.GetBody(),
+		Ref: strconv.Itoa(i.GetNumber()), URL: t.issueURL(int64(i.GetNumber())), Title: i.GetTitle(), Body: i.GetBody(),
 		State: i.GetState(), Labels: labels, CreatedAt: i.GetCreatedAt().UTC(), UpdatedAt: i.GetUpdatedAt().UTC(),
 	}
 }
@@ -266,10 +267,14 @@ func (t *repoTracker) CreateIssue(ctx context.Context, in tracker.NewIssue) (tra
 	return t.toIssue(got), nil
 }
 
-func (t *repoTracker) GetIssue(ctx context.Context, number int64) (tracker.Issue, error) {
+func (t *repoTracker) GetIssue(ctx context.Context, ref string) (tracker.Issue, error) {
+	number, err := issueNumber(ref)
+	if err != nil {
+		return tracker.Issue{}, err
+	}
 	var got *gh.Issue
-	err := t.do(ctx, "get issue", func(ctx context.Context) (r *gh.Response, err error) {
-		got, r, err = t.c.Issues.Get(ctx, t.owner, t.repo, int(number))
+	err = t.do(ctx, "get issue", func(ctx context.Context) (r *gh.Response, err error) {
+		got, r, err = t.c.Issues.Get(ctx, t.owner, t.repo, number)
 		return r, err
 	})
 	if err != nil {
@@ -278,7 +283,9 @@ func (t *repoTracker) GetIssue(ctx context.Context, number int64) (tracker.Issue
 	return t.toIssue(got), nil
 }
 
-func (t *repoTracker) ListLabelled(ctx context.Context, label string, since time.Time) ([]tracker.Issue, error) {
+// listLabelled lists the issues labelled label updated at or after since,
+// open and closed, every page.
+func (t *repoTracker) listLabelled(ctx context.Context, label string, since time.Time) ([]tracker.Issue, error) {
 	opts := &gh.IssueListByRepoOptions{
 		State: "all", Labels: []string{label}, Since: since, Sort: "created", Direction: "asc",
 		ListOptions: gh.ListOptions{PerPage: 100},
@@ -310,82 +317,25 @@ func (t *repoTracker) ListLabelled(ctx context.Context, label string, since time
 	return nil, fmt.Errorf("list issues: %w", errTooManyPgs)
 }
 
-func (t *repoTracker) EditIssue(ctx context.Context, number int64, edit tracker.IssueEdit) (tracker.Issue, error) {
-	req := &gh.IssueRequest{Title: edit.Title, Body: edit.Body, State: edit.State, Labels: edit.Labels}
+func (t *repoTracker) EditIssue(ctx context.Context, ref string, edit tracker.IssueEdit) (tracker.Issue, error) {
+	number, err := issueNumber(ref)
+	if err != nil {
+		return tracker.Issue{}, err
+	}
+	req := &gh.IssueRequest{Title: edit.Title, Body: edit.Body, Labels: edit.Labels}
+	if edit.Status != nil {
+		state := t.backend.StatusName(*edit.Status)
+		req.State = &state
+	}
 	var got *gh.Issue
-	err := t.do(ctx, "edit issue", func(ctx context.Context) (r *gh.Response, err error) {
-		got, r, err = t.c.Issues.Edit(ctx, t.owner, t.repo, int(number), req)
+	err = t.do(ctx, "edit issue", func(ctx context.Context) (r *gh.Response, err error) {
+		got, r, err = t.c.Issues.Edit(ctx, t.owner, t.repo, number, req)
 		return r, err
 	})
 	if err != nil {
 		return tracker.Issue{}, err
 	}
 	return t.toIssue(got), nil
-}
-
-func (t *repoTracker) CreateComment(ctx context.Context, number int64, body string) (tracker.Comment, error) {
-	var got *gh.IssueComment
-	err := t.do(ctx, "create comment", func(ctx context.Context) (r *gh.Response, err error) {
-		got, r, err = t.c.Issues.CreateComment(ctx, t.owner, t.repo, int(number), &gh.IssueComment{Body: &body})
-		return r, err
-	})
-	if err != nil {
-		return tracker.Comment{}, err
-	}
-	return t.toComment(got), nil
-}
-
-func (t *repoTracker) ListComments(ctx context.Context, number int64, since time.Time) ([]tracker.Comment, error) {
-	opts := &gh.IssueListCommentsOptions{Since: &since, ListOptions: gh.ListOptions{PerPage: 100}}
-	var out []tracker.Comment
-	for range maxPages {
-		var page []*gh.IssueComment
-		var next int
-		err := t.do(ctx, "list comments", func(ctx context.Context) (r *gh.Response, err error) {
-			page, r, err = t.c.Issues.ListComments(ctx, t.owner, t.repo, int(number), opts)
-			if r != nil {
-				next = r.NextPage
-			}
-			return r, err
-		})
-		if err != nil {
-			return nil, err
-		}
-		for _, c := range page {
-			out = append(out, t.toComment(c))
-		}
-		if next == 0 {
-			return out, nil
-		}
-		opts.Page = next
-	}
-	return nil, fmt.Errorf("list comments: %w", errTooManyPgs)
-}
-
-func (t *repoTracker) GetComment(ctx context.Context, commentID int64) (tracker.Comment, error) {
-	var got *gh.IssueComment
-	err := t.do(ctx, "get comment", func(ctx context.Context) (r *gh.Response, err error) {
-		got, r, err = t.c.Issues.GetComment(ctx, t.owner, t.repo, commentID)
-		return r, err
-	})
-	if err != nil {
-		return tracker.Comment{}, err
-	}
-	return t.toComment(got), nil
-}
-
-func (t *repoTracker) DeleteComment(ctx context.Context, commentID int64) error {
-	return t.do(ctx, "delete comment", func(ctx context.Context) (*gh.Response, error) {
-		return t.c.Issues.DeleteComment(ctx, t.owner, t.repo, commentID)
-	})
-}
-
-func (t *repoTracker) toComment(c *gh.IssueComment) tracker.Comment {
-	// issue_url ends with the issue's number: …/repos/owner/name/issues/12.
-	u := c.GetIssueURL()
-	n, _ := strconv.ParseInt(u[strings.LastIndex(u, "/")+1:], 10, 64)
-	return tracker.Comment{ID: c.GetID(), Issue: n, URL: fmt.Sprintf("%s#issuecomment-%d", t.issueURL(n), c.GetID()),
-		Body: c.GetBody(), CreatedAt: c.GetCreatedAt().UTC()}
 }
 
 // issueURL is the page of issue n, built from the API URL and the

@@ -52,7 +52,7 @@ func TestAnswersAreClassified(t *testing.T) {
 	in := tracker.NewIssue{Title: "Widget jams", Body: "marker", Labels: []string{tracker.Label}}
 
 	created, err := open(t, apiURL, "good").CreateIssue(ctx, in)
-	if err != nil || created.Number != 1 || !strings.HasSuffix(created.URL, "/acme/widgets/issues/1") {
+	if err != nil || created.Ref != "1" || !strings.HasSuffix(created.URL, "/acme/widgets/issues/1") {
 		t.Fatalf("create = %+v, %v", created, err)
 	}
 	if _, err := open(t, apiURL, "bad").CreateIssue(ctx, in); !errors.Is(err, tracker.ErrRejected) {
@@ -88,37 +88,43 @@ func TestAnswersAreClassified(t *testing.T) {
 	}
 }
 
-// TestListFollowsPagesAndFilters lists every labelled issue across pages,
-// closed ones included, and none before since.
+// TestListFollowsPagesAndFilters finds every marked issue with the label
+// across pages, closed ones included, none without the label or the
+// marker, and none before since.
 func TestListFollowsPagesAndFilters(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	gh := githubtest.New("good")
 	tr := open(t, githubtest.Start(t, gh), "good")
+	mark := tracker.Mark{Tenant: "acme", OperationID: "op-1"}
 	for i := range 130 {
 		labels := []string{tracker.Label}
 		if i%2 == 1 {
 			labels = []string{"other"}
 		}
-		if _, err := tr.CreateIssue(ctx, tracker.NewIssue{Title: "n", Labels: labels}); err != nil {
+		if _, err := tr.CreateIssue(ctx, tracker.NewIssue{Title: "n", Body: "x\n\n" + mark.Text(), Labels: labels, Mark: mark}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	closed := "closed"
-	if _, err := tr.EditIssue(ctx, 1, tracker.IssueEdit{State: &closed}); err != nil {
+	other := tracker.Mark{Tenant: "acme", OperationID: "op-2"}
+	if _, err := tr.CreateIssue(ctx, tracker.NewIssue{Title: "n", Body: other.Text(), Labels: []string{tracker.Label}, Mark: other}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := tr.ListLabelled(ctx, tracker.Label, time.Now().Add(-time.Minute))
-	if err != nil || len(got) != 65 || got[0].Number != 1 || got[0].State != "closed" {
+	closed := "closed"
+	if _, err := tr.EditIssue(ctx, "1", tracker.IssueEdit{Status: &closed}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := tr.FindMarked(ctx, mark, time.Now().Add(-time.Minute))
+	if err != nil || len(got) != 65 || got[0].Ref != "1" || got[0].State != "closed" {
 		t.Fatalf("list = %d issues (first %+v), %v; want 65 oldest first, the closed one included", len(got), got[0], err)
 	}
-	if later, err := tr.ListLabelled(ctx, tracker.Label, time.Now().Add(time.Minute)); err != nil || len(later) != 0 {
+	if later, err := tr.FindMarked(ctx, mark, time.Now().Add(time.Minute)); err != nil || len(later) != 0 {
 		t.Errorf("since the future = %d issues, %v; want none", len(later), err)
 	}
-	if _, err := tr.CreateComment(ctx, 3, "hello"); err != nil {
+	if _, err := tr.CreateComment(ctx, "3", "hello"); err != nil {
 		t.Fatal(err)
 	}
-	if cs, err := tr.ListComments(ctx, 3, time.Now().Add(-time.Minute)); err != nil || len(cs) != 1 || cs[0].Body != "hello" {
+	if cs, err := tr.ListComments(ctx, "3", time.Now().Add(-time.Minute)); err != nil || len(cs) != 1 || cs[0].Body != "hello" {
 		t.Errorf("comments = %+v, %v", cs, err)
 	}
 }
@@ -136,34 +142,34 @@ func TestCommentsAndEditsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := tr.CreateComment(ctx, issue.Number, "Seen. <!-- m -->")
-	if err != nil || c.Issue != issue.Number || !strings.Contains(c.URL, "#issuecomment-") {
+	c, err := tr.CreateComment(ctx, issue.Ref, "Seen. <!-- m -->")
+	if err != nil || c.Issue != issue.Ref || !strings.Contains(c.URL, "#issuecomment-") {
 		t.Fatalf("comment = %+v, %v", c, err)
 	}
-	listed, err := tr.ListComments(ctx, issue.Number, issue.CreatedAt.Add(-time.Minute))
+	listed, err := tr.ListComments(ctx, issue.Ref, issue.CreatedAt.Add(-time.Minute))
 	if err != nil || len(listed) != 1 || listed[0].ID != c.ID || listed[0].Body != c.Body {
 		t.Fatalf("list = %+v, %v", listed, err)
 	}
-	if got, err := tr.GetComment(ctx, c.ID); err != nil || got.Issue != issue.Number || got.Body != c.Body {
+	if got, err := tr.GetComment(ctx, issue.Ref, c.ID); err != nil || got.Issue != issue.Ref || got.Body != c.Body {
 		t.Fatalf("get = %+v, %v", got, err)
 	}
-	if err := tr.DeleteComment(ctx, c.ID); err != nil {
+	if err := tr.DeleteComment(ctx, issue.Ref, c.ID); err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	if _, err := tr.GetComment(ctx, c.ID); !errors.Is(err, tracker.ErrRejected) {
+	if _, err := tr.GetComment(ctx, issue.Ref, c.ID); !errors.Is(err, tracker.ErrRejected) {
 		t.Errorf("get of a deleted comment: %v; want a 404 (rejected)", err)
 	}
 	closed, labels := "closed", []string{tracker.Label, "p1"}
-	edited, err := tr.EditIssue(ctx, issue.Number, tracker.IssueEdit{State: &closed, Labels: &labels})
+	edited, err := tr.EditIssue(ctx, issue.Ref, tracker.IssueEdit{Status: &closed, Labels: &labels})
 	if err != nil || edited.State != "closed" || len(edited.Labels) != 2 || edited.Labels[1] != "p1" || edited.UpdatedAt.IsZero() {
 		t.Fatalf("edit = %+v, %v", edited, err)
 	}
 	gh.FailEdits(githubtest.DropAfterCreate)
 	reopen := "open"
-	if _, err := tr.EditIssue(ctx, issue.Number, tracker.IssueEdit{State: &reopen}); err == nil || errors.Is(err, tracker.ErrRejected) || errors.Is(err, tracker.ErrNotSent) {
+	if _, err := tr.EditIssue(ctx, issue.Ref, tracker.IssueEdit{Status: &reopen}); err == nil || errors.Is(err, tracker.ErrRejected) || errors.Is(err, tracker.ErrNotSent) {
 		t.Errorf("dropped edit: %v; want an error that leaves the outcome open", err)
 	}
-	if got, err := tr.GetIssue(ctx, issue.Number); err != nil || got.State != "open" {
+	if got, err := tr.GetIssue(ctx, issue.Ref); err != nil || got.State != "open" {
 		t.Errorf("after the dropped edit: %+v, %v; want it applied", got, err)
 	}
 }

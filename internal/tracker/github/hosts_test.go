@@ -54,7 +54,7 @@ func TestHostCapBoundsRequestsAcrossTenants(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	for _, tr := range trackers {
-		go func() { _, _ = tr.GetIssue(ctx, 1) }()
+		go func() { _, _ = tr.GetIssue(ctx, "1") }()
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for inFlight.Load() < 2 {
@@ -65,7 +65,7 @@ func TestHostCapBoundsRequestsAcrossTenants(t *testing.T) {
 	}
 	wctx, wcancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer wcancel()
-	_, err := trackers[3].GetIssue(wctx, 1)
+	_, err := trackers[3].GetIssue(wctx, "1")
 	if !errors.Is(err, tracker.ErrNotSent) {
 		t.Errorf("a request that waited in vain for the host: %v, want ErrNotSent", err)
 	}
@@ -115,7 +115,7 @@ func TestBreakerOpensOnUnansweredOnly(t *testing.T) {
 
 	// Rejections and rate limits, many in a row: answers.
 	for range 4 {
-		if _, err := tr.GetIssue(ctx, 99); !errors.Is(err, tracker.ErrRejected) {
+		if _, err := tr.GetIssue(ctx, "99"); !errors.Is(err, tracker.ErrRejected) {
 			t.Fatalf("get a missing issue: %v, want ErrRejected", err)
 		}
 	}

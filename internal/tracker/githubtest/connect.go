@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/internal/ssrf"
-	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tracked"
 	"github.com/ticketd/ticketd/internal/tracker"
 	"github.com/ticketd/ticketd/internal/tracker/github"
 )
@@ -20,13 +20,13 @@ const credentialEnv = "GITHUBTEST_TOKEN"
 // operator would: one credential, Credential, for every tenant, whose
 // variable holds token, and the endpoint policy of --dev (any host,
 // loopback and plain http), since the fake listens on loopback.
-func Tracked(token string, timeout time.Duration) tickets.TrackedOptions {
+func Tracked(token string, timeout time.Duration) tracked.Options {
 	return TrackedWith(token, github.Options{Timeout: timeout})
 }
 
 // TrackedWith is Tracked with the adapter's other options (the per-host
 // cap and breaker) as opts gives them; its credential and guard are set.
-func TrackedWith(token string, opts github.Options) tickets.TrackedOptions {
+func TrackedWith(token string, opts github.Options) tracked.Options {
 	creds := tracker.Credentials{{Name: Credential, Env: credentialEnv}}
 	guard := ssrf.Guard{AllowPrivate: true}
 	opts.Credentials, opts.Guard = creds, guard
@@ -36,5 +36,5 @@ func TrackedWith(token string, opts github.Options) tickets.TrackedOptions {
 		}
 		return ""
 	}
-	return tickets.TrackedOptions{Open: github.Opener(opts), Credentials: creds, Guard: guard}
+	return tracked.Options{Open: github.Opener(opts), Credentials: creds, Guard: guard}
 }

@@ -1,4 +1,4 @@
-package tickets
+package tracked
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tracker"
 )
 
@@ -33,25 +34,17 @@ import (
 // editRequest is what a tracker-backed update sends, and what the local
 // row will mirror.
 type editRequest struct {
-	TicketID string            `json:"ticket_id"`
-	Issue    int64             `json:"issue"`
-	Actor    string            `json:"actor"`
-	EventID  string            `json:"event_id"`
-	Update   TicketUpdate      `json:"update"` // IfVersion cleared: checked at the claim
-	Edit     tracker.IssueEdit `json:"edit"`
-}
-
-// issueState is a status as GitHub's open/closed.
-func issueState(st Status) string {
-	if st == StatusResolved || st == StatusClosed {
-		return "closed"
-	}
-	return "open"
+	TicketID string               `json:"ticket_id"`
+	Issue    issueRef             `json:"issue"`
+	Actor    string               `json:"actor"`
+	EventID  string               `json:"event_id"`
+	Update   tickets.TicketUpdate `json:"update"` // IfVersion cleared: checked at the claim
+	Edit     tracker.IssueEdit    `json:"edit"`
 }
 
 // issueEdit is the PATCH that takes an issue mirroring cur to next, and
 // whether it sets anything; createMarker is kept in a new body.
-func issueEdit(cur, next Ticket, createMarker string) (tracker.IssueEdit, bool) {
+func issueEdit(b tracker.Backend, cur, next tickets.Ticket, createMarker string) (tracker.IssueEdit, bool) {
 	var e tracker.IssueEdit
 	if next.Title != cur.Title {
 		e.Title = &next.Title
@@ -60,18 +53,19 @@ func issueEdit(cur, next Ticket, createMarker string) (tracker.IssueEdit, bool) 
 		b := issueBody(next.Description, createMarker)
 		e.Body = &b
 	}
-	if st := issueState(next.Status); st != issueState(cur.Status) {
-		e.State = &st
+	if b.StatusName(string(next.Status)) != b.StatusName(string(cur.Status)) {
+		st := string(next.Status)
+		e.Status = &st
 	}
 	if !slices.Equal(next.Labels, cur.Labels) {
 		l := append([]string{tracker.Label}, next.Labels...)
 		e.Labels = &l
 	}
-	return e, e.Title != nil || e.Body != nil || e.State != nil || e.Labels != nil
+	return e, e.Title != nil || e.Body != nil || e.Status != nil || e.Labels != nil
 }
 
 // shows reports whether issue has every field edit sets.
-func shows(issue tracker.Issue, edit tracker.IssueEdit) bool {
+func shows(b tracker.Backend, issue tracker.Issue, edit tracker.IssueEdit) bool {
 	sameSet := func(a, b []string) bool {
 		a, b = slices.Clone(a), slices.Clone(b)
 		slices.Sort(a)
@@ -79,97 +73,93 @@ func shows(issue tracker.Issue, edit tracker.IssueEdit) bool {
 		return slices.Equal(slices.Compact(a), slices.Compact(b))
 	}
 	return (edit.Title == nil || *edit.Title == issue.Title) && (edit.Body == nil || *edit.Body == issue.Body) &&
-		(edit.State == nil || *edit.State == issue.State) && (edit.Labels == nil || sameSet(*edit.Labels, issue.Labels))
+		(edit.Status == nil || b.StatusName(*edit.Status) == issue.State) && (edit.Labels == nil || sameSet(*edit.Labels, issue.Labels))
 }
 
 // updateTracked is UpdateTicket on a tracker-backed ticket t; handled is
 // false when the local write should do it (nothing the issue holds
 // changes, or the ID's record is a local write's).
-func (s *Service) updateTracked(ctx context.Context, tenant, actor string, id uuid.UUID, t Ticket, n TicketUpdate) (res UpdateResult, handled bool, err error) {
-	key := operations.Key{Tenant: tenant, Action: ActionUpdateTicket, OperationID: id}
-	res = UpdateResult{OperationID: id}
-	switch _, err := s.ledger.Lookup(ctx, key); {
+func (e *Engine) updateTracked(ctx context.Context, b tracker.Backend, tenant, actor string, id uuid.UUID, t tickets.Ticket, n tickets.TicketUpdate) (res tickets.UpdateResult, handled bool, err error) {
+	key := operations.Key{Tenant: tenant, Action: tickets.ActionUpdateTicket, OperationID: id}
+	res = tickets.UpdateResult{OperationID: id}
+	switch _, err := e.m.Ledger().Lookup(ctx, key); {
 	case err == nil:
-		if _, err := s.downstream(ctx, key); errors.Is(err, gorm.ErrRecordNotFound) {
+		if _, err := e.downstream(ctx, key); errors.Is(err, gorm.ErrRecordNotFound) {
 			return res, false, nil
 		}
 	case !errors.Is(err, operations.ErrNotFound):
 		return res, true, fmt.Errorf("update ticket %s: %w", t.Key, err)
 	default:
-		next, _, err := n.applyTo(t)
+		next, err := e.m.Apply(n, t)
 		if err != nil {
 			return res, false, nil // the local write refuses it the same way
 		}
-		if _, ok := issueEdit(t, next, ""); !ok {
+		if _, ok := issueEdit(b, t, next, ""); !ok {
 			return res, false, nil
 		}
 	}
-	fp := updateFingerprint(t.ID, n)
-	rec, replayed, err := s.trackedCall(ctx, key, fp, func() (operations.Outcome, error) {
-		return s.claimEdit(ctx, key, fp, actor, t, n)
+	fp := e.m.UpdateFingerprint(t.ID, n)
+	rec, replayed, err := e.trackedCall(ctx, key, fp, func() (operations.Outcome, error) {
+		return e.claimEdit(ctx, b, key, fp, actor, t, n)
 	})
 	if err != nil {
 		return res, true, fmt.Errorf("update ticket %s: %w", t.Key, err)
 	}
-	ev, err := s.eventByID(ctx, tenant, rec.ResultID)
+	ev, err := e.m.Event(ctx, tenant, rec.ResultID)
 	if err != nil {
 		return res, true, fmt.Errorf("update ticket: read committed event: %w", err)
 	}
-	now, err := s.ticketByID(ctx, tenant, ev.TicketID.String())
+	now, err := e.m.Ticket(ctx, tenant, ev.TicketID.String())
 	if err != nil {
 		return res, true, fmt.Errorf("update ticket: read ticket: %w", err)
 	}
-	return UpdateResult{OperationID: id, Version: ev.Version, Changes: ev.Changes, Ticket: now, Replayed: replayed}, true, nil
+	return tickets.UpdateResult{OperationID: id, Version: ev.Version, Changes: ev.Changes, Ticket: now, Replayed: replayed}, true, nil
 }
 
 // claimEdit claims a tracker-backed update: under the ticket's lock it
 // checks the expected version, computes the PATCH from the ticket as
 // committed, and refuses while another edit of the ticket is unsettled.
-func (s *Service) claimEdit(ctx context.Context, key operations.Key, fp, actor string, t Ticket, n TicketUpdate) (operations.Outcome, error) {
-	issue, err := s.ticketIssue(ctx, key.Tenant, t)
+func (e *Engine) claimEdit(ctx context.Context, b tracker.Backend, key operations.Key, fp, actor string, t tickets.Ticket, n tickets.TicketUpdate) (operations.Outcome, error) {
+	issue, err := e.ticketIssue(b, t)
 	if err != nil {
 		return operations.Outcome{}, err
 	}
 	var consume operations.WriteFunc
-	if gate := s.gate(key, fp, actor, updateProposal(ActionUpdateTicket, key.OperationID.String(), []Ticket{t}, n, false)); gate != nil {
+	if gate := e.m.UpdateGate(key, fp, actor, t, n); gate != nil {
 		if consume, err = gate(ctx); err != nil {
 			return operations.Outcome{}, err
 		}
 	}
 	eventID := uuid.Must(uuid.NewV7())
-	row := downstreamRow{System: tracker.KindGitHub, ProjectID: t.ProjectID, TicketID: t.ID.String()}
-	return s.claimTracked(ctx, key, fp, eventID.String(), actor, row, func(tx *gorm.DB, row *downstreamRow) error {
+	row := downstreamRow{System: b.Kind, ProjectID: t.ProjectID, TicketID: t.ID.String()}
+	return e.claimTracked(ctx, key, fp, eventID.String(), actor, row, func(tx *gorm.DB, row *downstreamRow) error {
 		if consume != nil {
 			if err := consume(tx); err != nil {
 				return err
 			}
 		}
-		locked, err := lockTicket(tx, key.Tenant, t.ID)
-		if err != nil {
-			return err
-		}
-		cur, err := locked.toTicket()
+		cur, createdBy, err := e.m.LockTicket(tx, key.Tenant, t.ID)
 		if err != nil {
 			return err
 		}
 		if n.IfVersion != nil && *n.IfVersion != cur.Version {
-			return &VersionConflictError{Expected: *n.IfVersion, Current: cur}
+			return &tickets.VersionConflictError{Expected: *n.IfVersion, Current: cur}
 		}
-		next, _, err := n.applyTo(cur)
+		next, err := e.m.Apply(n, cur)
 		if err != nil {
 			return err
 		}
 		var busy []downstreamRow
-		err = tx.Where("tenant_id = ? AND action = ? AND ticket_id = ? AND status IN ?", key.Tenant, ActionUpdateTicket, t.ID.String(),
-			[]string{DownstreamPending, DownstreamUnknown}).Limit(1).Find(&busy).Error
+		err = tx.Where("tenant_id = ? AND action = ? AND ticket_id = ? AND status IN ?", key.Tenant, tickets.ActionUpdateTicket, t.ID.String(),
+			[]string{tickets.DownstreamPending, tickets.DownstreamUnknown}).Limit(1).Find(&busy).Error
 		switch {
 		case err != nil:
-			return fmt.Errorf("%w: look for unsettled edits: %v", ErrUnavailable, err)
+			return fmt.Errorf("%w: look for unsettled edits: %v", tickets.ErrUnavailable, err)
 		case len(busy) > 0:
 			return fmt.Errorf("%w: an earlier update of %s (operation %s) is still being carried to the tracker; "+
 				"nothing was recorded for this one: retry it once that settles", operations.ErrInProgress, t.Key, busy[0].OperationID)
 		}
-		edit, _ := issueEdit(cur, next, tracker.Marker(key.Tenant, deref(locked.OperationID)))
+		edit, _ := issueEdit(b, cur, next, tracker.Marker(key.Tenant, createdBy))
 		u := n
 		u.IfVersion = nil
 		raw, err := json.Marshal(editRequest{TicketID: t.ID.String(), Issue: issue, Actor: actor, EventID: eventID.String(), Update: u, Edit: edit})
@@ -184,67 +174,68 @@ func (s *Service) claimEdit(ctx context.Context, key operations.Key, fp, actor s
 // workEdit is one round of an update: read the issue back once a request
 // may have been sent, and send again only when it does not show the edit
 // after the settle window and nobody changed it since.
-func (s *Service) workEdit(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo string) error {
+func (e *Engine) workEdit(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, b tracker.Backend) error {
+	repo := b.Repository
 	var req editRequest
 	if err := json.Unmarshal([]byte(row.Request), &req); err != nil {
 		return fmt.Errorf("operation %s: bad stored request: %w", key, err)
 	}
-	if row.Status == DownstreamSucceeded {
-		return s.release(ctx, key, row, nil) // an edit makes nothing that could be doubled
+	if row.Status == tickets.DownstreamSucceeded {
+		return e.release(ctx, key, row, nil) // an edit makes nothing that could be doubled
 	}
 	if row.Attempts > 0 {
-		issue, err := t.GetIssue(ctx, req.Issue)
+		issue, err := t.GetIssue(ctx, string(req.Issue))
 		if err != nil {
-			return s.lookFailed(ctx, key, row, fmt.Errorf("read issue #%d: %w", req.Issue, err))
+			return e.lookFailed(ctx, key, row, fmt.Errorf("read issue #%s: %w", req.Issue, err))
 		}
-		if shows(issue, req.Edit) {
-			s.count(ReconcileFound)
+		if shows(b, issue, req.Edit) {
+			e.count(ReconcileFound)
 			rctx, cancel := detach(ctx)
 			defer cancel()
-			return s.succeedEdit(rctx, key, row, repo, req, issue, success{how: "found", actor: historyActor,
+			return e.succeedEdit(rctx, key, row, repo, req, issue, success{how: "found", actor: historyActor,
 				note: "the issue shows every field of the edit (which request set them is not known)"})
 		}
-		if settled := row.LastSentAt.Add(s.tracked.Settle); time.Now().Before(settled) {
-			return s.wait(ctx, key, row, settled, "the issue does not show the edit")
+		if settled := row.LastSentAt.Add(e.opts.Settle); time.Now().Before(settled) {
+			return e.wait(ctx, key, row, settled, "the issue does not show the edit")
 		}
 		if !issue.UpdatedAt.Before(row.LastSentAt.Truncate(time.Second)) {
-			s.count(ReconcileHeld)
-			return s.hold(ctx, key, row, fmt.Sprintf("issue #%d changed at %s, after the edit was sent, and does not show it: "+
+			e.count(ReconcileHeld)
+			return e.hold(ctx, key, row, fmt.Sprintf("issue #%s changed at %s, after the edit was sent, and does not show it: "+
 				"ticketd will not re-send over what may be someone else's later change; resolve the operation",
 				req.Issue, issue.UpdatedAt.UTC().Format(time.RFC3339)))
 		}
-		s.count(ReconcileResent)
+		e.count(ReconcileResent)
 	}
-	if err := s.attempt(ctx, key, &row, fmt.Sprintf("edit %s#%d", repo, req.Issue)); err != nil {
+	if err := e.attempt(ctx, key, &row, fmt.Sprintf("edit %s#%s", repo, req.Issue)); err != nil {
 		return err
 	}
-	issue, sendErr := t.EditIssue(ctx, req.Issue, req.Edit)
-	return s.answered(ctx, key, row, sendErr, func(ctx context.Context) error {
-		return s.succeedEdit(ctx, key, row, repo, req, issue, success{how: "edited", actor: historyActor})
+	issue, sendErr := t.EditIssue(ctx, string(req.Issue), req.Edit)
+	return e.answered(ctx, key, row, sendErr, func(ctx context.Context) error {
+		return e.succeedEdit(ctx, key, row, repo, req, issue, success{how: "edited", actor: historyActor})
 	})
 }
 
 // succeedEdit records the edit as done: the local row takes the update
 // (next version, its event and webhook) in one transaction with the
 // record's move to succeeded.
-func (s *Service) succeedEdit(ctx context.Context, key operations.Key, row downstreamRow, repo string, req editRequest, issue tracker.Issue, sc success) error {
+func (e *Engine) succeedEdit(ctx context.Context, key operations.Key, row downstreamRow, repo string, req editRequest, issue tracker.Issue, sc success) error {
 	ids, err := parseUUIDs(req.TicketID, req.EventID)
 	if err != nil {
 		return fmt.Errorf("operation %s: bad stored IDs: %w", key, err)
 	}
-	sc.extID, sc.extURL, sc.resultID = externalID(repo, issue.Number), issue.URL, req.EventID
-	return s.settleSuccess(ctx, key, row, sc, func(tx *gorm.DB, first bool) error {
+	sc.extID, sc.extURL, sc.resultID = externalID(repo, issue.Ref), issue.URL, req.EventID
+	return e.settleSuccess(ctx, key, row, sc, func(tx *gorm.DB, first bool) error {
 		if !first {
 			return nil
 		}
-		next, changes, err := applyUpdate(tx, key.Tenant, req.Actor, key.OperationID, ids[1], ids[0], req.Update)
+		next, changes, err := e.m.ApplyUpdate(tx, key.Tenant, req.Actor, key.OperationID, ids[1], ids[0], req.Update)
 		if err != nil {
 			return err
 		}
 		if len(changes) == 0 {
 			return nil
 		}
-		return s.enqueue(tx, WriteEvent{ID: ids[1], Tenant: key.Tenant, Kind: EventUpdated, OperationID: key.OperationID,
+		return e.m.Enqueue(tx, tickets.WriteEvent{ID: ids[1], Tenant: key.Tenant, Kind: tickets.EventUpdated, OperationID: key.OperationID,
 			At: next.UpdatedAt, Ticket: next, Changes: changes})
 	})
 }

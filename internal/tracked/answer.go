@@ -1,4 +1,4 @@
-package tickets
+package tracked
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/tickets"
 )
 
 // What every tracker-backed action shares with the caller: the claim, the
@@ -19,28 +20,28 @@ import (
 // reconciliation job, and commits, before anything is sent. within, when
 // given, runs first in the same transaction (a ticket lock, an approval to
 // consume) and may complete row; its error leaves nothing claimed.
-func (s *Service) claimTracked(ctx context.Context, key operations.Key, fp, resultID, actor string, row downstreamRow, within func(tx *gorm.DB, row *downstreamRow) error) (operations.Outcome, error) {
-	return s.ledger.Claim(ctx, key, fp, resultID, func(tx *gorm.DB) error {
+func (e *Engine) claimTracked(ctx context.Context, key operations.Key, fp, resultID, actor string, row downstreamRow, within func(tx *gorm.DB, row *downstreamRow) error) (operations.Outcome, error) {
+	return e.m.Ledger().Claim(ctx, key, fp, resultID, func(tx *gorm.DB) error {
 		if within != nil {
 			if err := within(tx, &row); err != nil {
 				return err
 			}
 		}
 		now := nowUTC()
-		first := now.Add(s.tracked.Settle)
+		first := now.Add(e.opts.Settle)
 		row.TenantID, row.Action, row.OperationID = key.Tenant, key.Action, key.OperationID.String()
-		row.Status, row.NextCheckAt, row.Duplicates, row.CreatedAt, row.UpdatedAt = DownstreamPending, &first, "[]", now, now
+		row.Status, row.NextCheckAt, row.Duplicates, row.CreatedAt, row.UpdatedAt = tickets.DownstreamPending, &first, "[]", now, now
 		if err := tx.Create(&row).Error; err != nil {
-			return fmt.Errorf("%w: claim downstream: %v", ErrUnavailable, err)
+			return fmt.Errorf("%w: claim downstream: %v", tickets.ErrUnavailable, err)
 		}
 		if err := addHistory(tx, key, "claimed", actor, "claimed as pending before anything is sent to the tracker"); err != nil {
 			return err
 		}
-		if s.tracked.Scheduler == nil {
+		if e.opts.Scheduler == nil {
 			return nil
 		}
-		if err := s.tracked.Scheduler.Schedule(tx, key, first); err != nil {
-			return fmt.Errorf("%w: schedule reconciliation: %v", ErrUnavailable, err)
+		if err := e.opts.Scheduler.Schedule(tx, key, first); err != nil {
+			return fmt.Errorf("%w: schedule reconciliation: %v", tickets.ErrUnavailable, err)
 		}
 		return nil
 	})
@@ -50,11 +51,11 @@ func (s *Service) claimTracked(ctx context.Context, key operations.Key, fp, resu
 // record (reconciling an unsettled one first), or claims with claim, does
 // the first round at once, and answers what that round proved. It returns
 // the succeeded record, and whether an earlier call made it.
-func (s *Service) trackedCall(ctx context.Context, key operations.Key, fp string, claim func() (operations.Outcome, error)) (operations.Record, bool, error) {
-	rec, err := s.ledger.Lookup(ctx, key)
+func (e *Engine) trackedCall(ctx context.Context, key operations.Key, fp string, claim func() (operations.Outcome, error)) (operations.Record, bool, error) {
+	rec, err := e.m.Ledger().Lookup(ctx, key)
 	switch {
 	case err == nil:
-		return s.answerExisting(ctx, key, rec, fp)
+		return e.answerExisting(ctx, key, rec, fp)
 	case !errors.Is(err, operations.ErrNotFound):
 		return rec, false, err
 	}
@@ -62,27 +63,27 @@ func (s *Service) trackedCall(ctx context.Context, key operations.Key, fp string
 	if err != nil {
 		if r := out.Record; r.Fingerprint != "" && (r.Status == operations.StatusPending || r.Status == operations.StatusUnknown || r.Status == operations.StatusSucceeded) {
 			// A concurrent call claimed the key first.
-			return s.answerExisting(ctx, key, r, fp)
+			return e.answerExisting(ctx, key, r, fp)
 		}
 		return rec, false, err
 	}
-	if _, err := s.reconcile(ctx, key, false); err != nil {
+	if _, err := e.reconcile(ctx, key, false); err != nil {
 		// Claimed, and the request may be out: never a failure.
 		return rec, false, fmt.Errorf("%w: %v", operations.ErrOutcomeUnknown, err)
 	}
-	return s.recorded(ctx, key, false)
+	return e.recorded(ctx, key, false)
 }
 
 // answerExisting answers a call whose key already has a record: replays a
 // success, reports a failure or a conflict, and reconciles a pending or
 // unknown one before answering what it can prove.
-func (s *Service) answerExisting(ctx context.Context, key operations.Key, rec operations.Record, fp string) (operations.Record, bool, error) {
+func (e *Engine) answerExisting(ctx context.Context, key operations.Key, rec operations.Record, fp string) (operations.Record, bool, error) {
 	if rec.Fingerprint != fp || rec.Status == operations.StatusFailed {
 		_, err := operations.Answer(rec, fp)
 		return rec, false, err
 	}
 	if rec.Status == operations.StatusPending || rec.Status == operations.StatusUnknown {
-		busy, err := s.reconcile(ctx, key, false)
+		busy, err := e.reconcile(ctx, key, false)
 		if err != nil {
 			return rec, false, fmt.Errorf("%w: %v", operations.ErrOutcomeUnknown, err)
 		}
@@ -90,13 +91,13 @@ func (s *Service) answerExisting(ctx context.Context, key operations.Key, rec op
 			return rec, false, fmt.Errorf("%w: another call is reconciling this operation with the tracker", operations.ErrInProgress)
 		}
 	}
-	return s.recorded(ctx, key, true)
+	return e.recorded(ctx, key, true)
 }
 
 // recorded answers from the record as it now stands: the succeeded record,
 // or the error that says what is known.
-func (s *Service) recorded(ctx context.Context, key operations.Key, replayed bool) (operations.Record, bool, error) {
-	rec, err := s.ledger.Lookup(ctx, key)
+func (e *Engine) recorded(ctx context.Context, key operations.Key, replayed bool) (operations.Record, bool, error) {
+	rec, err := e.m.Ledger().Lookup(ctx, key)
 	if err != nil {
 		return rec, false, fmt.Errorf("%w: %v", operations.ErrOutcomeUnknown, err)
 	}
@@ -106,7 +107,7 @@ func (s *Service) recorded(ctx context.Context, key operations.Key, replayed boo
 	case operations.StatusFailed:
 		return rec, false, fmt.Errorf("%w (key %s): %s", operations.ErrFailed, key, rec.Error)
 	}
-	d, err := s.downstream(ctx, key)
+	d, err := e.downstream(ctx, key)
 	if err != nil {
 		return rec, false, fmt.Errorf("%w: %v", operations.ErrOutcomeUnknown, err)
 	}
@@ -133,7 +134,7 @@ func (s *Service) recorded(ctx context.Context, key operations.Key, replayed boo
 // success is what a round proved happened in the tracker.
 type success struct {
 	extID, extURL string
-	dups          []Duplicate
+	dups          []tickets.Duplicate
 	how, actor    string // the history entry's kind and actor
 	note          string // an operator's reason, or what was proven
 	resultID      string // the ledger's result on the first settling
@@ -143,28 +144,28 @@ type success struct {
 // to succeeded and mirror(tx, true) writes the local rows that mirror the
 // tracker, in one transaction; a later duplicate check calls mirror(tx,
 // false) to repoint them if needed.
-func (s *Service) settleSuccess(ctx context.Context, key operations.Key, row downstreamRow, sc success, mirror func(tx *gorm.DB, first bool) error) error {
-	next := s.nextCheck(key, row, sc.dups)
-	first := row.Status != DownstreamSucceeded
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+func (e *Engine) settleSuccess(ctx context.Context, key operations.Key, row downstreamRow, sc success, mirror func(tx *gorm.DB, first bool) error) error {
+	next := e.nextCheck(key, row, sc.dups)
+	first := row.Status != tickets.DownstreamSucceeded
+	return e.m.DB().WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if first {
 			ok, err := operations.Settle(tx, key, operations.StatusSucceeded, sc.resultID, "")
 			if err != nil {
 				return err
 			}
 			if !ok {
-				return fmt.Errorf("%w: operation %s", ErrSettled, key)
+				return fmt.Errorf("%w: operation %s", tickets.ErrSettled, key)
 			}
 		}
 		if err := mirror(tx, first); err != nil {
 			return err
 		}
 		err := tx.Model(&downstreamRow{}).Where(keyWhere(key)).Updates(map[string]any{
-			"status": DownstreamSucceeded, "external_id": sc.extID, "external_url": sc.extURL, "next_check_at": next,
+			"status": tickets.DownstreamSucceeded, "external_id": sc.extID, "external_url": sc.extURL, "next_check_at": next,
 			"leased_until": nil, "duplicates": encodeDuplicates(sc.dups), "updated_at": nowUTC(),
 		}).Error
 		if err != nil {
-			return fmt.Errorf("%w: record success: %v", ErrUnavailable, err)
+			return fmt.Errorf("%w: record success: %v", tickets.ErrUnavailable, err)
 		}
 		return recordSuccessHistory(tx, key, row, sc)
 	})
@@ -176,20 +177,20 @@ func (s *Service) settleSuccess(ctx context.Context, key operations.Key, row dow
 // re-send the earlier request's copy may still surface in a lagging list,
 // so the looks go on for a few settle windows past the last request. An
 // edit makes nothing that could be doubled.
-func (s *Service) nextCheck(key operations.Key, row downstreamRow, dups []Duplicate) *time.Time {
-	if key.Action == ActionUpdateTicket || row.LastSentAt == nil {
+func (e *Engine) nextCheck(key operations.Key, row downstreamRow, dups []tickets.Duplicate) *time.Time {
+	if key.Action == tickets.ActionUpdateTicket || row.LastSentAt == nil {
 		return nil
 	}
-	n := time.Now().UTC().Add(s.tracked.Settle)
+	n := time.Now().UTC().Add(e.opts.Settle)
 	switch {
-	case row.Status != DownstreamSucceeded:
-		if after := row.LastSentAt.Add(s.tracked.Settle); row.Attempts > 1 && after.After(n) {
+	case row.Status != tickets.DownstreamSucceeded:
+		if after := row.LastSentAt.Add(e.opts.Settle); row.Attempts > 1 && after.After(n) {
 			n = after
 		}
 		return &n
-	case row.Attempts > 1 && n.Before(row.LastSentAt.Add(4*s.tracked.Settle)):
+	case row.Attempts > 1 && n.Before(row.LastSentAt.Add(4*e.opts.Settle)):
 		return &n
-	case slices.ContainsFunc(dups, func(d Duplicate) bool { return !d.Closed }):
+	case slices.ContainsFunc(dups, func(d tickets.Duplicate) bool { return !d.Closed }):
 		return &n // one left to close
 	}
 	return nil
@@ -197,7 +198,7 @@ func (s *Service) nextCheck(key operations.Key, row downstreamRow, dups []Duplic
 
 func recordSuccessHistory(tx *gorm.DB, key operations.Key, row downstreamRow, sc success) error {
 	detail := fmt.Sprintf("%s %s (%s)", sc.how, sc.extID, sc.extURL)
-	if row.Status == DownstreamSucceeded {
+	if row.Status == tickets.DownstreamSucceeded {
 		detail = fmt.Sprintf("duplicate check: keeping %s", sc.extID)
 	}
 	if sc.note != "" {
@@ -207,11 +208,11 @@ func recordSuccessHistory(tx *gorm.DB, key operations.Key, row downstreamRow, sc
 		return err
 	}
 	closed := "closed"
-	if key.Action == ActionAddComment {
+	if key.Action == tickets.ActionAddComment {
 		closed = "deleted"
 	}
 	for _, d := range sc.dups {
-		if slices.ContainsFunc(row.duplicates(), func(k Duplicate) bool { return k == d }) {
+		if slices.ContainsFunc(row.duplicates(), func(k tickets.Duplicate) bool { return k == d }) {
 			continue
 		}
 		verb := "found and " + closed

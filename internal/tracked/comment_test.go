@@ -1,4 +1,4 @@
-package tickets_test
+package tracked_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package tickets_test
+package tracked_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/ticketd/ticketd/internal/reconciler"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
+	"github.com/ticketd/ticketd/internal/tracked"
 	"github.com/ticketd/ticketd/internal/tracker"
 	"github.com/ticketd/ticketd/internal/tracker/githubtest"
 	"github.com/ticketd/ticketd/internal/webhooks"
@@ -29,7 +30,7 @@ type trackedEnv struct {
 	svc    *tickets.Service
 	gh     *githubtest.Server
 	d      *db.DB
-	conn   tickets.TrackedOptions // the connection to the fake, with the test's windows
+	conn   tracked.Options // the connection to the fake, with the test's windows
 }
 
 // newTracked returns a service with a tracker-backed project "gh" (key GH)
@@ -58,7 +59,8 @@ func newTracked(t *testing.T, d *db.DB, queue bool) *trackedEnv {
 		if q, err = reconciler.New(d, reconciler.Options{PollInterval: 50 * time.Millisecond}); err != nil {
 			t.Fatal(err)
 		}
-		opts.Tracked.Scheduler = q
+		tracked.Scheduler = q
+		opts.Tracked = tracked
 	}
 	env.svc = tickets.NewService(d.Gorm, opts)
 	if q != nil {
