@@ -121,6 +121,7 @@ type PreviewTicketOut struct {
 // GetTicketOut is get_ticket's result.
 type GetTicketOut struct {
 	Ticket contract.Ticket `json:"ticket"`
+	Links  []contract.Link `json:"links" jsonschema:"Links to other tickets (link_tickets)."`
 }
 
 // ListTicketsOut is list_tickets' result. Tickets holds contract.TicketSummary
@@ -147,7 +148,7 @@ const noProjectsNextStep = "Your tenant %s has no project yet, so no ticket can 
 // Adding a tool is one value below and its entry here.
 func Tools() []Tool {
 	return []Tool{
-		createTicket, previewTicket, updateTicket, bulkUpdateTickets, addComment, getOperationStatus,
+		createTicket, previewTicket, updateTicket, bulkUpdateTickets, addComment, linkTickets, getOperationStatus,
 		getTicket, listTickets, listComments, listProjects,
 	}
 }
@@ -234,7 +235,10 @@ var (
 		input: func(s *jsonschema.Schema) {
 			s.Properties["id"].MinLength, s.Properties["id"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(maxTicketRef)
 		},
-		output: func(s *jsonschema.Schema) { s.Properties["ticket"] = ref(defTicket) },
+		output: func(s *jsonschema.Schema) {
+			s.Properties["ticket"] = ref(defTicket)
+			s.Properties["links"].Items.Properties["link"].Enum = stringEnum(tickets.LinkKinds...)
+		},
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in GetTicketIn) (GetTicketOut, error) {
 			tk, err := svc.GetTicket(ctx, c.principal.Tenant, in.ID)
 			if errcode.Of(err) == errcode.NotFound {
@@ -243,7 +247,11 @@ var (
 			if err != nil {
 				return GetTicketOut{}, err
 			}
-			return GetTicketOut{Ticket: contract.FromTicket(tk)}, nil
+			links, err := svc.TicketLinks(ctx, c.principal.Tenant, tk.ID)
+			if err != nil {
+				return GetTicketOut{}, err
+			}
+			return GetTicketOut{Ticket: contract.FromTicket(tk), Links: contract.FromLinks(links)}, nil
 		},
 	})
 

@@ -72,6 +72,8 @@ func generateOpenAPI(raw []byte) ([]byte, error) {
 		"BulkResult":          contract.BulkResultSchema(),
 		"NewComment":          contract.CommentFieldsSchema(),
 		"Comment":             contract.CommentSchema(),
+		"NewLink":             contract.LinkFieldsSchema(),
+		"LinkList":            contract.LinkListSchema(),
 		"Event":               contract.EventSchema(),
 		"Ticket":              contract.TicketSchema(),
 		"TicketSummary":       contract.TicketSummarySchema(),

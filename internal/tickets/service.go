@@ -14,7 +14,7 @@ import (
 // Actions lists the ledger actions of the service's writes, for metrics
 // that show every action from the start.
 func Actions() []string {
-	return []string{ActionCreateTicket, ActionUpdateTicket, ActionBulkUpdateTickets, ActionAddComment}
+	return []string{ActionCreateTicket, ActionUpdateTicket, ActionBulkUpdateTickets, ActionAddComment, ActionLinkTickets}
 }
 
 // Page sizes for lists.
