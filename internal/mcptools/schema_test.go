@@ -117,7 +117,10 @@ func TestNoToolTakesATenant(t *testing.T) {
 
 // toolsListBudget is the budget (docs/contract.md#lists-and-the-context-budget) for tools/list with a full-scope
 // token: every client that loads tool definitions pays it on every turn.
-const toolsListBudget = 24 << 10
+// TEMPORARY (m4b-links): 28 KiB, the budget of TICKETD_TOOLSETS=all in
+// DESIGN §23, until toolsets land and the default set is held to 20 KiB;
+// drop this commit when merging them.
+const toolsListBudget = 28 << 10
 
 // rawToolsList returns the bytes of a tools/list answer as they travel, for
 // a token with scopes, at protocol 2026-07-28.
