@@ -28,7 +28,7 @@ var update = flag.Bool("update", false, "rewrite the tool snapshots in testdata/
 
 var toolNames = []string{
 	mcptools.ToolAddComment, mcptools.ToolBulkUpdateTickets, mcptools.ToolCreateTicket, mcptools.ToolGetOperationStatus, mcptools.ToolGetTicket,
-	mcptools.ToolLinkTickets, mcptools.ToolListComments, mcptools.ToolListProjects, mcptools.ToolListTickets, mcptools.ToolPreviewTicket,
+	mcptools.ToolLinkTickets, mcptools.ToolListComments, mcptools.ToolListProjects, mcptools.ToolListTickets, mcptools.ToolListUsers, mcptools.ToolPreviewTicket,
 	mcptools.ToolUpdateTicket,
 }
 

@@ -149,7 +149,7 @@ const noProjectsNextStep = "Your tenant %s has no project yet, so no ticket can 
 func Tools() []Tool {
 	return []Tool{
 		createTicket, previewTicket, updateTicket, bulkUpdateTickets, addComment, linkTickets, getOperationStatus,
-		getTicket, listTickets, listComments, listProjects,
+		getTicket, listTickets, listComments, listProjects, listUsers,
 	}
 }
 

@@ -136,6 +136,9 @@ func (s *Service) LinkTickets(ctx context.Context, c Caller, opID operations.ID,
 	if err := checkActor(c.Subject); err != nil {
 		return LinkResult{OperationID: id}, err
 	}
+	if err := s.enroll(ctx, c); err != nil {
+		return LinkResult{OperationID: id}, err
+	}
 	from, err := s.GetTicket(ctx, c.Tenant, in.Ticket)
 	if err != nil {
 		return LinkResult{OperationID: id}, fmt.Errorf("link tickets: %w", err)

@@ -70,6 +70,9 @@ type Service struct {
 	backends sync.Map
 	// approvals gates consequential writes; nil asks nobody.
 	approvals *approval.Gate
+	// enrolled remembers the tenant and subject pairs already in the users
+	// directory (enroll).
+	enrolled sync.Map
 	// writeSQL is the PostgreSQL write statements that select the outbox's
 	// subscription probe.
 	writeSQL writeStatements
