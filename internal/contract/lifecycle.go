@@ -135,11 +135,11 @@ type Event struct {
 	ID          string            `json:"id"`
 	TicketID    string            `json:"ticket_id"`
 	Version     int64             `json:"version" jsonschema:"the ticket's version after this write"`
-	Kind        string            `json:"kind" jsonschema:"created, updated or commented"`
+	Kind        string            `json:"kind" jsonschema:"created, updated, commented, linked or unlinked"`
 	Actor       string            `json:"actor" jsonschema:"subject of the token that made the write"`
 	OperationID string            `json:"operation_id" jsonschema:"the operation ID (Idempotency-Key) of the write"`
 	CommentID   string            `json:"comment_id,omitempty" jsonschema:"commented: the comment added"`
-	Changes     map[string]Change `json:"changes" jsonschema:"updated: each changed field with from and to; empty otherwise"`
+	Changes     map[string]Change `json:"changes" jsonschema:"updated: each changed field with from and to; linked, unlinked: the link; empty otherwise"`
 	CreatedAt   time.Time         `json:"created_at"`
 	Approval    *Approval         `json:"approval,omitempty" jsonschema:"who approved this write, how and when, when it needed a person's yes"`
 }
@@ -168,6 +168,6 @@ func EventSchema() *jsonschema.Schema {
 
 // ConstrainEvent states the event's kinds and marks its timestamp as RFC 3339.
 func ConstrainEvent(s *jsonschema.Schema) {
-	s.Properties["kind"].Enum = StringEnum(tickets.EventCreated, tickets.EventUpdated, tickets.EventCommented)
+	s.Properties["kind"].Enum = StringEnum(tickets.EventCreated, tickets.EventUpdated, tickets.EventCommented, tickets.EventLinked, tickets.EventUnlinked)
 	s.Properties["created_at"].Format = "date-time"
 }

@@ -75,7 +75,7 @@ var Table = []Row{
 		Outcome:      CountInvalid,
 	},
 	{
-		Code: AlreadyExists, Meaning: "a project with that ID or key exists", Retry: "no",
+		Code: AlreadyExists, Meaning: "a project with that ID or key, or a user with that ID, exists", Retry: "no",
 		MCP: MCPNone, Status: http.StatusConflict, Title: "Already exists", ShowCause: true,
 		Public:       "something with that identifier already exists",
 		AgentStep:    "Something with that identifier already exists; use it, or pick another identifier.",

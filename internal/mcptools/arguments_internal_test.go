@@ -66,6 +66,12 @@ var toolArguments = map[string][]string{
 		`{"operation_id":"0190a6e5-3f2b-7c1d-9e4f-5a6b7c8d9e0f","id":"SUP-1","body":"Looked at it."}`,
 		`{"operation_id":"0190a6e5-3f2b-7c1d-9e4f-5a6b7c8d9e0f","id":"SUP-1","body":""}`,
 	},
+	ToolListUsers: {`{}`, `{"query":"bob"}`, `{"query":7}`},
+	ToolLinkTickets: {
+		`{"operation_id":"0190a6e5-3f2b-7c1d-9e4f-5a6b7c8d9e0f","id":"SUP-1","link":"blocks","target":"SUP-2"}`,
+		`{"operation_id":"0190a6e5-3f2b-7c1d-9e4f-5a6b7c8d9e0f","id":"SUP-1","link":"duplicated_by","target":"SUP-2","remove":true}`,
+		`{"operation_id":"0190a6e5-3f2b-7c1d-9e4f-5a6b7c8d9e0f","id":"SUP-1","link":"parent_of","target":"SUP-2"}`,
+	},
 	ToolGetOperationStatus: {`{"operation_id":"0190a6e5-3f2b-7c1d-9e4f-5a6b7c8d9e0f"}`, `{"operation_id":"0190A6E5-3F2B-7C1D-9E4F-5A6B7C8D9E0F"}`},
 	ToolPreviewTicket: {
 		`{"project_id":"support","title":"x"}`, `{"project_id":"support","title":"x","priority":"urgent","operation_id":""}`,

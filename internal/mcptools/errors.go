@@ -87,6 +87,9 @@ func failure[T any](err error, operationID string) (*mcp.CallToolResult, outcome
 	if errors.Is(err, tickets.ErrUnknownProject) {
 		next = unknownProjectNextStep
 	}
+	if errors.Is(err, tickets.ErrUnknownAssignee) {
+		next = unknownAssigneeNextStep
+	}
 	res, out := errorResult(code, code.Message(err), operationID, err, next)
 	var stale *tickets.VersionConflictError
 	if errors.As(err, &stale) {
@@ -108,6 +111,8 @@ const badOperationIDNextStep = "Nothing was attempted; generate a fresh random U
 // unknownProjectNextStep replaces the invalid_input next step when the
 // project_id names no project of the tenant: the domain's message lists the
 // known ones, and list_projects is how an agent finds them.
+const unknownAssigneeNextStep = "Nothing was attempted; call list_users (query narrows it) for the people who can be assigned, then call again with one's id, \"me\" or \"\"; the same operation_id is fine."
+
 const unknownProjectNextStep = "Nothing was attempted; call list_projects for your tenant's project_id values (for a tenant with none, its next_step says what an operator runs), then call again with one of them; the same operation_id is fine."
 
 // errorResult builds an isError result: the structured error and one text

@@ -19,6 +19,7 @@ func TestToolsListIsWhatIsServed(t *testing.T) {
 		mcptools.ToolListTickets: authn.ScopeRead, mcptools.ToolListProjects: authn.ScopeRead,
 		mcptools.ToolUpdateTicket: authn.ScopeWrite, mcptools.ToolAddComment: authn.ScopeWrite,
 		mcptools.ToolListComments: authn.ScopeRead, mcptools.ToolBulkUpdateTickets: authn.ScopeWrite,
+		mcptools.ToolLinkTickets: authn.ScopeWrite, mcptools.ToolListUsers: authn.ScopeRead,
 	}
 	var names []string
 	for _, tool := range mcptools.Tools() {

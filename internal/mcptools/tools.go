@@ -121,6 +121,7 @@ type PreviewTicketOut struct {
 // GetTicketOut is get_ticket's result.
 type GetTicketOut struct {
 	Ticket contract.Ticket `json:"ticket"`
+	Links  []contract.Link `json:"links" jsonschema:"Links to other tickets (link_tickets)."`
 }
 
 // ListTicketsOut is list_tickets' result. Tickets holds contract.TicketSummary
@@ -149,8 +150,8 @@ const noProjectsNextStep = "Your tenant %s has no project yet, so no ticket can 
 // toolset (toolsetTools).
 func Tools() []Tool {
 	return []Tool{
-		createTicket, previewTicket, updateTicket, bulkUpdateTickets, addComment, getOperationStatus,
-		getTicket, listTickets, listComments, listProjects,
+		createTicket, previewTicket, updateTicket, bulkUpdateTickets, addComment, linkTickets, getOperationStatus,
+		getTicket, listTickets, listComments, listProjects, listUsers,
 	}
 }
 
@@ -236,7 +237,10 @@ var (
 		input: func(s *jsonschema.Schema) {
 			s.Properties["id"].MinLength, s.Properties["id"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(maxTicketRef)
 		},
-		output: func(s *jsonschema.Schema) { s.Properties["ticket"] = ref(defTicket) },
+		output: func(s *jsonschema.Schema) {
+			s.Properties["ticket"] = ref(defTicket)
+			s.Properties["links"].Items.Properties["link"].Enum = stringEnum(tickets.LinkKinds...)
+		},
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in GetTicketIn) (GetTicketOut, error) {
 			tk, err := svc.GetTicket(ctx, c.principal.Tenant, in.ID)
 			if errcode.Of(err) == errcode.NotFound {
@@ -245,7 +249,11 @@ var (
 			if err != nil {
 				return GetTicketOut{}, err
 			}
-			return GetTicketOut{Ticket: contract.FromTicket(tk)}, nil
+			links, err := svc.TicketLinks(ctx, c.principal.Tenant, tk.ID)
+			if err != nil {
+				return GetTicketOut{}, err
+			}
+			return GetTicketOut{Ticket: contract.FromTicket(tk), Links: contract.FromLinks(links)}, nil
 		},
 	})
 

@@ -33,9 +33,9 @@ var toolsetTools = map[string][]string{
 		ToolListTickets, ToolListProjects,
 	},
 	ToolsetComments: {ToolAddComment, ToolListComments},
-	ToolsetLinks:    {},
+	ToolsetLinks:    {ToolLinkTickets},
 	ToolsetBulk:     {ToolBulkUpdateTickets},
-	ToolsetPeople:   {},
+	ToolsetPeople:   {ToolListUsers},
 }
 
 // toolsetOrder is the sets in the order help and errors name them.

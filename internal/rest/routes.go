@@ -45,6 +45,12 @@ func (a *api) routes() http.Handler {
 			r.With(a.require(authn.ScopeRead)).Get("/tickets/{id_or_key}/comments", a.listComments)
 			r.With(a.require(authn.ScopeWrite)).Post("/tickets/{id_or_key}/comments", a.addComment)
 			r.With(a.require(authn.ScopeRead)).Get("/tickets/{id_or_key}/events", a.listEvents)
+			r.With(a.require(authn.ScopeRead)).Get("/tickets/{id_or_key}/links", a.listLinks)
+			r.With(a.require(authn.ScopeWrite)).Post("/tickets/{id_or_key}/links", a.linkTickets)
+
+			r.With(a.require(authn.ScopeRead)).Get("/users", a.listUsers)
+			r.With(a.require(authn.ScopeAdmin)).Post("/users", a.createUser)
+			r.With(a.require(authn.ScopeAdmin)).Patch("/users/{user_id}", a.updateUser)
 
 			r.With(a.require(authn.ScopeRead)).Get("/operations", a.listOperations)
 			r.With(a.require(authn.ScopeRead)).Get("/operations/{operation_id}", a.getOperation)

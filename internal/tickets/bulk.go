@@ -90,6 +90,9 @@ func (s *Service) BulkUpdateTickets(ctx context.Context, c Caller, opID operatio
 		return BulkResult{OperationID: id}, err
 	}
 	n.Assignee = resolveMe(n.Assignee, actor)
+	if err := s.checkAssignee(ctx, c, operations.Key{Tenant: tenant, Action: ActionBulkUpdateTickets, OperationID: id}, n.Assignee); err != nil {
+		return BulkResult{OperationID: id}, err
+	}
 	base := uuid.Must(uuid.NewV7())
 	targets, err := s.resolveBulk(ctx, tenant, base, in)
 	if err != nil {

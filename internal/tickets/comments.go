@@ -118,6 +118,9 @@ func (s *Service) AddComment(ctx context.Context, c Caller, opID operations.ID, 
 	if err := checkActor(author); err != nil {
 		return CommentResult{OperationID: id}, err
 	}
+	if err := s.enroll(ctx, c); err != nil {
+		return CommentResult{OperationID: id}, err
+	}
 	t, err := s.GetTicket(ctx, tenant, ticketRef)
 	if err != nil {
 		return CommentResult{OperationID: id}, fmt.Errorf("add comment: %w", err)

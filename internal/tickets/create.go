@@ -47,6 +47,9 @@ func (s *Service) CreateTicket(ctx context.Context, c Caller, opID operations.ID
 	if err := checkActor(reporter); err != nil {
 		return CreateResult{}, err
 	}
+	if err := s.enroll(ctx, c); err != nil {
+		return CreateResult{}, err
+	}
 	b, err := s.backendOf(ctx, tenant, n.ProjectID)
 	if err != nil {
 		return CreateResult{OperationID: id}, fmt.Errorf("create ticket: %w", err)

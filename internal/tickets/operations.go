@@ -87,7 +87,7 @@ func (s *Service) statusOf(ctx context.Context, tenant string, rec operations.Re
 }
 
 // outcome reads what a succeeded record's result_id points at: a ticket
-// (create_ticket), an event (update_ticket) or a comment (add_comment).
+// (create_ticket, link_tickets: the ticket the call named), an event (update_ticket) or a comment (add_comment).
 func (s *Service) outcome(ctx context.Context, tenant string, rec operations.Record) (OperationStatus, error) {
 	st := OperationStatus{Record: rec}
 	if rec.Status != operations.StatusSucceeded || rec.ResultID == "" {
@@ -95,7 +95,7 @@ func (s *Service) outcome(ctx context.Context, tenant string, rec operations.Rec
 	}
 	var ticketID string
 	switch rec.Action {
-	case ActionCreateTicket:
+	case ActionCreateTicket, ActionLinkTickets:
 		ticketID = rec.ResultID
 	case ActionUpdateTicket:
 		ev, err := s.eventByID(ctx, tenant, rec.ResultID)

@@ -14,7 +14,8 @@ import (
 	"github.com/ticketd/ticketd/internal/tracker"
 )
 
-// ErrExists: a project with that ID or key already exists for the tenant.
+// ErrExists: a project with that ID or key, or a user with that ID, already
+// exists for the tenant.
 var ErrExists = errors.New("already exists")
 
 var (

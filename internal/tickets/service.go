@@ -14,7 +14,7 @@ import (
 // Actions lists the ledger actions of the service's writes, for metrics
 // that show every action from the start.
 func Actions() []string {
-	return []string{ActionCreateTicket, ActionUpdateTicket, ActionBulkUpdateTickets, ActionAddComment}
+	return []string{ActionCreateTicket, ActionUpdateTicket, ActionBulkUpdateTickets, ActionAddComment, ActionLinkTickets}
 }
 
 // Page sizes for lists.
@@ -71,6 +71,9 @@ type Service struct {
 	backends sync.Map
 	// approvals gates consequential writes; nil asks nobody.
 	approvals *approval.Gate
+	// enrolled remembers the tenant and subject pairs already in the users
+	// directory (enroll).
+	enrolled sync.Map
 	// writeSQL is the PostgreSQL write statements that select the outbox's
 	// subscription probe.
 	writeSQL writeStatements

@@ -218,6 +218,9 @@ func (s *Service) UpdateTicket(ctx context.Context, c Caller, opID operations.ID
 	// Resolved before fingerprinting: "me" and the caller's own subject are
 	// the same intent.
 	n.Assignee = resolveMe(n.Assignee, actor)
+	if err := s.checkAssignee(ctx, c, operations.Key{Tenant: tenant, Action: ActionUpdateTicket, OperationID: id}, n.Assignee); err != nil {
+		return UpdateResult{OperationID: id}, err
+	}
 	t, err := s.GetTicket(ctx, tenant, ticketRef)
 	if err != nil {
 		return UpdateResult{OperationID: id}, fmt.Errorf("update ticket: %w", err)

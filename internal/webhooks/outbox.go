@@ -71,11 +71,14 @@ var eventTypes = map[tickets.EventKind]string{
 	tickets.EventCreated:   TypeTicketCreated,
 	tickets.EventUpdated:   TypeTicketUpdated,
 	tickets.EventCommented: TypeCommentCreated,
+	tickets.EventLinked:    TypeTicketLinked,
+	tickets.EventUnlinked:  TypeTicketUnlinked,
 }
 
 // ticketData is an event's data: the ticket as the write left it, in the
-// shape the API answers with, plus what changed (ticket.updated) or the
-// comment (comment.created), in the API's shapes too.
+// shape the API answers with, plus what changed (ticket.updated; the link,
+// ticket.linked and ticket.unlinked) or the comment (comment.created), in
+// the API's shapes too.
 type ticketData struct {
 	Ticket  contract.Ticket            `json:"ticket"`
 	Changes map[string]contract.Change `json:"changes,omitempty"`
@@ -85,7 +88,8 @@ type ticketData struct {
 // ticketEvent is a ticket write's event as the outbox stores and sends it.
 func ticketEvent(typ string, ev tickets.WriteEvent) (Event, error) {
 	data := ticketData{Ticket: contract.FromTicket(ev.Ticket)}
-	if ev.Kind == tickets.EventUpdated {
+	if ev.Kind != tickets.EventCreated {
+		// ticket.updated's fields, or ticket.linked's link.
 		data.Changes = contract.FromChanges(ev.Changes)
 	}
 	if ev.Comment != nil {

@@ -30,10 +30,12 @@ const (
 	TypeTicketCreated  = "ticket.created"
 	TypeTicketUpdated  = "ticket.updated"
 	TypeCommentCreated = "comment.created"
+	TypeTicketLinked   = "ticket.linked"
+	TypeTicketUnlinked = "ticket.unlinked"
 )
 
 // EventTypes lists every event type, in the order documented.
-var EventTypes = []string{TypeTicketCreated, TypeTicketUpdated, TypeCommentCreated}
+var EventTypes = []string{TypeTicketCreated, TypeTicketUpdated, TypeCommentCreated, TypeTicketLinked, TypeTicketUnlinked}
 
 // Errors returned by the service; each wraps detail for the caller.
 var (

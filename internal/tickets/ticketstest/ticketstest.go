@@ -5,6 +5,7 @@ package ticketstest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 
@@ -16,13 +17,22 @@ import (
 // SUP, so their keys read SUP-1, SUP-2, …
 var Support = tickets.Project{ID: "support", Key: "SUP", Name: "Support"}
 
-// SeedSupport gives each tenant the Support project through svc, failing
-// the test if it cannot.
+// People are the users SeedSupport adds to each tenant's directory, the
+// assignees the tests use.
+var People = []string{"alice", "bob", "carol", "sam", "agent", "operator@acme"}
+
+// SeedSupport gives each tenant the Support project and People through
+// svc, failing the test if it cannot.
 func SeedSupport(tb testing.TB, svc *tickets.Service, tenants ...string) {
 	tb.Helper()
 	for _, tenant := range tenants {
 		if _, err := svc.CreateProject(context.Background(), tenant, Support); err != nil {
 			tb.Fatalf("seed project %s for %s: %v", Support.ID, tenant, err)
+		}
+		for _, id := range People {
+			if _, err := svc.CreateUser(context.Background(), tenant, tickets.User{ID: id}); err != nil && !errors.Is(err, tickets.ErrExists) {
+				tb.Fatalf("seed user %s for %s: %v", id, tenant, err)
+			}
 		}
 	}
 }
