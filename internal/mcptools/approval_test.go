@@ -288,9 +288,9 @@ func TestRacingRetriesWithOneApprovalWriteOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range racers {
 		wg.Go(func() {
-			for attempt := 0; ; attempt++ {
+			for deadline := time.Now().Add(time.Minute); ; {
 				results[i], errs[i] = retryWith(alice, args, state)
-				if errs[i] != nil || !results[i].IsError || attempt == 10 || !strings.Contains(text(results[i]), "operation_in_progress") {
+				if errs[i] != nil || !results[i].IsError || time.Now().After(deadline) || !strings.Contains(text(results[i]), "operation_in_progress") {
 					return
 				}
 				time.Sleep(50 * time.Millisecond)

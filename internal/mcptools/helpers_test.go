@@ -111,12 +111,13 @@ func text(res *mcp.CallToolResult) string {
 }
 
 // callSettled calls tool like an agent that retries operation_in_progress
-// (the contract's answer while another call holds the key) unchanged, a
-// bounded number of times. It is safe to use from any goroutine.
+// (the contract's answer while another call holds the key) unchanged, for up
+// to a minute: a bound on a hang, not on the pace of a loaded machine. It is
+// safe to use from any goroutine.
 func callSettled(cs *mcp.ClientSession, tool string, args map[string]any) (*mcp.CallToolResult, error) {
-	for attempt := 0; ; attempt++ {
+	for deadline := time.Now().Add(time.Minute); ; {
 		res, err := servertest.TryCall(cs, tool, args)
-		if err != nil || !res.IsError || attempt == 10 || !strings.Contains(text(res), "operation_in_progress") {
+		if err != nil || !res.IsError || time.Now().After(deadline) || !strings.Contains(text(res), "operation_in_progress") {
 			return res, err
 		}
 		time.Sleep(100 * time.Millisecond)
