@@ -275,18 +275,21 @@ type newData struct {
 }
 
 func (c *console) newTicketPage(w http.ResponseWriter, r *http.Request, req *request) {
-	c.renderNew(w, r, req, http.StatusOK, nil, newForm{
+	c.renderNew(w, r, req, http.StatusOK, layout{}, newForm{
 		OperationID: newOperationID(), ProjectID: r.URL.Query().Get("project"), Priority: string(tickets.PriorityNormal),
 	})
 }
 
-func (c *console) renderNew(w http.ResponseWriter, r *http.Request, req *request, status int, p *problem, f newForm) {
+// renderNew shows the new-ticket form; l brings a failed submission's
+// problem and pending approval.
+func (c *console) renderNew(w http.ResponseWriter, r *http.Request, req *request, status int, l layout, f newForm) {
 	projects, err := c.svc.ListProjects(r.Context(), req.principal.Tenant)
 	if err != nil {
 		c.failErr(w, r, req, err)
 		return
 	}
-	c.render(w, r, req, status, "new", layout{Title: "New ticket", Nav: "/console/tickets/new", Problem: p},
+	l.Title, l.Nav = "New ticket", "/console/tickets/new"
+	c.render(w, r, req, status, "new", l,
 		newData{Form: f, Projects: projects, Priorities: tickets.Priorities})
 }
 

@@ -78,6 +78,8 @@ type layout struct {
 	Nav     string // Path of the active navigation entry
 	Notice  string // a success or replay message
 	Problem *problem
+	// Pending is set when the page's form waits for a person's approval.
+	Pending *pendingApproval
 	// Set for signed-in pages.
 	Who      *authn.Principal
 	CSRF     string
