@@ -122,6 +122,7 @@ func (c *console) routes() http.Handler {
 	mux.Handle("GET /console/tickets/{ref}", c.reader(c.ticketPage))
 	mux.Handle("POST /console/tickets/{ref}/update", c.writer(c.updateTicket))
 	mux.Handle("POST /console/tickets/{ref}/comments", c.writer(c.addComment))
+	mux.Handle("POST /console/tickets/{ref}/links", c.writer(c.linkTicket))
 	mux.Handle("GET /console/operations", c.reader(c.operationsPage))
 	mux.Handle("GET /console/operations/{id}", c.reader(c.operationPage))
 	mux.Handle("POST /console/operations/{id}/reconcile", c.admin(c.reconcileOperation))

@@ -203,6 +203,13 @@ type ticketData struct {
 	Status       statusForm
 	Assign       assignForm
 	Comment      commentForm
+	// Links are the ticket's links, both ends' (each read from this end),
+	// and Link the form that adds one.
+	Links     []linkView
+	LinkKinds []tickets.LinkKind
+	Link      linkForm
+	// People is the tenant directory, the assignee picker's choices.
+	People []tickets.User
 }
 
 // loadTicket reads a ticket, its history and comments, and renders fresh
@@ -222,6 +229,14 @@ func (c *console) loadTicket(r *http.Request, req *request, ref string) (ticketD
 	if err != nil {
 		return ticketData{}, err
 	}
+	links, err := c.svc.TicketLinks(ctx, tenant, t.ID)
+	if err != nil {
+		return ticketData{}, err
+	}
+	people, err := c.svc.ListUsers(ctx, tenant, "")
+	if err != nil {
+		return ticketData{}, err
+	}
 	d := ticketData{
 		Ticket: t, Moves: tickets.AllowedMoves(t.Status), Priorities: tickets.Priorities,
 		Events: events.Events, Comments: comments.Comments,
@@ -230,6 +245,8 @@ func (c *console) loadTicket(r *http.Request, req *request, ref string) (ticketD
 		Status:  statusForm{OperationID: newOperationID(), IfVersion: t.Version},
 		Assign:  assignForm{OperationID: newOperationID(), IfVersion: t.Version, Assignee: t.Assignee},
 		Comment: commentForm{OperationID: newOperationID()},
+		Links:   linkViews(links), LinkKinds: tickets.LinkKinds, People: people,
+		Link: linkForm{OperationID: newOperationID(), Kind: string(tickets.LinkBlocks)},
 	}
 	base := "/console/tickets/" + url.PathEscape(t.Key)
 	if events.NextCursor != "" {
@@ -251,6 +268,10 @@ var notices = map[string]string{
 	"unchanged":        "Nothing to change: the ticket already had those values.",
 	"commented":        "Comment added.",
 	"comment-replayed": "Already done: this comment was added before and was not added again.",
+	"linked":           "Link added.",
+	"unlinked":         "Link removed.",
+	"link-replayed":    "Already done: this form's link change was made before and was not made again.",
+	"link-unchanged":   "Nothing to change: the link already was as asked.",
 }
 
 func (c *console) ticketPage(w http.ResponseWriter, r *http.Request, req *request) {
