@@ -118,6 +118,7 @@ func (c *console) routes() http.Handler {
 	mux.Handle("GET /console/{$}", http.RedirectHandler("/console/tickets", http.StatusSeeOther))
 	mux.Handle("GET /console/tickets", c.reader(c.ticketsPage))
 	mux.Handle("GET /console/tickets/new", c.writer(c.newTicketPage))
+	mux.Handle("POST /console/tickets/bulk", c.writer(c.bulkUpdate))
 	mux.Handle("POST /console/tickets", c.writer(c.createTicket))
 	mux.Handle("GET /console/tickets/{ref}", c.reader(c.ticketPage))
 	mux.Handle("POST /console/tickets/{ref}/update", c.writer(c.updateTicket))

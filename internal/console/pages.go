@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -93,6 +94,8 @@ type ticketsData struct {
 	Tickets    []tickets.Ticket
 	NextURL    string // empty on the last page
 	FirstURL   string // set when not on the first page
+	// Bulk is the bar that changes the selected tickets, for writers.
+	Bulk bulkData
 }
 
 // listParams is the filters as the service takes them: a view fills in
@@ -144,11 +147,17 @@ func (c *console) ticketsPage(w http.ResponseWriter, r *http.Request, req *reque
 		return
 	}
 	data.Projects = projects
+	if req.principal.HasScope(authn.ScopeWrite) {
+		if data.Bulk, err = c.bulkChoices(r, req, bulkForm{OperationID: newOperationID()}); err != nil {
+			c.failErr(w, r, req, err)
+			return
+		}
+	}
 	cursor := q.Get("cursor")
 	params := f.listParams()
 	params.Limit, params.Cursor = pageSize, cursor
 	page, err := c.svc.ListTickets(r.Context(), req.caller(), params)
-	l := layout{Title: "Tickets", Nav: "/console/tickets"}
+	l := layout{Title: "Tickets", Nav: "/console/tickets", Notice: notices[q.Get("done")]}
 	if err != nil {
 		p, status := c.problemOf(r, err)
 		l.Problem = p
@@ -268,6 +277,8 @@ var notices = map[string]string{
 	"unchanged":        "Nothing to change: the ticket already had those values.",
 	"commented":        "Comment added.",
 	"comment-replayed": "Already done: this comment was added before and was not added again.",
+	"bulk-updated":     "The selected tickets were changed, as one operation.",
+	"bulk-replayed":    "Already done: this change to the selected tickets was made before and was not made again.",
 	"linked":           "Link added.",
 	"unlinked":         "Link removed.",
 	"link-replayed":    "Already done: this form's link change was made before and was not made again.",

@@ -15,7 +15,7 @@ import (
 )
 
 // pageNames are the templates under templates/, each rendered inside base.html.
-var pageNames = []string{"signin", "error", "tickets", "ticket", "new", "operations", "operation", "projects", "deliveries", "approvals", "approval"}
+var pageNames = []string{"signin", "error", "tickets", "ticket", "new", "operations", "operation", "projects", "deliveries", "approvals", "approval", "bulk"}
 
 type pages map[string]*template.Template
 
