@@ -24,7 +24,7 @@ func onScreen(sel string) string {
 
 // atPhoneWidth checks, at 390 px, that the page is no wider than the screen
 // and that sel (a value the person decides on) is on it; it saves the
-// screenshot name and returns to desktop width.
+// screenshot name and returns to 1280 px.
 func (b *browser) atPhoneWidth(sel, name string) {
 	b.t.Helper()
 	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
@@ -35,7 +35,9 @@ func (b *browser) atPhoneWidth(sel, name string) {
 		b.t.Errorf("%s: at 390 px %s is not within the screen's width", name, sel)
 	}
 	b.screenshot(name)
-	b.do(chromedp.EmulateReset())
+	// Back to the window's 1280 px; EmulateReset leaves the mobile
+	// layout in place.
+	b.do(chromedp.EmulateViewport(1280, 860))
 }
 
 // TestBrowserApproval finishes in the console what the console started and
