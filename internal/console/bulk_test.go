@@ -147,3 +147,38 @@ func TestApproveButtonChecksTheForm(t *testing.T) {
 		t.Errorf("%d tickets, want none", n)
 	}
 }
+
+// TestUrgentEditApprovedOnTheTicketPage raises a ticket to urgent with the
+// ticket page's edit form: the page comes back with the pending approval,
+// the edit form keeps its key and values, and its approve button saves the
+// change with that one approval.
+func TestUrgentEditApprovedOnTheTicketPage(t *testing.T) {
+	t.Parallel()
+	e, db := gatedEnv(t, approval.DefaultBulkThreshold)
+	tk := mustCreate(t, e.svc, "bob", "Checkout is slow")
+	c := e.signedIn(t, token(t, "alice", time.Now(), authn.ScopeRead, authn.ScopeWrite, authn.ScopeApprove))
+
+	f := e.get(t, c, "/console/tickets/"+tk.Key).form(t, "edit-form")
+	f.Set("title", tk.Title)
+	f.Set("priority", string(tickets.PriorityUrgent))
+	p := read(t, e.post(t, c, "/console/tickets/"+tk.Key+"/update", f))
+	m := regexp.MustCompile(`form="edit-form" name="approve" value="([0-9a-f-]{36})"`).FindStringSubmatch(p.body)
+	if p.status != http.StatusPreconditionRequired || m == nil || !strings.Contains(p.body, `<option value="urgent" selected>`) {
+		t.Fatalf("urgent edit: status %d, want 428 with an approve button on the edit form, urgent still chosen; body:\n%s", p.status, p.body)
+	}
+	if got := p.form(t, "edit-form").Get("operation_id"); got != f.Get("operation_id") {
+		t.Fatalf("the edit form's key changed from %s to %s", f.Get("operation_id"), got)
+	}
+	f.Set("approve", m[1])
+	resp := e.post(t, c, "/console/tickets/"+tk.Key+"/update", f)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || !strings.Contains(resp.Header.Get("Location"), "done=updated") {
+		t.Fatalf("approve and save: status %d to %q, want 303 with done=updated", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if got, err := e.svc.GetTicket(context.Background(), tenant, tk.Key); err != nil || got.Priority != tickets.PriorityUrgent || got.Version != 2 {
+		t.Fatalf("%s: %+v, err %v; want urgent at version 2", tk.Key, got, err)
+	}
+	if got := approvalStatuses(t, db); got["used"] != 1 || len(got) != 1 {
+		t.Errorf("approvals by status %v, want exactly one, used", got)
+	}
+}
