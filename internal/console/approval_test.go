@@ -19,8 +19,9 @@ import (
 var approvalLink = regexp.MustCompile(`href="/console/approvals/([0-9a-f-]{36})"`)
 
 // TestUrgentFormWaitsForApproval follows a person who files an urgent ticket
-// in the console while approval is on: the form answers 428 approval_required
-// with the person's next step and keeps its operation ID; nothing is written;
+// in the console while approval is on: the form answers 428 with the
+// pending approval, a link to it and the person's next step, and keeps its
+// operation ID; nothing is written;
 // the approval waits on the Approvals page, which her token (tickets:read
 // and tickets:write, as an agent's) may not open; a person holding
 // tickets:approve alone approves it; the same form submitted again then
@@ -39,8 +40,9 @@ func TestUrgentFormWaitsForApproval(t *testing.T) {
 	f.Set("title", "Checkout is down")
 	f.Set("priority", "urgent")
 	p := read(t, e.post(t, c, "/console/tickets", f))
-	if p.status != http.StatusPreconditionRequired || !strings.Contains(p.body, "approval_required") || !strings.Contains(p.body, "Open the Approvals page") {
-		t.Fatalf("urgent create: status %d, want 428 approval_required with the person's next step; body:\n%s", p.status, p.body)
+	if p.status != http.StatusPreconditionRequired || !strings.Contains(p.body, `id="pending-approval"`) || !approvalLink.MatchString(p.body) ||
+		!strings.Contains(p.body, "submit the form below again as it is") || strings.Contains(p.body, `id="approve-and-submit"`) {
+		t.Fatalf("urgent create: status %d, want 428 with the pending approval, its link and the person's next step, and no approve button for alice; body:\n%s", p.status, p.body)
 	}
 	if got := p.form(t, "new-ticket").Get("operation_id"); got != f.Get("operation_id") {
 		t.Errorf("the form's operation ID changed from %s to %s; submitting it again after approval must be the same operation", f.Get("operation_id"), got)

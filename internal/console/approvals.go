@@ -49,9 +49,9 @@ func (c *console) approvalPage(w http.ResponseWriter, r *http.Request, req *requ
 	l := layout{Title: "Approval", Nav: approvalsNav.Path}
 	switch r.URL.Query().Get("done") {
 	case "approved":
-		l.Notice = "Approved. The agent's retry with the same operation ID now makes this change, once."
+		l.Notice = "Approved. Whoever asked now makes this change, once, without a second ask: a console form by being submitted again as it is (its page says so), an agent by retrying with the same operation ID."
 	case "declined":
-		l.Notice = "Declined. Nothing was written; the agent is told so when it retries."
+		l.Notice = "Declined. Nothing was written; whoever asked is told so when they submit or retry."
 	}
 	c.render(w, r, req, http.StatusOK, "approval", l, approvalView{Approval: a, Own: c.gate.SelfApproval(a, req.principal.Subject)})
 }

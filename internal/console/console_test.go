@@ -525,7 +525,7 @@ func TestTicketsPageFiltersAndPages(t *testing.T) {
 		}
 	}
 	c := e.signedIn(t, token(t, "alice", time.Now(), authn.ScopeRead))
-	rows := func(p page) int { return strings.Count(p.body, `<td><span class="status`) }
+	rows := func(p page) int { return strings.Count(p.body, `<td data-label="Status"><span class="status`) }
 
 	first := e.get(t, c, "/console/tickets?label=batch")
 	if rows(first) != 25 || !strings.Contains(first.body, `rel="next"`) {

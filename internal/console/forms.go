@@ -65,6 +65,9 @@ func (c *console) createTicket(w http.ResponseWriter, r *http.Request, req *requ
 	var res tickets.CreateResult
 	id, err := operationID(f.OperationID)
 	if err == nil {
+		err = c.approveSubmitted(r, req, id)
+	}
+	if err == nil {
 		res, err = c.svc.CreateTicket(r.Context(), req.caller(), id, tickets.NewTicket{
 			ProjectID: f.ProjectID, Title: f.Title, Description: f.Description,
 			Priority: tickets.Priority(f.Priority), Labels: splitLabels(f.Labels),
@@ -73,7 +76,7 @@ func (c *console) createTicket(w http.ResponseWriter, r *http.Request, req *requ
 	if err != nil {
 		p, status := c.problemOf(r, err)
 		f.OperationID = formKey(f.OperationID, p.Code)
-		c.renderNew(w, r, req, status, p, f)
+		c.renderNew(w, r, req, status, layout{Problem: p, Pending: c.pendingFrom(err, req, "new-ticket", "create the ticket")}, f)
 		return
 	}
 	done := "created"
@@ -128,6 +131,9 @@ func (c *console) updateTicket(w http.ResponseWriter, r *http.Request, req *requ
 	var res tickets.UpdateResult
 	id, err := operationID(opID)
 	if err == nil {
+		err = c.approveSubmitted(r, req, id)
+	}
+	if err == nil {
 		res, err = c.svc.UpdateTicket(r.Context(), req.caller(), id, r.PathValue("ref"), in)
 	}
 	if err != nil {
@@ -170,7 +176,8 @@ func (c *console) updateFailed(w http.ResponseWriter, r *http.Request, req *requ
 			d.Assign = assignForm{OperationID: opID, IfVersion: version, Assignee: form.Get("assignee")}
 		}
 	}
-	c.render(w, r, req, status, "ticket", layout{Title: d.Ticket.Key + " " + d.Ticket.Title, Nav: "/console/tickets", Problem: p}, d)
+	c.render(w, r, req, status, "ticket", layout{Title: d.Ticket.Key + " " + d.Ticket.Title, Nav: "/console/tickets", Problem: p,
+		Pending: c.pendingFrom(err, req, which+"-form", "save the change")}, d)
 }
 
 func (c *console) addComment(w http.ResponseWriter, r *http.Request, req *request) {

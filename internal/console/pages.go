@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -93,6 +94,8 @@ type ticketsData struct {
 	Tickets    []tickets.Ticket
 	NextURL    string // empty on the last page
 	FirstURL   string // set when not on the first page
+	// Bulk is the bar that changes the selected tickets, for writers.
+	Bulk bulkData
 }
 
 // listParams is the filters as the service takes them: a view fills in
@@ -144,11 +147,17 @@ func (c *console) ticketsPage(w http.ResponseWriter, r *http.Request, req *reque
 		return
 	}
 	data.Projects = projects
+	if req.principal.HasScope(authn.ScopeWrite) {
+		if data.Bulk, err = c.bulkChoices(r, req, bulkForm{OperationID: newOperationID()}); err != nil {
+			c.failErr(w, r, req, err)
+			return
+		}
+	}
 	cursor := q.Get("cursor")
 	params := f.listParams()
 	params.Limit, params.Cursor = pageSize, cursor
 	page, err := c.svc.ListTickets(r.Context(), req.caller(), params)
-	l := layout{Title: "Tickets", Nav: "/console/tickets"}
+	l := layout{Title: "Tickets", Nav: "/console/tickets", Notice: notices[q.Get("done")]}
 	if err != nil {
 		p, status := c.problemOf(r, err)
 		l.Problem = p
@@ -203,6 +212,13 @@ type ticketData struct {
 	Status       statusForm
 	Assign       assignForm
 	Comment      commentForm
+	// Links are the ticket's links, both ends' (each read from this end),
+	// and Link the form that adds one.
+	Links     []linkView
+	LinkKinds []tickets.LinkKind
+	Link      linkForm
+	// People is the tenant directory, the assignee picker's choices.
+	People []tickets.User
 }
 
 // loadTicket reads a ticket, its history and comments, and renders fresh
@@ -222,6 +238,14 @@ func (c *console) loadTicket(r *http.Request, req *request, ref string) (ticketD
 	if err != nil {
 		return ticketData{}, err
 	}
+	links, err := c.svc.TicketLinks(ctx, tenant, t.ID)
+	if err != nil {
+		return ticketData{}, err
+	}
+	people, err := c.svc.ListUsers(ctx, tenant, "")
+	if err != nil {
+		return ticketData{}, err
+	}
 	d := ticketData{
 		Ticket: t, Moves: tickets.AllowedMoves(t.Status), Priorities: tickets.Priorities,
 		Events: events.Events, Comments: comments.Comments,
@@ -230,6 +254,8 @@ func (c *console) loadTicket(r *http.Request, req *request, ref string) (ticketD
 		Status:  statusForm{OperationID: newOperationID(), IfVersion: t.Version},
 		Assign:  assignForm{OperationID: newOperationID(), IfVersion: t.Version, Assignee: t.Assignee},
 		Comment: commentForm{OperationID: newOperationID()},
+		Links:   linkViews(links), LinkKinds: tickets.LinkKinds, People: people,
+		Link: linkForm{OperationID: newOperationID(), Kind: string(tickets.LinkBlocks)},
 	}
 	base := "/console/tickets/" + url.PathEscape(t.Key)
 	if events.NextCursor != "" {
@@ -251,6 +277,12 @@ var notices = map[string]string{
 	"unchanged":        "Nothing to change: the ticket already had those values.",
 	"commented":        "Comment added.",
 	"comment-replayed": "Already done: this comment was added before and was not added again.",
+	"bulk-updated":     "The selected tickets were changed, as one operation.",
+	"bulk-replayed":    "Already done: this change to the selected tickets was made before and was not made again.",
+	"linked":           "Link added.",
+	"unlinked":         "Link removed.",
+	"link-replayed":    "Already done: this form's link change was made before and was not made again.",
+	"link-unchanged":   "Nothing to change: the link already was as asked.",
 }
 
 func (c *console) ticketPage(w http.ResponseWriter, r *http.Request, req *request) {
@@ -275,18 +307,21 @@ type newData struct {
 }
 
 func (c *console) newTicketPage(w http.ResponseWriter, r *http.Request, req *request) {
-	c.renderNew(w, r, req, http.StatusOK, nil, newForm{
+	c.renderNew(w, r, req, http.StatusOK, layout{}, newForm{
 		OperationID: newOperationID(), ProjectID: r.URL.Query().Get("project"), Priority: string(tickets.PriorityNormal),
 	})
 }
 
-func (c *console) renderNew(w http.ResponseWriter, r *http.Request, req *request, status int, p *problem, f newForm) {
+// renderNew shows the new-ticket form; l brings a failed submission's
+// problem and pending approval.
+func (c *console) renderNew(w http.ResponseWriter, r *http.Request, req *request, status int, l layout, f newForm) {
 	projects, err := c.svc.ListProjects(r.Context(), req.principal.Tenant)
 	if err != nil {
 		c.failErr(w, r, req, err)
 		return
 	}
-	c.render(w, r, req, status, "new", layout{Title: "New ticket", Nav: "/console/tickets/new", Problem: p},
+	l.Title, l.Nav = "New ticket", "/console/tickets/new"
+	c.render(w, r, req, status, "new", l,
 		newData{Form: f, Projects: projects, Priorities: tickets.Priorities})
 }
 

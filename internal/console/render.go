@@ -15,7 +15,7 @@ import (
 )
 
 // pageNames are the templates under templates/, each rendered inside base.html.
-var pageNames = []string{"signin", "error", "tickets", "ticket", "new", "operations", "operation", "projects", "deliveries", "approvals", "approval"}
+var pageNames = []string{"signin", "error", "tickets", "ticket", "new", "operations", "operation", "projects", "deliveries", "approvals", "approval", "bulk"}
 
 type pages map[string]*template.Template
 
@@ -78,6 +78,8 @@ type layout struct {
 	Nav     string // Path of the active navigation entry
 	Notice  string // a success or replay message
 	Problem *problem
+	// Pending is set when the page's form waits for a person's approval.
+	Pending *pendingApproval
 	// Set for signed-in pages.
 	Who      *authn.Principal
 	CSRF     string
