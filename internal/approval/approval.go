@@ -218,12 +218,16 @@ type Channel struct {
 
 type channelKey struct{}
 
-// WithChannel returns ctx carrying what the request allows for asking.
-func WithChannel(ctx context.Context, ch Channel) context.Context {
+// WithChannel returns ctx carrying what the request allows for asking, as
+// a function the gate calls only when a proposal needs approval: working
+// it out can cost more than the calls that never ask (most of them).
+func WithChannel(ctx context.Context, ch func() Channel) context.Context {
 	return context.WithValue(ctx, channelKey{}, ch)
 }
 
 func channelFrom(ctx context.Context) Channel {
-	ch, _ := ctx.Value(channelKey{}).(Channel)
-	return ch
+	if ch, ok := ctx.Value(channelKey{}).(func() Channel); ok {
+		return ch()
+	}
+	return Channel{}
 }

@@ -26,7 +26,17 @@ const approvalInput = "approval"
 // to elicit over a session that cannot carry the request
 // (../shared/notes/approval-mrtr.md) and fail the call. It gets
 // approval_required instead.
+//
+// The channel is worked out only if the gate asks for it: most calls never
+// do (a replay, a write no policy holds, a read), and reading the client's
+// capabilities decodes the request's _meta once more, 32 KiB of the
+// go-sdk's decoder per call (docs/perf.md).
 func withApprovalChannel(ctx context.Context, req *mcp.CallToolRequest) context.Context {
+	return approval.WithChannel(ctx, func() approval.Channel { return approvalChannel(req) })
+}
+
+// approvalChannel is what req allows for asking (withApprovalChannel).
+func approvalChannel(req *mcp.CallToolRequest) approval.Channel {
 	var ch approval.Channel
 	if caps := req.ClientCapabilities(); caps != nil && caps.Elicitation != nil {
 		e := caps.Elicitation
@@ -41,7 +51,7 @@ func withApprovalChannel(ctx context.Context, req *mcp.CallToolRequest) context.
 			ch.Answer = &approval.Answer{Action: r.Action, Approve: approve}
 		}
 	}
-	return approval.WithChannel(ctx, ch)
+	return ch
 }
 
 // askForApproval turns the gate's answer into the protocol's: an

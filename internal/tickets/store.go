@@ -137,11 +137,12 @@ func scanTicketRows(rows *sql.Rows, capacity int) (out []ticketRow, err error) {
 	}()
 	out = make([]ticketRow, 0, capacity)
 	for rows.Next() {
-		var r ticketRow
-		if err := rows.Scan(r.columns()...); err != nil {
+		// Scanned in place: a row scanned into a local escapes (columns
+		// hands out pointers into it) and was then copied into out.
+		out = append(out, ticketRow{})
+		if err := rows.Scan(out[len(out)-1].columns()...); err != nil {
 			return nil, err
 		}
-		out = append(out, r)
 	}
 	return out, rows.Err()
 }
