@@ -15,18 +15,19 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/people"
 )
 
 // ActionUpdateTicket is the ledger action of UpdateTicket.
 const ActionUpdateTicket = "update_ticket"
 
 // MaxAssignee is the longest assignee, in characters after trimming.
-const MaxAssignee = 200
+const MaxAssignee = people.MaxUserID
 
 // AssigneeMe names the caller as assignee, in an update as in a list filter,
 // so an agent can assign a ticket to itself without knowing its own subject.
 // The service resolves it (resolveMe); no transport needs to know the rule.
-const AssigneeMe = "me"
+const AssigneeMe = people.Me
 
 // resolveMe returns assignee with AssigneeMe replaced by the caller's
 // subject; nil stays nil.
