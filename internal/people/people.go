@@ -229,3 +229,34 @@ func (d *Directory) Assignable(ctx context.Context, tenant, id string) (bool, er
 	}
 	return n > 0, nil
 }
+
+// ErrUnknownAssignee marks the invalid input of an assignee who is not an
+// active user of the tenant, so that a transport can say how its callers
+// list the users (MCP: list_users). The error is also a
+// *fault.ValidationError.
+var ErrUnknownAssignee = errors.New("unknown assignee")
+
+type unknownAssigneeError struct{ *fault.ValidationError }
+
+func (e unknownAssigneeError) Is(target error) bool { return target == ErrUnknownAssignee }
+func (e unknownAssigneeError) Unwrap() error        { return e.ValidationError }
+
+// CheckAssignee enrolls subject (so "me" is always a user) and refuses an
+// assignee who is not an active user of the tenant; "" unassigns and nil
+// leaves the assignee alone. recorded reports whether the write's operation
+// is already in the ledger: such a write is let through, since its replay
+// answers what it did, whoever has left since.
+//
+// Errors: fault.ErrInvalid (ErrUnknownAssignee), fault.ErrUnavailable.
+func (d *Directory) CheckAssignee(ctx context.Context, tenant, subject string, assignee *string, recorded func() bool) error {
+	if err := d.Enroll(ctx, tenant, subject); err != nil {
+		return err
+	}
+	if assignee == nil || *assignee == "" || *assignee == subject {
+		return nil
+	}
+	if ok, err := d.Assignable(ctx, tenant, *assignee); ok || err != nil || recorded() {
+		return err
+	}
+	return unknownAssigneeError{fault.Invalid("assignee", "%q is not an active user of this tenant; assign one of its users, \"me\" (yourself) or \"\" (nobody)", *assignee)}
+}

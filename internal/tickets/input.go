@@ -81,6 +81,7 @@ func Normalize(in NewTicket) (NewTicket, error) {
 	out.ProjectID = text("project_id", in.ProjectID, MaxProjectID, true, true)
 	out.Title = text("title", in.Title, MaxTitle, true, false)
 	out.Description = text("description", in.Description, MaxDescription, false, false)
+	out.Parent = canonicalText(in.Parent, false)
 
 	out.Priority = Priority(strings.ToLower(strings.TrimSpace(string(in.Priority))))
 	if out.Priority == "" {
@@ -137,7 +138,8 @@ func Fingerprint(n NewTicket) string {
 		Description string   `json:"description"`
 		Priority    Priority `json:"priority"`
 		Labels      []string `json:"labels"`
-	}{n.ProjectID, n.Title, n.Description, n.Priority, n.Labels})
+		Parent      string   `json:"parent,omitempty"`
+	}{n.ProjectID, n.Title, n.Description, n.Priority, n.Labels, n.Parent})
 	if err != nil {
 		panic(fmt.Sprintf("marshal fingerprint input: %v", err)) // strings only: cannot fail
 	}

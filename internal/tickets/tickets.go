@@ -75,6 +75,9 @@ type NewTicket struct {
 	Description string
 	Priority    Priority
 	Labels      []string
+	// Parent makes the ticket a sub-task of this one (UUID or key; the
+	// service resolves it to the UUID); "" for none.
+	Parent string
 }
 
 // Ticket is a created ticket.
