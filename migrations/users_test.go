@@ -49,11 +49,11 @@ func TestUsersMigrationAddsStoredAssignees(t *testing.T) {
 			t.Fatalf("up: %v", err)
 		}
 		svc := tickets.NewService(d.Gorm, tickets.Options{})
-		users, err := svc.ListUsers(ctx, "acme", "")
+		users, err := svc.People().List(ctx, "acme", "")
 		if err != nil || len(users) != 1 || users[0].ID != "zoe" || !users[0].Active {
 			t.Fatalf("users after the upgrade = %+v, %v; want zoe, active", users, err)
 		}
-		if other, err := svc.ListUsers(ctx, "globex", ""); err != nil || len(other) != 0 {
+		if other, err := svc.People().List(ctx, "globex", ""); err != nil || len(other) != 0 {
 			t.Errorf("another tenant's users = %+v, %v; want none", other, err)
 		}
 		zoe := "zoe"

@@ -22,13 +22,14 @@ type TicketFields struct {
 	Description string   `json:"description,omitempty"`
 	Priority    string   `json:"priority,omitempty"`
 	Labels      []string `json:"labels,omitempty"`
+	Parent      string   `json:"parent,omitempty" jsonschema:"a ticket: makes this its sub-task"`
 }
 
 // NewTicket is the one mapping from the contract's fields to the domain's input.
 func (f TicketFields) NewTicket() tickets.NewTicket {
 	return tickets.NewTicket{
 		ProjectID: f.ProjectID, Title: f.Title, Description: f.Description,
-		Priority: tickets.Priority(f.Priority), Labels: f.Labels,
+		Priority: tickets.Priority(f.Priority), Labels: f.Labels, Parent: f.Parent,
 	}
 }
 
@@ -48,6 +49,7 @@ func ConstrainTicketFields(s *jsonschema.Schema) {
 	p["project_id"].MinLength, p["project_id"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(tickets.MaxProjectID)
 	p["title"].MinLength, p["title"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(tickets.MaxTitle)
 	p["description"].MaxLength = jsonschema.Ptr(tickets.MaxDescription)
+	p["parent"].MaxLength = jsonschema.Ptr(64)
 	p["priority"].Enum = StringEnum(tickets.Priorities...)
 	p["priority"].Default = json.RawMessage(`"` + tickets.PriorityNormal + `"`)
 	labels := p["labels"]

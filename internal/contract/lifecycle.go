@@ -12,20 +12,21 @@ import (
 // fields update_ticket takes besides operation_id, id and if_version, and the
 // body of PATCH /api/v1/tickets/{id_or_key}. Absent fields stay as they are.
 type TicketUpdateFields struct {
-	Title        *string  `json:"title,omitempty"`
-	Description  *string  `json:"description,omitempty"`
-	Priority     *string  `json:"priority,omitempty"`
-	Status       *string  `json:"status,omitempty"`
-	Assignee     *string  `json:"assignee,omitempty" jsonschema:"A subject; \"me\" is you; \"\" unassigns."`
-	AddLabels    []string `json:"add_labels,omitempty"`
-	RemoveLabels []string `json:"remove_labels,omitempty"`
+	Title        *string   `json:"title,omitempty"`
+	Description  *string   `json:"description,omitempty"`
+	Priority     *string   `json:"priority,omitempty"`
+	Status       *string   `json:"status,omitempty"`
+	Assignee     *string   `json:"assignee,omitempty" jsonschema:"A subject; \"me\" is you; \"\" unassigns."`
+	AddLabels    []string  `json:"add_labels,omitempty"`
+	RemoveLabels []string  `json:"remove_labels,omitempty"`
+	Parent       ParentRef `json:"parent,omitzero"`
 }
 
 // Update is the one mapping from the contract's fields to the domain's update.
 func (f TicketUpdateFields) Update(ifVersion *int64) tickets.TicketUpdate {
 	u := tickets.TicketUpdate{
 		IfVersion: ifVersion, Title: f.Title, Description: f.Description, Assignee: f.Assignee,
-		AddLabels: f.AddLabels, RemoveLabels: f.RemoveLabels,
+		AddLabels: f.AddLabels, RemoveLabels: f.RemoveLabels, Parent: f.Parent.update(),
 	}
 	if f.Priority != nil {
 		p := tickets.Priority(*f.Priority)
@@ -55,6 +56,7 @@ func ConstrainTicketUpdateFields(s *jsonschema.Schema) {
 	p := s.Properties
 	p["title"].MinLength, p["title"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(tickets.MaxTitle)
 	p["description"].MaxLength = jsonschema.Ptr(tickets.MaxDescription)
+	p["parent"] = parentSchema("a ticket: makes this its sub-task; null detaches")
 	constrainChange(p)
 }
 

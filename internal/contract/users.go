@@ -3,7 +3,7 @@ package contract
 import (
 	"time"
 
-	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/people"
 )
 
 // User is one of the tenant's people: what an assignee names.
@@ -17,7 +17,7 @@ type User struct {
 }
 
 // FromUsers converts users; never nil.
-func FromUsers(us []tickets.User) []User {
+func FromUsers(us []people.User) []User {
 	out := make([]User, len(us))
 	for i, u := range us {
 		out[i] = FromUser(u)
@@ -26,7 +26,7 @@ func FromUsers(us []tickets.User) []User {
 }
 
 // FromUser converts a user.
-func FromUser(u tickets.User) User {
+func FromUser(u people.User) User {
 	return User{ID: u.ID, DisplayName: u.DisplayName, Email: u.Email, Active: u.Active, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt}
 }
 

@@ -239,7 +239,7 @@ func TestRicherResultsFitTheirSchemas(t *testing.T) {
 	ok := func(v any) outcome[any] { return outcome[any]{ok: &v} }
 
 	check(ToolCreateTicket, false, ok(CreateTicketOut{OperationID: opID.String(), Status: "succeeded", TicketID: full.ID, Ticket: full}))
-	check(ToolGetTicket, false, ok(GetTicketOut{Ticket: full, Links: []contract.Link{{Link: "blocked_by", ID: full.ID, Key: full.Key}}}))
+	check(ToolGetTicket, false, ok(GetTicketOut{Ticket: full, Links: []contract.Link{{Link: "blocked_by", ID: full.ID, Key: full.Key}}, Parent: &contract.TicketRef{ID: full.ID, Key: full.Key}, Children: contract.Children{Count: 1, Keys: []string{full.Key}}}))
 	check(ToolListUsers, false, ok(ListUsersOut{Users: []contract.User{{ID: "bob", DisplayName: "Bob", Active: true, CreatedAt: tk.CreatedAt, UpdatedAt: tk.UpdatedAt}}}))
 	check(ToolLinkTickets, false, ok(LinkTicketsOut{OperationID: opID.String(), Status: "succeeded", Changed: true, TicketID: full.ID,
 		Links: []contract.Link{{Link: "blocks", ID: full.ID, Key: full.Key}}}))

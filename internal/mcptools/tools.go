@@ -81,6 +81,7 @@ type ListTicketsIn struct {
 	Assignee     string            `json:"assignee,omitempty"`
 	Label        string            `json:"label,omitempty"`
 	Priority     string            `json:"priority,omitempty"`
+	Parent       string            `json:"parent,omitempty" jsonschema:"a ticket: its sub-tasks"`
 	UpdatedSince string            `json:"updated_since,omitempty"`
 	Sort         string            `json:"sort,omitempty"`
 	Detail       string            `json:"detail,omitempty"`
@@ -122,6 +123,10 @@ type PreviewTicketOut struct {
 type GetTicketOut struct {
 	Ticket contract.Ticket `json:"ticket"`
 	Links  []contract.Link `json:"links" jsonschema:"Links to other tickets (link_tickets)."`
+	// Parent and Children are get_ticket's alone: every other answer
+	// carries tickets without them, which keeps tools/list small.
+	Parent   *contract.TicketRef `json:"parent"`
+	Children contract.Children   `json:"children"`
 }
 
 // ListTicketsOut is list_tickets' result. Tickets holds contract.TicketSummary
@@ -240,6 +245,7 @@ var (
 		output: func(s *jsonschema.Schema) {
 			s.Properties["ticket"] = ref(defTicket)
 			s.Properties["links"].Items.Properties["link"].Enum = stringEnum(tickets.LinkKinds...)
+			s.Properties["parent"] = contract.Nullable(s.Properties["parent"])
 		},
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in GetTicketIn) (GetTicketOut, error) {
 			tk, err := svc.GetTicket(ctx, c.principal.Tenant, in.ID)
@@ -253,7 +259,13 @@ var (
 			if err != nil {
 				return GetTicketOut{}, err
 			}
-			return GetTicketOut{Ticket: contract.FromTicket(tk), Links: contract.FromLinks(links)}, nil
+			parent, children, err := svc.Family(ctx, c.principal.Tenant, tk.ID)
+			if err != nil {
+				return GetTicketOut{}, err
+			}
+			out := GetTicketOut{Ticket: contract.FromTicket(tk), Links: contract.FromLinks(links)}
+			out.Parent, out.Children = contract.FromFamily(parent, children)
+			return out, nil
 		},
 	})
 
@@ -266,6 +278,7 @@ var (
 			p["query"].MaxLength = jsonschema.Ptr(tickets.MaxQuery)
 			p["assignee"].MaxLength = jsonschema.Ptr(tickets.MaxAssignee)
 			p["label"].MaxLength = jsonschema.Ptr(tickets.MaxLabel)
+			p["parent"].MaxLength = jsonschema.Ptr(maxTicketRef)
 			p["priority"].Enum = stringEnum(tickets.Priorities...)
 			p["updated_since"].Format = "date-time"
 			p["sort"].Enum = stringEnum(tickets.Sorts...)
@@ -287,7 +300,7 @@ var (
 			}
 			listed, err := svc.ListTickets(ctx, c.caller(), tickets.ListTicketsParams{
 				ProjectID: in.ProjectID, Statuses: in.Status.Domain(), Query: in.Query, Assignee: in.Assignee, Label: in.Label,
-				Priority: tickets.Priority(in.Priority), UpdatedSince: since, Sort: tickets.Sort(in.Sort),
+				Priority: tickets.Priority(in.Priority), Parent: in.Parent, UpdatedSince: since, Sort: tickets.Sort(in.Sort),
 				Limit: in.Limit, Cursor: in.Cursor,
 				MaxBytes: pageItemsBudget, Measure: page.measure,
 			})

@@ -33,7 +33,7 @@ var listUsers = newTool(spec[ListUsersIn, ListUsersOut]{
 		u["created_at"].Format, u["updated_at"].Format = "date-time", "date-time"
 	},
 	handle: func(ctx context.Context, svc *tickets.Service, c call, in ListUsersIn) (ListUsersOut, error) {
-		us, err := svc.ListUsers(ctx, c.principal.Tenant, in.Query)
+		us, err := svc.People().List(ctx, c.principal.Tenant, in.Query)
 		if err != nil {
 			return ListUsersOut{}, err
 		}

@@ -113,9 +113,10 @@ func checkMembers(body []byte, known map[string]bool) error {
 			fields = append(fields, tickets.FieldError{Field: name, Message: "is not a known field" + knownList(known)})
 		case seen[name]:
 			fields = append(fields, tickets.FieldError{Field: name, Message: "appears more than once"})
-		case bytes.Equal(bytes.TrimSpace(value), []byte("null")):
+		case bytes.Equal(bytes.TrimSpace(value), []byte("null")) && name != "parent":
 			// MCP's schemas refuse null too: one intent, one answer on both
 			// transports, rather than a null that silently means "unchanged".
+			// parent alone takes null, which detaches on both.
 			fields = append(fields, tickets.FieldError{Field: name,
 				Message: "must not be null; leave the field out to keep its value (an empty assignee unassigns)"})
 		}

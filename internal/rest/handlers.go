@@ -117,7 +117,7 @@ func (a *api) getTicket(w http.ResponseWriter, r *http.Request) {
 // takes one status or several, comma-separated; detail=summary leaves the
 // descriptions out (full tickets by default, as operators' scripts expect).
 func (a *api) listTickets(w http.ResponseWriter, r *http.Request) {
-	q, limit, err := pageParams(r, "project_id", "status", "query", "assignee", "label", "priority", "updated_since", "sort", "detail")
+	q, limit, err := pageParams(r, "project_id", "status", "query", "assignee", "label", "priority", "updated_since", "sort", "detail", "parent")
 	if err != nil {
 		fail(w, r, err, "")
 		return
@@ -145,7 +145,7 @@ func (a *api) listTickets(w http.ResponseWriter, r *http.Request) {
 	page, err := a.svc.ListTickets(r.Context(), caller(r), tickets.ListTicketsParams{
 		ProjectID: q.Get("project_id"), Statuses: statuses, Query: q.Get("query"),
 		Assignee: q.Get("assignee"), Label: q.Get("label"),
-		Priority: tickets.Priority(q.Get("priority")), UpdatedSince: since, Sort: tickets.Sort(q.Get("sort")),
+		Priority: tickets.Priority(q.Get("priority")), Parent: q.Get("parent"), UpdatedSince: since, Sort: tickets.Sort(q.Get("sort")),
 		Limit: limit, Cursor: q.Get("cursor"),
 	})
 	if err != nil {

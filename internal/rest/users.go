@@ -6,7 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/ticketd/ticketd/internal/contract"
-	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/people"
 )
 
 // listUsers is GET /api/v1/users: the tenant's directory, query narrowing it.
@@ -16,7 +16,7 @@ func (a *api) listUsers(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, "")
 		return
 	}
-	us, err := a.svc.ListUsers(r.Context(), principal(r).Tenant, q.Get("query"))
+	us, err := a.svc.People().List(r.Context(), principal(r).Tenant, q.Get("query"))
 	if err != nil {
 		fail(w, r, err, "")
 		return
@@ -31,7 +31,7 @@ func (a *api) createUser(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, "")
 		return
 	}
-	u, err := a.svc.CreateUser(r.Context(), principal(r).Tenant, tickets.User{ID: body.ID, DisplayName: body.DisplayName, Email: body.Email})
+	u, err := a.svc.People().Create(r.Context(), principal(r).Tenant, people.User{ID: body.ID, DisplayName: body.DisplayName, Email: body.Email})
 	if err != nil {
 		fail(w, r, err, "")
 		return
@@ -46,8 +46,8 @@ func (a *api) updateUser(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, "")
 		return
 	}
-	u, err := a.svc.UpdateUser(r.Context(), principal(r).Tenant, chi.URLParam(r, "user_id"),
-		tickets.UserPatch{DisplayName: body.DisplayName, Email: body.Email, Active: body.Active})
+	u, err := a.svc.People().Update(r.Context(), principal(r).Tenant, chi.URLParam(r, "user_id"),
+		people.Patch{DisplayName: body.DisplayName, Email: body.Email, Active: body.Active})
 	if err != nil {
 		fail(w, r, err, "")
 		return

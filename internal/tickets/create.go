@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/subtasks"
 )
 
 // ActionCreateTicket is the ledger action of CreateTicket; it scopes
@@ -50,6 +51,14 @@ func (s *Service) CreateTicket(ctx context.Context, c Caller, opID operations.ID
 	if err := s.enroll(ctx, c); err != nil {
 		return CreateResult{}, err
 	}
+	if n.Parent != "" {
+		if n.Parent, err = s.parentID(ctx, tenant, n.Parent); err != nil {
+			return CreateResult{}, err
+		}
+		if err := s.checkParentBackend(ctx, tenant, n.ProjectID); err != nil {
+			return CreateResult{}, err
+		}
+	}
 	b, err := s.backendOf(ctx, tenant, n.ProjectID)
 	if err != nil {
 		return CreateResult{OperationID: id}, fmt.Errorf("create ticket: %w", err)
@@ -72,6 +81,11 @@ func (s *Service) createLocal(ctx context.Context, w Write, n NewTicket) (_ Crea
 		var unsubscribed bool
 		if created, unsubscribed, err = s.insertTicket(tx, claim, tenant, reporter, ticketID, eventID, id, n); err != nil || !claim.Won() {
 			return err
+		}
+		if n.Parent != "" {
+			if _, err := subtasks.Set(tx, tenant, subtasks.Ref{ID: ticketID.String(), Key: created.Key}, n.Parent); err != nil {
+				return err
+			}
 		}
 		return s.enqueue(tx, WriteEvent{ID: eventID, Tenant: tenant, Kind: EventCreated, OperationID: id, At: created.CreatedAt, Ticket: created,
 			Unsubscribed: unsubscribed})

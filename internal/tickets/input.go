@@ -4,13 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf8"
 
-	"golang.org/x/text/unicode/norm"
+	"github.com/ticketd/ticketd/internal/fault"
 )
 
 // Limits on ticket input, in characters (Unicode code points), after trimming.
@@ -34,35 +33,22 @@ const MaxInputBytes = 256 << 10
 // Priorities, in increasing urgency.
 var Priorities = []Priority{PriorityLow, PriorityNormal, PriorityHigh, PriorityUrgent}
 
-// ErrInvalid marks input that failed validation. Nothing was attempted.
-var ErrInvalid = errors.New("invalid input")
+// The validation vocabulary is internal/fault's, shared with the packages
+// beside this one (internal/people).
+var (
+	// ErrInvalid marks input that failed validation. Nothing was attempted.
+	ErrInvalid    = fault.ErrInvalid
+	invalidField  = fault.Invalid
+	canonicalText = fault.CanonicalText
+	checkText     = fault.CheckText
+)
 
 // FieldError says what is wrong with one field.
-type FieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
+type FieldError = fault.FieldError
 
 // ValidationError lists every problem found in one input. It matches
 // ErrInvalid with errors.Is.
-type ValidationError struct {
-	Fields []FieldError
-}
-
-func (e *ValidationError) Error() string {
-	parts := make([]string, len(e.Fields))
-	for i, f := range e.Fields {
-		parts[i] = f.Field + ": " + f.Message
-	}
-	return "invalid input: " + strings.Join(parts, "; ")
-}
-
-// Is makes errors.Is(err, ErrInvalid) true for validation errors.
-func (e *ValidationError) Is(target error) bool { return target == ErrInvalid }
-
-func invalidField(field, format string, args ...any) *ValidationError {
-	return &ValidationError{Fields: []FieldError{{Field: field, Message: fmt.Sprintf(format, args...)}}}
-}
+type ValidationError = fault.ValidationError
 
 // Normalize returns the canonical form of a new ticket, or a
 // *ValidationError listing every problem. Two inputs that mean the same
@@ -95,6 +81,7 @@ func Normalize(in NewTicket) (NewTicket, error) {
 	out.ProjectID = text("project_id", in.ProjectID, MaxProjectID, true, true)
 	out.Title = text("title", in.Title, MaxTitle, true, false)
 	out.Description = text("description", in.Description, MaxDescription, false, false)
+	out.Parent = canonicalText(in.Parent, false)
 
 	out.Priority = Priority(strings.ToLower(strings.TrimSpace(string(in.Priority))))
 	if out.Priority == "" {
@@ -142,26 +129,6 @@ func normalizeLabels(field string, in []string, bad func(field, format string, a
 	return out
 }
 
-// canonicalText lower-cases (when fold is set), composes (NFC) and trims, in
-// that order, so that applying it twice changes nothing.
-func canonicalText(s string, fold bool) string {
-	if fold {
-		s = strings.ToLower(s)
-	}
-	return strings.TrimSpace(norm.NFC.String(s))
-}
-
-// checkText rejects what no database column can hold faithfully.
-func checkText(s string) string {
-	switch {
-	case !utf8.ValidString(s):
-		return "must be valid UTF-8"
-	case strings.ContainsRune(s, 0):
-		return "must not contain NUL characters"
-	}
-	return ""
-}
-
 // Fingerprint is the SHA-256 (hex) of the canonical JSON of a normalised
 // ticket: what makes two calls the same intended ticket.
 func Fingerprint(n NewTicket) string {
@@ -171,7 +138,8 @@ func Fingerprint(n NewTicket) string {
 		Description string   `json:"description"`
 		Priority    Priority `json:"priority"`
 		Labels      []string `json:"labels"`
-	}{n.ProjectID, n.Title, n.Description, n.Priority, n.Labels})
+		Parent      string   `json:"parent,omitempty"`
+	}{n.ProjectID, n.Title, n.Description, n.Priority, n.Labels, n.Parent})
 	if err != nil {
 		panic(fmt.Sprintf("marshal fingerprint input: %v", err)) // strings only: cannot fail
 	}

@@ -34,6 +34,8 @@ type ListTicketsParams struct {
 	Assignee string
 	Label    string
 	Priority Priority
+	// Parent keeps the sub-tasks of this ticket (UUID or key).
+	Parent string
 	// UpdatedSince keeps tickets last changed at or after it.
 	UpdatedSince *time.Time
 	// Sort orders the list; "" is SortUpdatedDesc for a search (Query
@@ -93,6 +95,7 @@ type ticketPosition struct {
 // ticketFilter is ListTicketsParams validated and normalised.
 type ticketFilter struct {
 	projectID, assignee, label string
+	parent                     string // the parent's UUID
 	unassigned                 bool
 	statuses                   []Status
 	priority                   Priority
@@ -178,7 +181,7 @@ func (f ticketFilter) scope(tenant string) string {
 		since = f.updatedSince.Format(time.RFC3339Nano)
 	}
 	return strings.Join(append([]string{"tickets", tenant, f.projectID, strings.Join(statuses, ","), f.assignee,
-		fmt.Sprint(f.unassigned), f.label, string(f.priority), since, string(f.sort)}, f.words...), "\x00")
+		fmt.Sprint(f.unassigned), f.label, string(f.priority), since, string(f.sort), f.parent}, f.words...), "\x00")
 }
 
 // priorityRank orders priorities for SortPriorityDesc, in SQL both
@@ -239,6 +242,9 @@ func (f ticketFilter) apply(q *gorm.DB, postgres bool) (*gorm.DB, error) {
 	if f.projectID != "" {
 		q = q.Where("project_id = ?", f.projectID)
 	}
+	if f.parent != "" {
+		q = q.Where("parent_id = ?", f.parent)
+	}
 	if len(f.statuses) > 0 {
 		q = q.Where("status IN ?", f.statuses)
 	}
@@ -297,6 +303,11 @@ func (s *Service) ListTickets(ctx context.Context, c Caller, p ListTicketsParams
 	f, err := normalizeFilter(p)
 	if err != nil {
 		return TicketPage{}, err
+	}
+	if p.Parent != "" {
+		if f.parent, err = s.parentID(ctx, tenant, p.Parent); err != nil {
+			return TicketPage{}, err
+		}
 	}
 	scope := f.scope(tenant)
 	var start *ticketPosition

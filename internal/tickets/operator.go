@@ -97,16 +97,16 @@ func (s *Service) ResolveOperation(ctx context.Context, c Caller, id operations.
 	var errs []FieldError
 	switch missing := r.ExternalID == ""; {
 	case r.Outcome == ResolveSucceeded && missing:
-		errs = append(errs, FieldError{"external_id", "is required with outcome succeeded: the tracker issue, e.g. owner/name#12"})
+		errs = append(errs, FieldError{Field: "external_id", Message: "is required with outcome succeeded: the tracker issue, e.g. owner/name#12"})
 	case r.Outcome == ResolveNotCreated && !missing:
-		errs = append(errs, FieldError{"external_id", "must be absent with outcome not_created"})
+		errs = append(errs, FieldError{Field: "external_id", Message: "must be absent with outcome not_created"})
 	case r.Outcome != ResolveSucceeded && r.Outcome != ResolveNotCreated:
-		errs = append(errs, FieldError{"outcome", "must be succeeded or not_created"})
+		errs = append(errs, FieldError{Field: "outcome", Message: "must be succeeded or not_created"})
 	}
 	if msg := checkText(r.Reason); msg != "" {
-		errs = append(errs, FieldError{"reason", msg})
+		errs = append(errs, FieldError{Field: "reason", Message: msg})
 	} else if n := utf8.RuneCountInString(r.Reason); n == 0 || n > MaxReason {
-		errs = append(errs, FieldError{"reason", fmt.Sprintf("must be 1–%d characters: say why you believe it", MaxReason)})
+		errs = append(errs, FieldError{Field: "reason", Message: fmt.Sprintf("must be 1–%d characters: say why you believe it", MaxReason)})
 	}
 	if err := checkActor(actor); err != nil {
 		return OperationStatus{}, err

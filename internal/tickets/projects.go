@@ -11,12 +11,13 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/ticketd/ticketd/internal/fault"
 	"github.com/ticketd/ticketd/internal/tracker"
 )
 
 // ErrExists: a project with that ID or key, or a user with that ID, already
 // exists for the tenant.
-var ErrExists = errors.New("already exists")
+var ErrExists = fault.ErrExists
 
 var (
 	projectIDPattern  = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
@@ -37,15 +38,15 @@ func (s *Service) CreateProject(ctx context.Context, tenant string, p Project) (
 	p.Name = strings.TrimSpace(p.Name)
 	var errs []FieldError
 	if !projectIDPattern.MatchString(p.ID) {
-		errs = append(errs, FieldError{"id", "must be 1–64 of a-z, 0-9, '-' or '_', starting with a letter or digit"})
+		errs = append(errs, FieldError{Field: "id", Message: "must be 1–64 of a-z, 0-9, '-' or '_', starting with a letter or digit"})
 	}
 	if !projectKeyPattern.MatchString(p.Key) {
-		errs = append(errs, FieldError{"key", "must be 1–10 of A-Z or 0-9, starting with a letter"})
+		errs = append(errs, FieldError{Field: "key", Message: "must be 1–10 of A-Z or 0-9, starting with a letter"})
 	}
 	if msg := checkText(p.Name); msg != "" {
-		errs = append(errs, FieldError{"name", msg})
+		errs = append(errs, FieldError{Field: "name", Message: msg})
 	} else if n := utf8.RuneCountInString(p.Name); n == 0 || n > MaxProjectName {
-		errs = append(errs, FieldError{"name", fmt.Sprintf("must be 1–%d characters after trimming", MaxProjectName)})
+		errs = append(errs, FieldError{Field: "name", Message: fmt.Sprintf("must be 1–%d characters after trimming", MaxProjectName)})
 	}
 	errs = append(errs, s.checkBackend(ctx, tenant, p.Backend)...)
 	if len(errs) > 0 {
@@ -77,7 +78,7 @@ func (s *Service) checkBackend(ctx context.Context, tenant string, b *tracker.Ba
 	case b == nil:
 		return nil
 	case s.trackers == nil:
-		return []FieldError{{"backend", "this server has no tracker connector configured"}}
+		return []FieldError{{Field: "backend", Message: "this server has no tracker connector configured"}}
 	}
 	return s.trackers.CheckBackend(ctx, tenant, b)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/cursor"
 	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/people"
 )
 
 // Actions lists the ledger actions of the service's writes, for metrics
@@ -71,9 +72,8 @@ type Service struct {
 	backends sync.Map
 	// approvals gates consequential writes; nil asks nobody.
 	approvals *approval.Gate
-	// enrolled remembers the tenant and subject pairs already in the users
-	// directory (enroll).
-	enrolled sync.Map
+	// people is the tenant directory assignees are checked against.
+	people *people.Directory
 	// writeSQL is the PostgreSQL write statements that select the outbox's
 	// subscription probe.
 	writeSQL writeStatements
@@ -86,7 +86,7 @@ func NewService(db *gorm.DB, opts Options) *Service {
 		reads = db
 	}
 	s := &Service{db: db, reads: reads, ledger: operations.NewLedger(db, opts.Ledger), cursors: cursor.New(opts.CursorKey), onWrite: opts.OnWrite, outbox: opts.Outbox, deliveries: opts.Deliveries,
-		approvals: opts.Approvals, writeSQL: newWriteStatements(subscribedSQL(opts.Outbox))}
+		approvals: opts.Approvals, people: people.NewDirectory(db, reads), writeSQL: newWriteStatements(subscribedSQL(opts.Outbox))}
 	if opts.Tracked != nil {
 		s.trackers = opts.Tracked.Connect(Mirror{s})
 	}

@@ -20,11 +20,11 @@
 package tickets
 
 import (
-	"errors"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/ticketd/ticketd/internal/fault"
 	"github.com/ticketd/ticketd/internal/tracker"
 )
 
@@ -63,10 +63,10 @@ var Statuses = []Status{StatusOpen, StatusInProgress, StatusResolved, StatusClos
 
 // ErrNotFound: no such ticket or project for this tenant (another tenant's
 // are indistinguishable from absent ones).
-var ErrNotFound = errors.New("not found")
+var ErrNotFound = fault.ErrNotFound
 
 // ErrUnavailable: the ticket store failed before anything was committed.
-var ErrUnavailable = errors.New("ticket store unavailable")
+var ErrUnavailable = fault.ErrUnavailable
 
 // NewTicket is the caller's intent: the meaningful input of create_ticket.
 type NewTicket struct {
@@ -75,6 +75,9 @@ type NewTicket struct {
 	Description string
 	Priority    Priority
 	Labels      []string
+	// Parent makes the ticket a sub-task of this one (UUID or key; the
+	// service resolves it to the UUID); "" for none.
+	Parent string
 }
 
 // Ticket is a created ticket.

@@ -15,18 +15,19 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/people"
 )
 
 // ActionUpdateTicket is the ledger action of UpdateTicket.
 const ActionUpdateTicket = "update_ticket"
 
 // MaxAssignee is the longest assignee, in characters after trimming.
-const MaxAssignee = 200
+const MaxAssignee = people.MaxUserID
 
 // AssigneeMe names the caller as assignee, in an update as in a list filter,
 // so an agent can assign a ticket to itself without knowing its own subject.
 // The service resolves it (resolveMe); no transport needs to know the rule.
-const AssigneeMe = "me"
+const AssigneeMe = people.Me
 
 // resolveMe returns assignee with AssigneeMe replaced by the caller's
 // subject; nil stays nil.
@@ -81,6 +82,7 @@ type TicketUpdate struct {
 	Assignee     *string // "" unassigns
 	AddLabels    []string
 	RemoveLabels []string
+	Parent       *string // a ticket (UUID or key; resolved to the UUID), "" detaches
 }
 
 // normalizeUpdate validates an update and returns its canonical form: text
@@ -121,6 +123,7 @@ func normalizeUpdate(in TicketUpdate) (TicketUpdate, error) {
 	out.Title = text("title", in.Title, MaxTitle, true)
 	out.Description = text("description", in.Description, MaxDescription, false)
 	out.Assignee = text("assignee", in.Assignee, MaxAssignee, false)
+	out.Parent = text("parent", in.Parent, maxParentRef, false)
 	if in.Priority != nil {
 		p := Priority(strings.ToLower(strings.TrimSpace(string(*in.Priority))))
 		if !slices.Contains(Priorities, p) {
@@ -142,9 +145,9 @@ func normalizeUpdate(in TicketUpdate) (TicketUpdate, error) {
 			bad("remove_labels", "label %q is also in add_labels; say one or the other", l)
 		}
 	}
-	if out.Title == nil && out.Description == nil && out.Priority == nil && out.Status == nil && out.Assignee == nil &&
+	if out.Title == nil && out.Description == nil && out.Priority == nil && out.Status == nil && out.Assignee == nil && in.Parent == nil &&
 		len(out.AddLabels) == 0 && len(out.RemoveLabels) == 0 && len(errs) == 0 {
-		bad("update", "nothing to change: give at least one of title, description, priority, status, assignee, add_labels, remove_labels")
+		bad("update", "nothing to change: give at least one of title, description, priority, status, assignee, add_labels, remove_labels, parent")
 	}
 	if len(errs) > 0 {
 		return TicketUpdate{}, &ValidationError{Fields: errs}
@@ -167,7 +170,8 @@ func updateFingerprint(ticketID uuid.UUID, n TicketUpdate) string {
 		Assignee     *string   `json:"assignee,omitempty"`
 		AddLabels    []string  `json:"add_labels,omitempty"`
 		RemoveLabels []string  `json:"remove_labels,omitempty"`
-	}{ticketID.String(), n.Title, n.Description, n.Priority, n.Status, n.Assignee, n.AddLabels, n.RemoveLabels})
+		Parent       *string   `json:"parent,omitempty"`
+	}{ticketID.String(), n.Title, n.Description, n.Priority, n.Status, n.Assignee, n.AddLabels, n.RemoveLabels, n.Parent})
 	if err != nil {
 		panic(fmt.Sprintf("marshal fingerprint input: %v", err)) // strings and numbers only: cannot fail
 	}
@@ -224,6 +228,9 @@ func (s *Service) UpdateTicket(ctx context.Context, c Caller, opID operations.ID
 	t, err := s.GetTicket(ctx, tenant, ticketRef)
 	if err != nil {
 		return UpdateResult{OperationID: id}, fmt.Errorf("update ticket: %w", err)
+	}
+	if n.Parent, err = s.resolveParent(ctx, tenant, t.ProjectID, n.Parent); err != nil {
+		return UpdateResult{OperationID: id}, err
 	}
 	b, err := s.backendOf(ctx, tenant, t.ProjectID)
 	if err != nil {

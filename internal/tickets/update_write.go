@@ -43,6 +43,9 @@ func writeUpdate(tx *gorm.DB, row ticketRow, tenant, actor string, opID, eventID
 		return Ticket{}, nil, &VersionConflictError{Expected: *n.IfVersion, Current: cur}
 	}
 	next, changes, err := n.applyTo(cur)
+	if err == nil && n.Parent != nil {
+		err = reparent(tx, tenant, cur, *n.Parent, changes)
+	}
 	if err != nil {
 		return Ticket{}, nil, err
 	}

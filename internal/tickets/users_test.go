@@ -7,6 +7,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/people"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 )
@@ -40,7 +41,7 @@ func TestAssigneeMustBeAUser(t *testing.T) {
 			if err != nil || res.Ticket.Assignee != "newcomer" {
 				t.Fatalf("assign me = %+v, %v", res.Ticket, err)
 			}
-			users, err := svc.ListUsers(ctx, tenantA, "NEWCOM")
+			users, err := svc.People().List(ctx, tenantA, "NEWCOM")
 			if err != nil || len(users) != 1 || users[0].ID != "newcomer" || !users[0].Active {
 				t.Errorf("list_users newcom = %+v, %v; want the caller, enrolled by its write", users, err)
 			}
@@ -48,7 +49,7 @@ func TestAssigneeMustBeAUser(t *testing.T) {
 
 		t.Run("InactiveRefused", func(t *testing.T) {
 			off := false
-			if _, err := svc.UpdateUser(ctx, tenantA, "sam", tickets.UserPatch{Active: &off}); err != nil {
+			if _, err := svc.People().Update(ctx, tenantA, "sam", people.Patch{Active: &off}); err != nil {
 				t.Fatal(err)
 			}
 			_, err := svc.UpdateTicket(ctx, caller, ticketstest.OpID(newID()), tk.Key, tickets.TicketUpdate{Assignee: ptr("sam")})
@@ -58,7 +59,7 @@ func TestAssigneeMustBeAUser(t *testing.T) {
 		})
 
 		t.Run("OtherTenantsUserRefused", func(t *testing.T) {
-			if _, err := svc.CreateUser(ctx, tenantB, tickets.User{ID: "globex-only"}); err != nil {
+			if _, err := svc.People().Create(ctx, tenantB, people.User{ID: "globex-only"}); err != nil {
 				t.Fatal(err)
 			}
 			_, err := svc.UpdateTicket(ctx, caller, ticketstest.OpID(newID()), tk.Key, tickets.TicketUpdate{Assignee: ptr("globex-only")})

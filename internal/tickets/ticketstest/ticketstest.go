@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/people"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -30,7 +31,7 @@ func SeedSupport(tb testing.TB, svc *tickets.Service, tenants ...string) {
 			tb.Fatalf("seed project %s for %s: %v", Support.ID, tenant, err)
 		}
 		for _, id := range People {
-			if _, err := svc.CreateUser(context.Background(), tenant, tickets.User{ID: id}); err != nil && !errors.Is(err, tickets.ErrExists) {
+			if _, err := svc.People().Create(context.Background(), tenant, people.User{ID: id}); err != nil && !errors.Is(err, tickets.ErrExists) {
 				tb.Fatalf("seed user %s for %s: %v", id, tenant, err)
 			}
 		}

@@ -1,0 +1,70 @@
+package tickets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+
+	"github.com/ticketd/ticketd/internal/subtasks"
+)
+
+// maxParentRef bounds a parent reference: a UUID (36) or a key.
+const maxParentRef = 64
+
+// parentID returns the UUID of the tenant's ticket ref names, as a parent.
+//
+// Errors: ErrInvalid (not a reference), ErrNotFound, ErrUnavailable.
+func (s *Service) parentID(ctx context.Context, tenant, ref string) (string, error) {
+	t, err := s.GetTicket(ctx, tenant, ref)
+	var invalid *ValidationError
+	if errors.As(err, &invalid) {
+		return "", invalidField("parent", "must be a ticket UUID or a key like SUP-42, got %q", ref)
+	}
+	if err != nil {
+		return "", fmt.Errorf("parent %s: %w", ref, err)
+	}
+	return t.ID.String(), nil
+}
+
+// resolveParent is an update's parent resolved: nil stays, "" detaches.
+func (s *Service) resolveParent(ctx context.Context, tenant, projectID string, ref *string) (*string, error) {
+	if ref == nil || *ref == "" {
+		return ref, nil
+	}
+	id, err := s.parentID(ctx, tenant, *ref)
+	if err == nil {
+		err = s.checkParentBackend(ctx, tenant, projectID)
+	}
+	return &id, err
+}
+
+// checkParentBackend refuses a parent for a tracker-backed project's ticket,
+// whose writes go to the tracker (docs/contract.md#sub-tasks).
+func (s *Service) checkParentBackend(ctx context.Context, tenant, projectID string) error {
+	local, err := s.isLocal(ctx, tenant, projectID)
+	if err == nil && !local {
+		return invalidField("parent", "tickets of tracker-backed projects cannot have a parent")
+	}
+	return err
+}
+
+// reparent moves cur under parentID ("" detaches), inside the update's
+// transaction, and records the move in changes as parent keys (nil: none).
+func reparent(tx *gorm.DB, tenant string, cur Ticket, parentID string, changes Changes) error {
+	from, to, moved, err := subtasks.Move(tx, tenant, subtasks.Ref{ID: cur.ID.String(), Key: cur.Key}, parentID)
+	if moved {
+		changes["parent"] = Change{From: subtasks.KeyOf(from), To: subtasks.KeyOf(to)}
+	}
+	return err
+}
+
+// Family returns the tenant's ticket's parent (nil when it has none) and
+// children, as get_ticket shows them.
+//
+// Errors: ErrUnavailable.
+func (s *Service) Family(ctx context.Context, tenant string, ticketID uuid.UUID) (*subtasks.Ref, subtasks.Children, error) {
+	return subtasks.Family(s.db.WithContext(ctx), tenant, ticketID.String())
+}

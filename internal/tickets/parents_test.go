@@ -1,0 +1,147 @@
+package tickets_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
+)
+
+func subTask(tb testing.TB, svc *tickets.Service, tenant, opID, parent string) (tickets.CreateResult, error) {
+	tb.Helper()
+	n := printerTicket()
+	n.Parent = parent
+	return svc.CreateTicket(context.Background(), tickets.Caller{Tenant: tenant, Subject: "alice"}, ticketstest.OpID(opID), n)
+}
+
+func reparent(tb testing.TB, svc *tickets.Service, tenant, opID string, tk tickets.Ticket, parent string) (tickets.UpdateResult, error) {
+	tb.Helper()
+	return svc.UpdateTicket(context.Background(), tickets.Caller{Tenant: tenant, Subject: "alice"}, ticketstest.OpID(opID), tk.Key,
+		tickets.TicketUpdate{Parent: &parent})
+}
+
+func childKeys(tb testing.TB, svc *tickets.Service, tenant string, tk tickets.Ticket) (string, []string) {
+	tb.Helper()
+	parent, children, err := svc.Family(context.Background(), tenant, tk.ID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if int(children.Count) != len(children.Keys) {
+		tb.Fatalf("children of %s: count %d, keys %v", tk.Key, children.Count, children.Keys)
+	}
+	if parent == nil {
+		return "", children.Keys
+	}
+	return parent.Key, children.Keys
+}
+
+func TestSubTasks(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		svc := newService(t, d)
+		top := newTicket(t, svc, tenantA)
+
+		t.Run("ASubTaskShowsOnItsParentAndInItsList", func(t *testing.T) {
+			op := newID()
+			child, err := subTask(t, svc, tenantA, op, strings.ToLower(top.Key))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p, _ := childKeys(t, svc, tenantA, child.Ticket); p != top.Key {
+				t.Errorf("parent of %s = %q, want %s", child.Ticket.Key, p, top.Key)
+			}
+			if _, keys := childKeys(t, svc, tenantA, top); len(keys) != 1 || keys[0] != child.Ticket.Key {
+				t.Errorf("children of %s = %v", top.Key, keys)
+			}
+			page, err := svc.ListTickets(context.Background(), tickets.Caller{Tenant: tenantA, Subject: "alice"}, tickets.ListTicketsParams{Parent: top.ID.String()})
+			if err != nil || len(page.Tickets) != 1 || page.Tickets[0].ID != child.Ticket.ID {
+				t.Errorf("list(parent) = %+v, %v", page.Tickets, err)
+			}
+			retry, err := subTask(t, svc, tenantA, op, top.ID.String())
+			if err != nil || !retry.Replayed || retry.Ticket.ID != child.Ticket.ID {
+				t.Errorf("retry by UUID = %+v, %v; want the same ticket replayed", retry, err)
+			}
+			if _, err := subTask(t, svc, tenantA, op, newTicket(t, svc, tenantA).Key); !errors.Is(err, operations.ErrConflict) {
+				t.Errorf("same operation_id, another parent: %v, want a conflict", err)
+			}
+		})
+
+		t.Run("DetachWithNullAndARetryReplays", func(t *testing.T) {
+			child, err := subTask(t, svc, tenantA, newID(), top.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			op := newID()
+			res, err := reparent(t, svc, tenantA, op, child.Ticket, "")
+			if err != nil || res.Changes["parent"].From != top.Key || res.Changes["parent"].To != nil || res.Version != 2 {
+				t.Fatalf("detach = %+v, %v", res, err)
+			}
+			if p, _ := childKeys(t, svc, tenantA, child.Ticket); p != "" {
+				t.Errorf("parent after detach = %q", p)
+			}
+			retry, err := reparent(t, svc, tenantA, op, child.Ticket, "")
+			if err != nil || !retry.Replayed || retry.Changes["parent"].From != top.Key {
+				t.Errorf("retry = %+v, %v", retry, err)
+			}
+			if _, err := reparent(t, svc, tenantA, op, child.Ticket, top.Key); !errors.Is(err, operations.ErrConflict) {
+				t.Errorf("same operation_id, changed parent: %v, want a conflict", err)
+			}
+		})
+
+		t.Run("ACycleIsRefused", func(t *testing.T) {
+			a := newTicket(t, svc, tenantA)
+			b, err := subTask(t, svc, tenantA, newID(), a.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = reparent(t, svc, tenantA, newID(), a, b.Ticket.Key)
+			if !errors.Is(err, tickets.ErrInvalid) || !strings.Contains(err.Error(), "cycle") {
+				t.Errorf("a under its own child: %v, want invalid input naming the cycle", err)
+			}
+			if _, err := reparent(t, svc, tenantA, newID(), a, a.Key); !errors.Is(err, tickets.ErrInvalid) {
+				t.Errorf("a under itself: %v", err)
+			}
+		})
+
+		t.Run("DepthOverThreeIsRefused", func(t *testing.T) {
+			chain := []tickets.Ticket{newTicket(t, svc, tenantA)}
+			for range 3 {
+				next, err := subTask(t, svc, tenantA, newID(), chain[len(chain)-1].Key)
+				if err != nil {
+					t.Fatalf("level %d: %v", len(chain), err)
+				}
+				chain = append(chain, next.Ticket)
+			}
+			if _, err := subTask(t, svc, tenantA, newID(), chain[3].Key); !errors.Is(err, tickets.ErrInvalid) {
+				t.Errorf("a fifth level: %v, want invalid input", err)
+			}
+			// A subtree moved under a deep ticket counts its own depth too.
+			loose := newTicket(t, svc, tenantA)
+			if _, err := subTask(t, svc, tenantA, newID(), loose.Key); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := reparent(t, svc, tenantA, newID(), loose, chain[2].Key); !errors.Is(err, tickets.ErrInvalid) {
+				t.Errorf("a two-level subtree under the third level: %v, want invalid input", err)
+			}
+			if _, err := reparent(t, svc, tenantA, newID(), loose, chain[1].Key); err != nil {
+				t.Errorf("a two-level subtree under the second level: %v", err)
+			}
+		})
+
+		t.Run("AnotherTenantsParentIsNotFound", func(t *testing.T) {
+			theirs := newTicket(t, svc, tenantB)
+			if _, err := subTask(t, svc, tenantA, newID(), theirs.ID.String()); !errors.Is(err, tickets.ErrNotFound) {
+				t.Errorf("create under another tenant's ticket: %v, want not found", err)
+			}
+			if _, err := reparent(t, svc, tenantA, newID(), top, theirs.ID.String()); !errors.Is(err, tickets.ErrNotFound) {
+				t.Errorf("update under another tenant's ticket: %v, want not found", err)
+			}
+		})
+	})
+}
