@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/ticketd/ticketd/internal/people"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -29,7 +30,7 @@ type bulkData struct {
 	Form       bulkForm
 	Statuses   []tickets.Status
 	Priorities []tickets.Priority
-	People     []tickets.User
+	People     []people.User
 }
 
 // update is the change the form asks for.
@@ -58,7 +59,7 @@ func (f bulkForm) update() tickets.TicketUpdate {
 // bulkChoices fills what the bulk form offers: statuses, priorities and
 // the tenant directory.
 func (c *console) bulkChoices(r *http.Request, req *request, f bulkForm) (bulkData, error) {
-	people, err := c.svc.ListUsers(r.Context(), req.principal.Tenant, "")
+	people, err := c.svc.People().List(r.Context(), req.principal.Tenant, "")
 	if err != nil {
 		return bulkData{}, err
 	}

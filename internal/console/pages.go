@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/people"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -218,7 +219,7 @@ type ticketData struct {
 	LinkKinds []tickets.LinkKind
 	Link      linkForm
 	// People is the tenant directory, the assignee picker's choices.
-	People []tickets.User
+	People []people.User
 }
 
 // loadTicket reads a ticket, its history and comments, and renders fresh
@@ -242,7 +243,7 @@ func (c *console) loadTicket(r *http.Request, req *request, ref string) (ticketD
 	if err != nil {
 		return ticketData{}, err
 	}
-	people, err := c.svc.ListUsers(ctx, tenant, "")
+	people, err := c.svc.People().List(ctx, tenant, "")
 	if err != nil {
 		return ticketData{}, err
 	}
