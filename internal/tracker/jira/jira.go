@@ -43,6 +43,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/ticketd/ticketd/internal/tracker"
 )
 
 // Kind is the backend kind of a Jira project.
@@ -70,9 +72,9 @@ var (
 	Statuses   = []string{"open", "in_progress", "resolved", "closed"}
 	Priorities = []string{"low", "normal", "high", "urgent"}
 
-	DefaultIssueType   = "Task"
-	DefaultStatusMap   = map[string]string{"open": "To Do", "in_progress": "In Progress", "resolved": "Done", "closed": "Done"}
-	DefaultPriorityMap = map[string]string{"low": "Low", "normal": "Medium", "high": "High", "urgent": "Highest"}
+	DefaultIssueType   = tracker.DefaultJiraIssueType
+	DefaultStatusMap   = tracker.DefaultJiraStatusMap
+	DefaultPriorityMap = tracker.DefaultJiraPriorityMap
 )
 
 // Config is a Jira project's backend as a tenant admin gives it:
