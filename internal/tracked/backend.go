@@ -21,13 +21,14 @@ import (
 // tracker-backed projects and the operator's reconciliation of their
 // operations.
 type Engine struct {
-	m    tickets.Mirror
-	opts Options
+	m     tickets.Mirror
+	opts  Options
+	index *indexWatch
 }
 
 // Connect returns the Engine that writes through m (tickets.Connector).
 func (o Options) Connect(m tickets.Mirror) tickets.Trackers {
-	return &Engine{m: m, opts: o.withDefaults()}
+	return &Engine{m: m, opts: o.withDefaults(), index: &indexWatch{}}
 }
 
 // project is the tickets.Backend of one tracker-backed project.

@@ -109,6 +109,11 @@ func (e *Engine) workComment(ctx context.Context, key operations.Key, row downst
 		if settled := row.LastSentAt.Add(e.opts.Settle); time.Now().Before(settled) {
 			return e.wait(ctx, key, row, settled, "no marked comment")
 		}
+		if until, why, err := e.indexBehind(ctx, key, row, t); err != nil {
+			return e.lookFailed(ctx, key, row, err)
+		} else if !until.IsZero() {
+			return e.wait(ctx, key, row, until, "no marked comment, and "+why)
+		}
 		e.count(ReconcileResent)
 	}
 	if err := e.attempt(ctx, key, &row, fmt.Sprintf("comment on %s with the operation's marker", b.ExternalID(string(req.Issue)))); err != nil {

@@ -107,6 +107,11 @@ func (e *Engine) workCreate(ctx context.Context, key operations.Key, row downstr
 		if settled := row.LastSentAt.Add(e.opts.Settle); time.Now().Before(settled) {
 			return e.wait(ctx, key, row, settled, "no marked issue")
 		}
+		if until, why, err := e.indexBehind(ctx, key, row, t); err != nil {
+			return e.lookFailed(ctx, key, row, err)
+		} else if !until.IsZero() {
+			return e.wait(ctx, key, row, until, "no marked issue, and "+why)
+		}
 		e.count(ReconcileResent)
 	}
 	return e.sendCreate(ctx, key, row, t, b, mark)
