@@ -23,8 +23,8 @@ import (
 // this operation's last request. While the tracker does not show the
 // probe, its index is behind by at least the probe's age, and nothing is
 // re-sent; once it does, the lag it took (first seen less sent) is a bound
-// on the index's lag, and the re-send waits that long after this
-// operation's last request. A slow index so delays an answer instead of
+// on the index's lag, and the re-send waits that long (and a quarter
+// window more) after this operation's last request. A slow index so delays an answer instead of
 // making a duplicate. Without a probe, the settle window alone decides.
 
 // indexWatch remembers when each probe was first seen in its tracker:
@@ -86,8 +86,11 @@ func (e *Engine) indexBehind(ctx context.Context, key operations.Key, row downst
 		return now.Add(e.opts.Settle / 4), fmt.Sprintf("the tracker does not show %s yet either (sent %s): its index is behind",
 			*p.ExternalID, p.LastSentAt.UTC().Format(time.RFC3339)), nil
 	}
+	// The margin, one look's step, covers a probe seen between two looks
+	// and a tracker that filed this operation's request later after its
+	// send than it filed the probe's.
 	lag := e.index.firstSeen(key.Tenant+"/"+p.Action+"/"+p.OperationID, now).Sub(*p.LastSentAt)
-	if until := row.LastSentAt.Add(lag); now.Before(until) {
+	if until := row.LastSentAt.Add(lag + e.opts.Settle/4); now.Before(until) {
 		return until, fmt.Sprintf("the tracker took %s to show %s", lag.Round(time.Second), *p.ExternalID), nil
 	}
 	return time.Time{}, "", nil

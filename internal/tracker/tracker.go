@@ -1,8 +1,8 @@
 // Package tracker is the port through which ticketd acts on an external
 // issue tracker that has no idempotency key (docs/contract.md#tracker-backed-projects). It holds only the
 // shapes and the classification of answers the reconciliation logic in
-// internal/tickets decides with; adapters (internal/tracker/github) speak
-// the tracker's API.
+// internal/tracked decides with; adapters (internal/tracker/github,
+// internal/tracker/jira) speak the tracker's API.
 package tracker
 
 import (
