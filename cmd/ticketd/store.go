@@ -13,7 +13,9 @@ import (
 	"github.com/ticketd/ticketd/internal/ssrf"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tracked"
+	"github.com/ticketd/ticketd/internal/tracker"
 	"github.com/ticketd/ticketd/internal/tracker/github"
+	"github.com/ticketd/ticketd/internal/tracker/jira"
 	"github.com/ticketd/ticketd/internal/webhooks"
 	"github.com/ticketd/ticketd/migrations"
 )
@@ -123,15 +125,20 @@ func openStore(ctx context.Context, cfg *config, opts tickets.Options, onReconci
 }
 
 // trackers connects tracker-backed projects from cfg's tracker settings:
-// the operator's credentials, the endpoint guard, the GitHub adapter with
-// its per-host cap and breaker, and the reconciliation queue, settle window
+// the operator's credentials, the endpoint guard, the GitHub and Jira
+// adapters with their per-host caps and breakers, and the reconciliation queue, settle window
 // and lease; onReconcile (nil: none) counts the reconciliations.
 func trackers(cfg *config, onReconcile func(result string), queue *reconciler.Queue) tracked.Options {
 	t := tracked.Options{OnReconcile: onReconcile}
 	t.Credentials, t.Guard = cfg.TrackerCredentials, cfg.trackerGuard()
-	t.Open = github.Opener(github.Options{Timeout: cfg.TrackerTimeout, Credentials: cfg.TrackerCredentials,
-		Getenv: cfg.getenv, Guard: t.Guard, HostConcurrency: cfg.TrackerHostConcurrency,
-		BreakerFailures: cfg.TrackerBreakerFailures, BreakerCoolDown: cfg.TrackerBreakerCoolDown})
+	t.Open = tracker.ByKind(map[string]tracker.Opener{
+		tracker.KindGitHub: github.Opener(github.Options{Timeout: cfg.TrackerTimeout, Credentials: cfg.TrackerCredentials,
+			Getenv: cfg.getenv, Guard: t.Guard, HostConcurrency: cfg.TrackerHostConcurrency,
+			BreakerFailures: cfg.TrackerBreakerFailures, BreakerCoolDown: cfg.TrackerBreakerCoolDown}),
+		tracker.KindJira: jira.PortOpener(jira.Options{Timeout: cfg.TrackerTimeout, Credentials: cfg.TrackerCredentials,
+			Getenv: cfg.getenv, Guard: t.Guard, HostConcurrency: cfg.TrackerHostConcurrency,
+			BreakerFailures: cfg.TrackerBreakerFailures, BreakerCoolDown: cfg.TrackerBreakerCoolDown}),
+	})
 	t.Scheduler = queue
 	t.Settle = cfg.ReconcileSettle
 	t.Concurrency = cfg.TrackerConcurrency

@@ -13,6 +13,7 @@ import (
 	"github.com/ticketd/ticketd/internal/approval"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/tracker"
 )
 
 // Ticket is the ticket object of the public contract.
@@ -107,10 +108,22 @@ type Project struct {
 // are listed without it: agents need not know, and every byte of
 // list_projects' schema counts against tools/list.
 type Backend struct {
-	Kind       string `json:"kind" jsonschema:"github"`
-	Repository string `json:"repository" jsonschema:"owner/name"`
-	APIURL     string `json:"api_url,omitempty" jsonschema:"the https API root on a host the operator allows; default https://api.github.com/"`
+	Kind       string `json:"kind" jsonschema:"github or jira"`
+	Repository string `json:"repository,omitempty" jsonschema:"github: owner/name"`
+	APIURL     string `json:"api_url,omitempty" jsonschema:"github: the https API root on a host the operator allows; default https://api.github.com/"`
 	Credential string `json:"credential" jsonschema:"the name of a tracker credential the operator declared for this tenant"`
+	// Jira (DESIGN §22).
+	Site        string            `json:"site,omitempty" jsonschema:"jira: the site's root, e.g. https://acme.atlassian.net"`
+	ProjectKey  string            `json:"project_key,omitempty" jsonschema:"jira: the project key, e.g. OPS"`
+	IssueType   string            `json:"issue_type,omitempty" jsonschema:"jira: default Task"`
+	StatusMap   map[string]string `json:"status_map,omitempty" jsonschema:"jira: the Jira status of each ticket status; default open To Do, in_progress In Progress, resolved and closed Done"`
+	PriorityMap map[string]string `json:"priority_map,omitempty" jsonschema:"jira: the Jira priority of each ticket priority; default low Low, normal Medium, high High, urgent Highest"`
+}
+
+// TrackerBackend is b as the domain holds it.
+func (b Backend) TrackerBackend() *tracker.Backend {
+	return &tracker.Backend{Kind: b.Kind, Repository: b.Repository, APIURL: b.APIURL, Credential: b.Credential,
+		Site: b.Site, ProjectKey: b.ProjectKey, IssueType: b.IssueType, StatusMap: b.StatusMap, PriorityMap: b.PriorityMap}
 }
 
 // FromProject converts a domain project.

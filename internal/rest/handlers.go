@@ -12,7 +12,6 @@ import (
 	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
-	"github.com/ticketd/ticketd/internal/tracker"
 )
 
 // Handlers decode, call the service with the principal's tenant, and map the
@@ -226,7 +225,7 @@ func (a *api) createProject(w http.ResponseWriter, r *http.Request) {
 	}
 	p := tickets.Project{ID: body.ID, Key: body.Key, Name: body.Name}
 	if b := body.Backend; b != nil {
-		p.Backend = &tracker.Backend{Kind: b.Kind, Repository: b.Repository, APIURL: b.APIURL, Credential: b.Credential}
+		p.Backend = contract.Backend(*b).TrackerBackend()
 	}
 	p, err := a.svc.CreateProject(r.Context(), principal(r).Tenant, p)
 	if err != nil {

@@ -58,8 +58,9 @@ func (s *Service) CreateProject(ctx context.Context, tenant string, p Project) (
 	// this insert's transaction.
 	row := projectRow{TenantID: tenant, ID: p.ID, Key: p.Key, Name: p.Name, CreatedAt: time.Now().UTC()}
 	if b := p.Backend; b != nil {
-		row.BackendKind, row.BackendRepository = &b.Kind, &b.Repository
-		row.BackendAPIURL, row.BackendCredential = nonEmpty(b.APIURL), &b.Credential
+		where, root, options := b.Columns()
+		row.BackendKind, row.BackendRepository = &b.Kind, &where
+		row.BackendAPIURL, row.BackendCredential, row.BackendOptions = nonEmpty(root), &b.Credential, nonEmpty(options)
 	}
 	err := s.db.WithContext(ctx).Create(&row).Error
 	switch {

@@ -31,6 +31,8 @@ type projectRow struct {
 	// credentials has none until MapRetiredTokenEnvs maps its retired
 	// token_env (backend_token_env_retired, which is never read as a token).
 	BackendCredential *string `gorm:"column:backend_credential"`
+	// BackendOptions: a Jira backend's other members (tracker.Backend.Columns).
+	BackendOptions *string `gorm:"column:backend_options"`
 }
 
 func (projectRow) TableName() string { return "projects" }
@@ -38,8 +40,9 @@ func (projectRow) TableName() string { return "projects" }
 func (r projectRow) toProject() Project {
 	p := Project{ID: r.ID, Key: r.Key, Name: r.Name, CreatedAt: r.CreatedAt.UTC()}
 	if r.BackendKind != nil {
-		p.Backend = &tracker.Backend{Kind: *r.BackendKind, Repository: deref(r.BackendRepository),
-			APIURL: deref(r.BackendAPIURL), Credential: deref(r.BackendCredential), Tenant: r.TenantID}
+		b := tracker.FromColumns(*r.BackendKind, deref(r.BackendRepository), deref(r.BackendAPIURL), deref(r.BackendOptions),
+			deref(r.BackendCredential), r.TenantID)
+		p.Backend = &b
 	}
 	return p
 }

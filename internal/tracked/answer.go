@@ -67,7 +67,11 @@ func (e *Engine) trackedCall(ctx context.Context, key operations.Key, fp string,
 		}
 		return rec, false, err
 	}
-	if _, err := e.reconcile(ctx, key, false); err != nil {
+	var invalid *tickets.ValidationError
+	switch _, err := e.reconcile(ctx, key, false); {
+	case errors.As(err, &invalid):
+		return rec, false, invalid // refused before anything was done, and recorded failed
+	case err != nil:
 		// Claimed, and the request may be out: never a failure.
 		return rec, false, fmt.Errorf("%w: %v", operations.ErrOutcomeUnknown, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -15,19 +14,21 @@ import (
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tracker"
+	"github.com/ticketd/ticketd/internal/tracker/jira"
 )
 
 // Engine is the tickets.Trackers of one Service: the backends of its
 // tracker-backed projects and the operator's reconciliation of their
 // operations.
 type Engine struct {
-	m    tickets.Mirror
-	opts Options
+	m     tickets.Mirror
+	opts  Options
+	index *indexWatch
 }
 
 // Connect returns the Engine that writes through m (tickets.Connector).
 func (o Options) Connect(m tickets.Mirror) tickets.Trackers {
-	return &Engine{m: m, opts: o.withDefaults()}
+	return &Engine{m: m, opts: o.withDefaults(), index: &indexWatch{}}
 }
 
 // project is the tickets.Backend of one tracker-backed project.
@@ -64,17 +65,32 @@ var repositoryPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,38}/[A-Za
 // CheckBackend validates (and trims, in place) a tracker backend. The
 // token itself is never given, nor the variable that holds it: the backend
 // names a credential the operator declared for the tenant, and its API URL
-// must pass the tracker endpoint policy (Options.Guard).
+// or site must pass the tracker endpoint policy (Options.Guard).
 func (e *Engine) CheckBackend(ctx context.Context, tenant string, b *tracker.Backend) []tickets.FieldError {
-	b.Kind, b.Repository = strings.TrimSpace(b.Kind), strings.TrimSpace(b.Repository)
-	b.APIURL, b.Credential = strings.TrimSpace(b.APIURL), strings.TrimSpace(b.Credential)
-	var errs []tickets.FieldError
+	b.Kind, b.Credential = strings.TrimSpace(b.Kind), strings.TrimSpace(b.Credential)
 	if e.opts.Open == nil {
 		return []tickets.FieldError{{Field: "backend", Message: "this server has no tracker connector configured"}}
 	}
+	var errs []tickets.FieldError
 	add := func(field, msg string) { errs = append(errs, tickets.FieldError{Field: field, Message: msg}) }
-	if b.Kind != tracker.KindGitHub {
-		add("backend.kind", fmt.Sprintf("must be %q", tracker.KindGitHub))
+	switch b.Kind {
+	case tracker.KindGitHub:
+		e.checkGitHub(ctx, b, add)
+	case tracker.KindJira:
+		e.checkJira(ctx, b, add)
+	default:
+		add("backend.kind", fmt.Sprintf("must be %q or %q", tracker.KindGitHub, tracker.KindJira))
+	}
+	if _, ok := e.opts.Credentials.For(b.Credential, tenant); !ok {
+		add("backend.credential", credentialHint(e.opts.Credentials.Names(tenant)))
+	}
+	return errs
+}
+
+func (e *Engine) checkGitHub(ctx context.Context, b *tracker.Backend, add func(field, msg string)) {
+	b.Repository, b.APIURL = strings.TrimSpace(b.Repository), strings.TrimSpace(b.APIURL)
+	if b.Site != "" || b.ProjectKey != "" || b.IssueType != "" || b.StatusMap != nil || b.PriorityMap != nil {
+		add("backend", "site, project_key, issue_type, status_map and priority_map are a jira backend's; a github backend has repository and api_url")
 	}
 	if !repositoryPattern.MatchString(b.Repository) {
 		add("backend.repository", "must be owner/name")
@@ -86,10 +102,27 @@ func (e *Engine) CheckBackend(ctx context.Context, tenant string, b *tracker.Bac
 	} else if u, _ := url.Parse(tracker.GitHubAPI); e.opts.Guard.Check(u) != nil {
 		add("backend.api_url", "is required: this server does not allow "+tracker.GitHubAPI)
 	}
-	if _, ok := e.opts.Credentials.For(b.Credential, tenant); !ok {
-		add("backend.credential", credentialHint(e.opts.Credentials.Names(tenant)))
+}
+
+// checkJira checks a Jira backend (DESIGN §22) and stores it with its
+// defaults spelled out, so a later change of a default never moves an
+// existing project's issues to other statuses.
+func (e *Engine) checkJira(ctx context.Context, b *tracker.Backend, add func(field, msg string)) {
+	if b.Repository != "" || b.APIURL != "" {
+		add("backend", "repository and api_url are a github backend's; a jira backend has site and project_key")
 	}
-	return errs
+	c := jira.Config{Site: strings.TrimSpace(b.Site), ProjectKey: strings.TrimSpace(b.ProjectKey), IssueType: strings.TrimSpace(b.IssueType),
+		StatusMap: b.StatusMap, PriorityMap: b.PriorityMap}
+	if err := c.Check(); err != nil {
+		field, msg, _ := strings.Cut(err.Error(), ": ")
+		add("backend."+field, msg)
+		return
+	}
+	if _, err := e.opts.Guard.CheckURL(ctx, c.Site); err != nil {
+		add("backend.site", fmt.Sprintf("must be the https root of a Jira site on a host the operator allows, e.g. https://acme.atlassian.net (%v)", err))
+	}
+	c = c.WithDefaults()
+	b.Site, b.ProjectKey, b.IssueType, b.StatusMap, b.PriorityMap = c.Site, c.ProjectKey, c.IssueType, c.StatusMap, c.PriorityMap
 }
 
 // credentialHint says what backend.credential may be: only the names the
@@ -175,20 +208,13 @@ func (e *Engine) Resolve(ctx context.Context, key operations.Key, actor string, 
 	return true, err
 }
 
-// issueNumber reads "owner/name#12", "#12" or "12" as an issue of repo.
-func issueNumber(repo, ref string) (issueRef, error) {
-	num := ref
-	if r, n, ok := strings.Cut(ref, "#"); ok {
-		if r != "" && !strings.EqualFold(r, repo) {
-			return "", invalidField("external_id", "names an issue of %s, but this project's tickets live in %s", r, repo)
-		}
-		num = n
+// parseRef reads what names an issue of b (its external ID) as its Ref.
+func parseRef(b tracker.Backend, s string) (issueRef, error) {
+	ref, err := b.ParseRef(s)
+	if err != nil {
+		return "", invalidField("external_id", "%v", err)
 	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n < 1 {
-		return "", invalidField("external_id", "must be an issue of %s: owner/name#12, #12 or 12", repo)
-	}
-	return issueRef(strconv.FormatInt(n, 10)), nil
+	return issueRef(ref), nil
 }
 
 func invalidField(field, format string, args ...any) *tickets.ValidationError {

@@ -31,8 +31,8 @@ type commentRequest struct {
 	EventID   string   `json:"event_id"`
 }
 
-func commentExternalID(repo string, issue issueRef, comment string) string {
-	return fmt.Sprintf("%s#%s/comments/%s", repo, issue, comment)
+func commentExternalID(b tracker.Backend, issue issueRef, comment string) string {
+	return b.ExternalID(string(issue)) + "/comments/" + comment
 }
 
 // ticketIssue returns the number of the issue the tracker-backed ticket t mirrors.
@@ -40,7 +40,7 @@ func (e *Engine) ticketIssue(b tracker.Backend, t tickets.Ticket) (issueRef, err
 	if err := e.usable(t.ProjectID, &b); err != nil {
 		return "", err
 	}
-	return issueNumber(b.Repository, t.ExternalID)
+	return parseRef(b, t.ExternalID)
 }
 
 // commentTracked is AddComment on a tracker-backed ticket.
@@ -82,7 +82,7 @@ func decodeComment(key operations.Key, row downstreamRow) (commentRequest, error
 // workComment is one round of a comment: look for the marked comment once a
 // request may have been sent, and send only when none is found after the
 // settle window.
-func (e *Engine) workComment(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo string) error {
+func (e *Engine) workComment(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, b tracker.Backend) error {
 	req, err := decodeComment(key, row)
 	if err != nil {
 		return err
@@ -91,7 +91,7 @@ func (e *Engine) workComment(ctx context.Context, key operations.Key, row downst
 	if row.Attempts > 0 || row.Status == tickets.DownstreamSucceeded {
 		comments, err := t.ListComments(ctx, string(req.Issue), row.CreatedAt.Add(-listSkew))
 		if err != nil {
-			return e.lookFailed(ctx, key, row, fmt.Errorf("list comments of #%s: %w", req.Issue, err))
+			return e.lookFailed(ctx, key, row, fmt.Errorf("list comments of %s: %w", b.ExternalID(string(req.Issue)), err))
 		}
 		marked := slices.DeleteFunc(comments, func(c tracker.Comment) bool { return !strings.Contains(c.Body, marker) })
 		slices.SortStableFunc(marked, func(a, b tracker.Comment) int {
@@ -101,7 +101,7 @@ func (e *Engine) workComment(ctx context.Context, key operations.Key, row downst
 			return refOrder(a.ID, b.ID)
 		})
 		if len(marked) > 0 {
-			return e.settleComments(ctx, key, row, t, repo, req, marked)
+			return e.settleComments(ctx, key, row, t, b, req, marked)
 		}
 		if row.Status == tickets.DownstreamSucceeded {
 			return e.checkAgain(ctx, key, row, "the list does not show the comment yet")
@@ -109,25 +109,30 @@ func (e *Engine) workComment(ctx context.Context, key operations.Key, row downst
 		if settled := row.LastSentAt.Add(e.opts.Settle); time.Now().Before(settled) {
 			return e.wait(ctx, key, row, settled, "no marked comment")
 		}
+		if until, why, err := e.indexBehind(ctx, key, row, t); err != nil {
+			return e.lookFailed(ctx, key, row, err)
+		} else if !until.IsZero() {
+			return e.wait(ctx, key, row, until, "no marked comment, and "+why)
+		}
 		e.count(ReconcileResent)
 	}
-	if err := e.attempt(ctx, key, &row, fmt.Sprintf("comment on %s#%s with the operation's marker", repo, req.Issue)); err != nil {
+	if err := e.attempt(ctx, key, &row, fmt.Sprintf("comment on %s with the operation's marker", b.ExternalID(string(req.Issue)))); err != nil {
 		return err
 	}
 	c, sendErr := t.CreateComment(ctx, string(req.Issue), issueBody(req.Body, marker))
 	return e.answered(ctx, key, row, sendErr, func(ctx context.Context) error {
-		return e.succeedComment(ctx, key, row, repo, req, c, nil, success{how: "created", actor: historyActor})
+		return e.succeedComment(ctx, key, row, b, req, c, nil, success{how: "created", actor: historyActor})
 	})
 }
 
 // settleComments settles a comment from the marked comments found, oldest
 // first: the oldest is the comment, any other a duplicate to delete.
-func (e *Engine) settleComments(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo string, req commentRequest, marked []tracker.Comment) error {
+func (e *Engine) settleComments(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, b tracker.Backend, req commentRequest, marked []tracker.Comment) error {
 	keep := marked[0]
-	keptID := commentExternalID(repo, req.Issue, keep.ID)
+	keptID := commentExternalID(b, req.Issue, keep.ID)
 	dups := row.duplicates()
 	for _, other := range marked[1:] {
-		id := commentExternalID(repo, req.Issue, other.ID)
+		id := commentExternalID(b, req.Issue, other.ID)
 		if i := slices.IndexFunc(dups, func(d tickets.Duplicate) bool { return d.ExternalID == id }); i >= 0 && dups[i].Closed {
 			continue
 		}
@@ -139,18 +144,18 @@ func (e *Engine) settleComments(ctx context.Context, key operations.Key, row dow
 	e.countLook(row, len(marked))
 	rctx, cancel := detach(ctx)
 	defer cancel()
-	return e.succeedComment(rctx, key, row, repo, req, keep, dups, success{how: "found", actor: historyActor})
+	return e.succeedComment(rctx, key, row, b, req, keep, dups, success{how: "found", actor: historyActor})
 }
 
 // succeedComment records c as the operation's comment: on the first
 // settling it adds the local comment that mirrors it, with its event and
 // webhook, in one transaction with the record's move to succeeded.
-func (e *Engine) succeedComment(ctx context.Context, key operations.Key, row downstreamRow, repo string, req commentRequest, c tracker.Comment, dups []tickets.Duplicate, sc success) error {
+func (e *Engine) succeedComment(ctx context.Context, key operations.Key, row downstreamRow, b tracker.Backend, req commentRequest, c tracker.Comment, dups []tickets.Duplicate, sc success) error {
 	ids, err := parseUUIDs(req.TicketID, req.CommentID, req.EventID)
 	if err != nil {
 		return fmt.Errorf("operation %s: bad stored IDs: %w", key, err)
 	}
-	sc.extID, sc.extURL, sc.dups, sc.resultID = commentExternalID(repo, req.Issue, c.ID), c.URL, dups, req.CommentID
+	sc.extID, sc.extURL, sc.dups, sc.resultID = commentExternalID(b, req.Issue, c.ID), c.URL, dups, req.CommentID
 	return e.settleSuccess(ctx, key, row, sc, func(tx *gorm.DB, first bool) error {
 		if !first {
 			return nil // the local comment names no tracker comment: nothing to repoint

@@ -85,7 +85,6 @@ func (e *Engine) createTracked(ctx context.Context, b tracker.Backend, tenant, r
 // check), even one an operator resolved before any request was counted.
 func (e *Engine) workCreate(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, b tracker.Backend) error {
 	mark := tracker.Mark{Tenant: key.Tenant, OperationID: key.OperationID.String()}
-	repo := b.Repository
 	if row.Attempts > 0 || row.Status == tickets.DownstreamSucceeded {
 		marked, err := t.FindMarked(ctx, mark, row.CreatedAt.Add(-listSkew))
 		if err != nil {
@@ -108,47 +107,52 @@ func (e *Engine) workCreate(ctx context.Context, key operations.Key, row downstr
 		if settled := row.LastSentAt.Add(e.opts.Settle); time.Now().Before(settled) {
 			return e.wait(ctx, key, row, settled, "no marked issue")
 		}
+		if until, why, err := e.indexBehind(ctx, key, row, t); err != nil {
+			return e.lookFailed(ctx, key, row, err)
+		} else if !until.IsZero() {
+			return e.wait(ctx, key, row, until, "no marked issue, and "+why)
+		}
 		e.count(ReconcileResent)
 	}
-	return e.sendCreate(ctx, key, row, t, repo, mark)
+	return e.sendCreate(ctx, key, row, t, b, mark)
 }
 
 // sendCreate makes one create request, counted and committed before it leaves.
-func (e *Engine) sendCreate(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, repo string, mark tracker.Mark) error {
+func (e *Engine) sendCreate(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, b tracker.Backend, mark tracker.Mark) error {
 	var req trackedRequest
 	if err := json.Unmarshal([]byte(row.Request), &req); err != nil {
 		return fmt.Errorf("operation %s: bad stored request: %w", key, err)
 	}
-	if err := e.attempt(ctx, key, &row, "create issue in "+repo+" with the operation's marker"); err != nil {
+	if err := e.attempt(ctx, key, &row, "create issue in "+b.Where()+" with the operation's marker"); err != nil {
 		return err
 	}
 	labels := append([]string{tracker.Label}, req.Labels...)
 	issue, err := t.CreateIssue(ctx, tracker.NewIssue{Title: req.Title, Body: issueBody(req.Description, mark.Text()), Labels: labels, Mark: mark})
 	return e.answered(ctx, key, row, err, func(ctx context.Context) error {
-		return e.succeedCreate(ctx, key, row, issue, repo, nil, success{how: "created", actor: historyActor})
+		return e.succeedCreate(ctx, key, row, issue, b, nil, success{how: "created", actor: historyActor})
 	})
 }
 
 // settleFound settles an operation from the marked issues found, oldest
 // first: the oldest is the ticket, any other a duplicate to close.
 func (e *Engine) settleFound(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, b tracker.Backend, marked []tracker.Issue) error {
-	repo := b.Repository
 	keep := marked[0]
+	mark := tracker.Mark{Tenant: key.Tenant, OperationID: key.OperationID.String()}
 	dups := row.duplicates()
 	for _, other := range marked[1:] {
-		id := externalID(repo, other.Ref)
+		id := b.ExternalID(other.Ref)
 		if i := slices.IndexFunc(dups, func(d tickets.Duplicate) bool { return d.ExternalID == id }); i >= 0 && dups[i].Closed {
 			continue
 		}
-		closed := other.State == b.StatusName(string(tickets.StatusClosed)) || e.closeDuplicate(ctx, t, key, keep, other) == nil
+		closed := other.State == b.StatusName(string(tickets.StatusClosed)) || t.CloseDuplicate(ctx, mark, keep, other) == nil
 		dups = slices.DeleteFunc(dups, func(d tickets.Duplicate) bool { return d.ExternalID == id })
-		dups = append(dups, tickets.Duplicate{ExternalID: id, ExternalURL: other.URL, Closed: closed, KeptID: externalID(repo, keep.Ref)})
+		dups = append(dups, tickets.Duplicate{ExternalID: id, ExternalURL: other.URL, Closed: closed, KeptID: b.ExternalID(keep.Ref)})
 		e.count(ReconcileDuplicate)
 	}
 	e.countLook(row, len(marked))
 	rctx, cancel := detach(ctx)
 	defer cancel()
-	return e.succeedCreate(rctx, key, row, keep, repo, dups, success{how: "found", actor: historyActor})
+	return e.succeedCreate(rctx, key, row, keep, b, dups, success{how: "found", actor: historyActor})
 }
 
 // countLook counts a look that found n marked copies: found for an
@@ -161,23 +165,11 @@ func (e *Engine) countLook(row downstreamRow, n int) {
 	}
 }
 
-func (e *Engine) closeDuplicate(ctx context.Context, t tracker.Tracker, key operations.Key, keep, dup tracker.Issue) error {
-	note := fmt.Sprintf("Duplicate of #%s. ticketd filed this issue twice for one operation (%s/%s): a request went unanswered "+
-		"or the tracker acted on it twice, and the tracker has no idempotency key, so it could not be deduplicated. "+
-		"Keeping #%s, the older; closing this one.", keep.Ref, key.Tenant, key.OperationID, keep.Ref)
-	if _, err := t.CreateComment(ctx, dup.Ref, note); err != nil {
-		return err
-	}
-	closed := string(tickets.StatusClosed)
-	_, err := t.EditIssue(ctx, dup.Ref, tracker.IssueEdit{Status: &closed})
-	return err
-}
-
 // succeedCreate records keep as the operation's issue: on the first
 // settling it creates the local ticket that mirrors it, in one transaction
 // with the record's move to succeeded; on a later duplicate check it
 // repoints the mirror at the oldest issue if that changed.
-func (e *Engine) succeedCreate(ctx context.Context, key operations.Key, row downstreamRow, keep tracker.Issue, repo string, dups []tickets.Duplicate, sc success) error {
+func (e *Engine) succeedCreate(ctx context.Context, key operations.Key, row downstreamRow, keep tracker.Issue, b tracker.Backend, dups []tickets.Duplicate, sc success) error {
 	var req trackedRequest
 	if err := json.Unmarshal([]byte(row.Request), &req); err != nil {
 		return fmt.Errorf("operation %s: bad stored request: %w", key, err)
@@ -186,7 +178,7 @@ func (e *Engine) succeedCreate(ctx context.Context, key operations.Key, row down
 	if err != nil {
 		return fmt.Errorf("operation %s: bad ticket ID: %w", key, err)
 	}
-	sc.extID, sc.extURL, sc.dups, sc.resultID = externalID(repo, keep.Ref), keep.URL, dups, ticketID.String()
+	sc.extID, sc.extURL, sc.dups, sc.resultID = b.ExternalID(keep.Ref), keep.URL, dups, ticketID.String()
 	return e.settleSuccess(ctx, key, row, sc, func(tx *gorm.DB, first bool) error {
 		if !first {
 			if deref(row.ExternalID) == sc.extID {

@@ -78,3 +78,7 @@ func (o outsideTracker) GetComment(ctx context.Context, ref, commentID string) (
 func (o outsideTracker) DeleteComment(ctx context.Context, ref, commentID string) error {
 	return o.do(ctx, func() error { return o.t.DeleteComment(ctx, ref, commentID) })
 }
+
+func (o outsideTracker) CloseDuplicate(ctx context.Context, m tracker.Mark, keep, dup tracker.Issue) error {
+	return o.do(ctx, func() error { return o.t.CloseDuplicate(ctx, m, keep, dup) })
+}

@@ -79,7 +79,7 @@ func (e *Engine) work(ctx context.Context, key operations.Key, row downstreamRow
 	}
 	switch key.Action {
 	case tickets.ActionAddComment:
-		return e.workComment(ctx, key, row, t, b.Repository)
+		return e.workComment(ctx, key, row, t, *b)
 	case tickets.ActionUpdateTicket:
 		return e.workEdit(ctx, key, row, t, *b)
 	}
@@ -171,6 +171,13 @@ func (e *Engine) answered(ctx context.Context, key operations.Key, row downstrea
 	switch {
 	case sendErr == nil:
 		return done(rctx)
+	case errors.Is(sendErr, tracker.ErrInvalid) && row.Attempts == 1:
+		// Refused before anything was done, for what was asked: the
+		// caller's input, not the tracker's state, is what to change.
+		if err := e.fail(rctx, key, sendErr.Error(), "rejected", historyActor); err != nil {
+			return err
+		}
+		return invalidField(invalidSendField(key), "%v", sendErr)
 	case errors.As(sendErr, &limited), errors.Is(sendErr, tracker.ErrNotSent), errors.Is(sendErr, tracker.ErrMisconfigured):
 		wait := e.opts.Settle
 		switch {
@@ -184,6 +191,16 @@ func (e *Engine) answered(ctx context.Context, key operations.Key, row downstrea
 		return e.fail(rctx, key, sendErr.Error(), "rejected", historyActor)
 	}
 	return e.markUnknown(rctx, key, row.LastSentAt.Add(e.opts.Settle), sendErr)
+}
+
+// invalidSendField names the input a tracker's ErrInvalid refused: an
+// edit's status (its only member a tracker can refuse so), else the
+// project's backend.
+func invalidSendField(key operations.Key) string {
+	if key.Action == tickets.ActionUpdateTicket {
+		return "status"
+	}
+	return "project_id"
 }
 
 func (e *Engine) refused(ctx context.Context, key operations.Key, attempts int, next time.Time, cause error) error {
@@ -291,7 +308,8 @@ func (e *Engine) ReconcileDue(ctx context.Context, key operations.Key) (next tim
 	}
 	settled := row.Status == tickets.DownstreamSucceeded || row.Status == tickets.DownstreamFailed
 	if !settled || row.NextCheckAt == nil || !row.NextCheckAt.After(time.Now()) {
-		if _, err := e.reconcile(ctx, key, false); err != nil && !errors.Is(err, tickets.ErrSettled) {
+		var invalid *tickets.ValidationError
+		if _, err := e.reconcile(ctx, key, false); err != nil && !errors.Is(err, tickets.ErrSettled) && !errors.As(err, &invalid) {
 			return time.Time{}, false, err
 		}
 		if row, err = e.downstream(ctx, key); err != nil {

@@ -32,62 +32,62 @@ func (e *Engine) resolveFound(ctx context.Context, key operations.Key, row downs
 		if err != nil {
 			return err
 		}
-		id, err := commentNumber(b.Repository, req.Issue, r.ExternalID)
+		id, err := commentNumber(*b, req.Issue, r.ExternalID)
 		if err != nil {
 			return err
 		}
 		c, err := t.GetComment(ctx, string(req.Issue), id)
 		switch {
 		case errors.Is(err, tracker.ErrRejected):
-			return invalidField("external_id", "%s has no comment %s (%v)", b.Repository, id, err)
+			return invalidField("external_id", "%s has no comment %s (%v)", b.Where(), id, err)
 		case err != nil:
 			return fmt.Errorf("%w: read comment %s: %v", tickets.ErrUnavailable, id, err)
 		case issueRef(c.Issue) != req.Issue:
-			return invalidField("external_id", "comment %s is on #%s; the comment was to be on #%s", id, c.Issue, req.Issue)
+			return invalidField("external_id", "comment %s is on %s; the comment was to be on %s", id, b.ExternalID(c.Issue), b.ExternalID(string(req.Issue)))
 		}
-		return e.succeedComment(ctx, key, row, b.Repository, req, c, row.duplicates(), sc)
+		return e.succeedComment(ctx, key, row, *b, req, c, row.duplicates(), sc)
 	}
-	number, err := issueNumber(b.Repository, r.ExternalID)
+	number, err := parseRef(*b, r.ExternalID)
 	if err != nil {
 		return err
 	}
 	issue, err := t.GetIssue(ctx, string(number))
 	switch {
 	case errors.Is(err, tracker.ErrRejected):
-		return invalidField("external_id", "%s has no issue #%s (%v)", b.Repository, number, err)
+		return invalidField("external_id", "%s has no issue %s (%v)", b.Where(), b.ExternalID(string(number)), err)
 	case err != nil:
-		return fmt.Errorf("%w: read issue #%s: %v", tickets.ErrUnavailable, number, err)
+		return fmt.Errorf("%w: read issue %s: %v", tickets.ErrUnavailable, b.ExternalID(string(number)), err)
 	}
 	if key.Action != tickets.ActionUpdateTicket {
-		return e.succeedCreate(ctx, key, row, issue, b.Repository, row.duplicates(), sc)
+		return e.succeedCreate(ctx, key, row, issue, *b, row.duplicates(), sc)
 	}
 	var req editRequest
 	if err := json.Unmarshal([]byte(row.Request), &req); err != nil {
 		return fmt.Errorf("operation %s: bad stored request: %w", key, err)
 	}
 	if number != req.Issue {
-		return invalidField("external_id", "the update was of %s#%s, not #%s", b.Repository, req.Issue, number)
+		return invalidField("external_id", "the update was of %s, not %s", b.ExternalID(string(req.Issue)), b.ExternalID(string(number)))
 	}
-	return e.succeedEdit(ctx, key, row, b.Repository, req, issue, sc)
+	return e.succeedEdit(ctx, key, row, *b, req, issue, sc)
 }
 
-// commentNumber reads "owner/name#12/comments/345" or "345" as a comment
-// on issue of repo.
-func commentNumber(repo string, issue issueRef, ref string) (string, error) {
+// commentNumber reads "owner/name#12/comments/345" (Jira: "OPS-12/comments/345")
+// or "345" as a comment on issue of b.
+func commentNumber(b tracker.Backend, issue issueRef, ref string) (string, error) {
 	num := ref
 	if on, c, ok := strings.Cut(ref, "/comments/"); ok {
-		n, err := issueNumber(repo, on)
+		n, err := parseRef(b, on)
 		if err != nil {
 			return "", err
 		}
 		if n != issue {
-			return "", invalidField("external_id", "the comment was to be on #%s, not #%s", issue, n)
+			return "", invalidField("external_id", "the comment was to be on %s, not %s", b.ExternalID(string(issue)), b.ExternalID(string(n)))
 		}
 		num = c
 	}
 	n, err := strconv.ParseInt(num, 10, 64)
 	if err != nil || n < 1 {
-		return "", invalidField("external_id", "must be a comment on %s#%s: %s#%s/comments/345 or 345", repo, issue, repo, issue)
+		return "", invalidField("external_id", "must be a comment on %s: %s/comments/345 or 345", b.ExternalID(string(issue)), b.ExternalID(string(issue)))
 	}
 	return strconv.FormatInt(n, 10), nil
 }

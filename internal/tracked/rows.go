@@ -116,8 +116,6 @@ func (e *Engine) downstream(ctx context.Context, key operations.Key) (downstream
 	return row, nil
 }
 
-func externalID(repo, ref string) string { return repo + "#" + ref }
-
 // issueRef is an issue's tracker.Issue.Ref as a stored request holds it: a
 // string, or the number an earlier ticketd stored for a GitHub issue.
 type issueRef string

@@ -1,7 +1,8 @@
 // Package tracked is the backend of tracker-backed projects: the
 // reconciliation that any tracker without an idempotency key needs (claim,
 // send, record, reconcile), over the tracker port (internal/tracker) that
-// each tracker's adapter implements (internal/tracker/github). It writes
+// each tracker's adapter implements (internal/tracker/github,
+// internal/tracker/jira). It writes
 // the local rows that mirror what the tracker proved through tickets.Mirror,
 // and is reached by tickets.Service through tickets.Trackers, which Options
 // implements (docs/architecture.md#backends).
@@ -49,12 +50,14 @@ import (
 // create.go, comment.go and update.go (each action's look and send),
 // resolve.go (an operator's finding), outside.go (the tenant's cap on
 // tracker requests), rows.go (operation_downstream and its history),
-// backend.go (the tickets.Trackers this package is).
+// backend.go (the tickets.Trackers this package is), index.go (whether
+// the tracker's index has caught up before a re-send).
 
 // Options configures tracker-backed projects; it is the tickets.Connector
 // of tickets.Options.Tracked.
 type Options struct {
-	// Open reaches a project's tracker (internal/tracker/github.Opener).
+	// Open reaches a project's tracker (tracker.ByKind of the adapters'
+	// openers: internal/tracker/github.Opener, internal/tracker/jira.PortOpener).
 	Open tracker.Opener
 	// Credentials are the tracker credentials the operator declared; a
 	// backend must name one its tenant may use, at creation and at use.

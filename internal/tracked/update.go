@@ -175,7 +175,6 @@ func (e *Engine) claimEdit(ctx context.Context, b tracker.Backend, key operation
 // may have been sent, and send again only when it does not show the edit
 // after the settle window and nobody changed it since.
 func (e *Engine) workEdit(ctx context.Context, key operations.Key, row downstreamRow, t tracker.Tracker, b tracker.Backend) error {
-	repo := b.Repository
 	var req editRequest
 	if err := json.Unmarshal([]byte(row.Request), &req); err != nil {
 		return fmt.Errorf("operation %s: bad stored request: %w", key, err)
@@ -186,13 +185,13 @@ func (e *Engine) workEdit(ctx context.Context, key operations.Key, row downstrea
 	if row.Attempts > 0 {
 		issue, err := t.GetIssue(ctx, string(req.Issue))
 		if err != nil {
-			return e.lookFailed(ctx, key, row, fmt.Errorf("read issue #%s: %w", req.Issue, err))
+			return e.lookFailed(ctx, key, row, fmt.Errorf("read issue %s: %w", b.ExternalID(string(req.Issue)), err))
 		}
 		if shows(b, issue, req.Edit) {
 			e.count(ReconcileFound)
 			rctx, cancel := detach(ctx)
 			defer cancel()
-			return e.succeedEdit(rctx, key, row, repo, req, issue, success{how: "found", actor: historyActor,
+			return e.succeedEdit(rctx, key, row, b, req, issue, success{how: "found", actor: historyActor,
 				note: "the issue shows every field of the edit (which request set them is not known)"})
 		}
 		if settled := row.LastSentAt.Add(e.opts.Settle); time.Now().Before(settled) {
@@ -200,30 +199,30 @@ func (e *Engine) workEdit(ctx context.Context, key operations.Key, row downstrea
 		}
 		if !issue.UpdatedAt.Before(row.LastSentAt.Truncate(time.Second)) {
 			e.count(ReconcileHeld)
-			return e.hold(ctx, key, row, fmt.Sprintf("issue #%s changed at %s, after the edit was sent, and does not show it: "+
+			return e.hold(ctx, key, row, fmt.Sprintf("issue %s changed at %s, after the edit was sent, and does not show it: "+
 				"ticketd will not re-send over what may be someone else's later change; resolve the operation",
-				req.Issue, issue.UpdatedAt.UTC().Format(time.RFC3339)))
+				b.ExternalID(string(req.Issue)), issue.UpdatedAt.UTC().Format(time.RFC3339)))
 		}
 		e.count(ReconcileResent)
 	}
-	if err := e.attempt(ctx, key, &row, fmt.Sprintf("edit %s#%s", repo, req.Issue)); err != nil {
+	if err := e.attempt(ctx, key, &row, fmt.Sprintf("edit %s", b.ExternalID(string(req.Issue)))); err != nil {
 		return err
 	}
 	issue, sendErr := t.EditIssue(ctx, string(req.Issue), req.Edit)
 	return e.answered(ctx, key, row, sendErr, func(ctx context.Context) error {
-		return e.succeedEdit(ctx, key, row, repo, req, issue, success{how: "edited", actor: historyActor})
+		return e.succeedEdit(ctx, key, row, b, req, issue, success{how: "edited", actor: historyActor})
 	})
 }
 
 // succeedEdit records the edit as done: the local row takes the update
 // (next version, its event and webhook) in one transaction with the
 // record's move to succeeded.
-func (e *Engine) succeedEdit(ctx context.Context, key operations.Key, row downstreamRow, repo string, req editRequest, issue tracker.Issue, sc success) error {
+func (e *Engine) succeedEdit(ctx context.Context, key operations.Key, row downstreamRow, b tracker.Backend, req editRequest, issue tracker.Issue, sc success) error {
 	ids, err := parseUUIDs(req.TicketID, req.EventID)
 	if err != nil {
 		return fmt.Errorf("operation %s: bad stored IDs: %w", key, err)
 	}
-	sc.extID, sc.extURL, sc.resultID = externalID(repo, issue.Ref), issue.URL, req.EventID
+	sc.extID, sc.extURL, sc.resultID = b.ExternalID(issue.Ref), issue.URL, req.EventID
 	return e.settleSuccess(ctx, key, row, sc, func(tx *gorm.DB, first bool) error {
 		if !first {
 			return nil

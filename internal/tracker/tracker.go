@@ -1,8 +1,8 @@
 // Package tracker is the port through which ticketd acts on an external
 // issue tracker that has no idempotency key (docs/contract.md#tracker-backed-projects). It holds only the
 // shapes and the classification of answers the reconciliation logic in
-// internal/tickets decides with; adapters (internal/tracker/github) speak
-// the tracker's API.
+// internal/tracked decides with; adapters (internal/tracker/github,
+// internal/tracker/jira) speak the tracker's API.
 package tracker
 
 import (
@@ -14,8 +14,11 @@ import (
 	"time"
 )
 
-// KindGitHub is the one backend kind so far: GitHub Issues (REST API v3).
-const KindGitHub = "github"
+// The backend kinds: GitHub Issues (REST API v3) and Jira (Cloud REST v3).
+const (
+	KindGitHub = "github"
+	KindJira   = "jira"
+)
 
 // GitHubAPI is the API root a GitHub backend without an api_url reaches.
 const GitHubAPI = "https://api.github.com/"
@@ -28,10 +31,18 @@ const Label = "ticketd"
 // never held here: Credential names one the operator declared
 // (TICKETD_TRACKER_CREDENTIALS), read each time the tracker is used.
 type Backend struct {
-	Kind       string // KindGitHub
-	Repository string // owner/name
-	APIURL     string // empty: the public API
+	Kind       string // KindGitHub or KindJira
+	Repository string // GitHub: owner/name
+	APIURL     string // GitHub: empty for the public API
 	Credential string // the name of a declared credential
+	// Jira (DESIGN §22): the site's root, the project key, and the issue
+	// type and status and priority names, empty for the defaults
+	// (JiraDefaults).
+	Site        string
+	ProjectKey  string
+	IssueType   string
+	StatusMap   map[string]string
+	PriorityMap map[string]string
 	// Tenant is the project's tenant, set by the store (never by a caller):
 	// the credential must be one the tenant may use.
 	Tenant string
@@ -39,16 +50,23 @@ type Backend struct {
 
 // StatusName is the tracker's name for a ticket status (open,
 // in_progress, resolved, closed): what an issue's State shows once it has
-// the status. GitHub has only open and closed; a tracker with a workflow
-// maps each status through its backend's configuration.
+// the status. GitHub has only open and closed; Jira maps each status
+// through the backend's status_map.
 func (b Backend) StatusName(status string) string {
+	if b.Kind == KindJira {
+		if name, ok := b.StatusMap[status]; ok {
+			return name
+		}
+		return DefaultJiraStatusMap[status]
+	}
 	if status == "resolved" || status == "closed" {
 		return "closed"
 	}
 	return "open"
 }
 
-// Issue is an issue as the tracker reports it.
+// Issue is an issue as the tracker reports it. Labels are the ticket's:
+// the marker labels a tracker searches by are not among them.
 type Issue struct {
 	// Ref is how the tracker addresses the issue: GitHub's number ("12"),
 	// Jira's key ("OPS-12").
@@ -128,6 +146,19 @@ type Tracker interface {
 	// unlike the list).
 	GetComment(ctx context.Context, ref, commentID string) (Comment, error)
 	DeleteComment(ctx context.Context, ref, commentID string) error
+	// CloseDuplicate closes dup, a second issue the tracker let through
+	// for m, as a duplicate of keep, saying so on it in the tracker's own
+	// way (GitHub: a comment and the closed state; Jira: a comment, the
+	// ticketd-duplicate label and the transition to the closed status).
+	// Every step is idempotent, so a retry may run it again.
+	CloseDuplicate(ctx context.Context, m Mark, keep, dup Issue) error
+}
+
+// DuplicateNote is the text ticketd leaves on a duplicate it closes.
+func DuplicateNote(m Mark, keepRef string) string {
+	return fmt.Sprintf("Duplicate of %s. ticketd filed this issue twice for one operation (%s/%s): a request went unanswered "+
+		"or the tracker acted on it twice, and the tracker has no idempotency key, so it could not be deduplicated. "+
+		"Keeping %s, the older; closing this one.", keepRef, m.Tenant, m.OperationID, keepRef)
 }
 
 // IssueEdit sets fields of an issue; nil fields are left alone.
@@ -146,6 +177,18 @@ type IssueEdit struct {
 // Opener opens the tracker of a backend, reading its token at that moment.
 type Opener func(b Backend) (Tracker, error)
 
+// ByKind is the Opener that opens each backend with the opener of its
+// kind; a kind with none is ErrMisconfigured.
+func ByKind(openers map[string]Opener) Opener {
+	return func(b Backend) (Tracker, error) {
+		open, ok := openers[b.Kind]
+		if !ok {
+			return nil, fmt.Errorf("%w: this server reaches no tracker of kind %q", ErrMisconfigured, b.Kind)
+		}
+		return open(b)
+	}
+}
+
 // The answer classes a Tracker's errors wrap.
 var (
 	// ErrNotSent: the request was never written to the network (refused
@@ -154,6 +197,11 @@ var (
 	// ErrRejected: the tracker answered with a definite refusal (a 4xx other
 	// than a rate limit): nothing was created or changed.
 	ErrRejected = errors.New("tracker rejected the request")
+	// ErrInvalid: the tracker cannot take the request as asked (a status
+	// its workflow has no transition to, an assignee with no account), and
+	// it was not sent; the error's text says what it can take. It is
+	// wrapped together with ErrNotSent.
+	ErrInvalid = errors.New("the tracker cannot take this")
 	// ErrMisconfigured: the backend cannot be used as configured (no
 	// credential the tenant may use, no token in its variable, a bad or
 	// refused API URL); nothing was sent.

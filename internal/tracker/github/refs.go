@@ -46,3 +46,13 @@ func commentNumber(id string) (int64, error) {
 	}
 	return n, nil
 }
+
+// CloseDuplicate says on dup that it duplicates keep, and closes it.
+func (t *repoTracker) CloseDuplicate(ctx context.Context, m tracker.Mark, keep, dup tracker.Issue) error {
+	if _, err := t.CreateComment(ctx, dup.Ref, tracker.DuplicateNote(m, "#"+keep.Ref)); err != nil {
+		return err
+	}
+	closed := "closed"
+	_, err := t.EditIssue(ctx, dup.Ref, tracker.IssueEdit{Status: &closed})
+	return err
+}

@@ -19,7 +19,7 @@ import (
 // ErrInvalid is wrapped, with tracker.ErrNotSent, by a request ticketd
 // refused to send because the project cannot take it (a priority its
 // priority_map lacks, an assignee with no account); ErrNoTransition is one.
-var ErrInvalid = errors.New("the Jira project cannot take this")
+var ErrInvalid = tracker.ErrInvalid
 
 // Issue is an issue as Jira reports it.
 type Issue struct {

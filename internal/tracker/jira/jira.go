@@ -11,27 +11,25 @@
 // *tracker.RateLimitError, tracker.ErrRejected, tracker.ErrMisconfigured;
 // any other error may have acted).
 //
-// Project's methods follow the shape of tracker.Tracker where Jira fits it,
-// with an issue named by its key (OPS-12) and carrying its numeric ID too.
-// What a Jira backend needs that the GitHub-shaped port lacks:
+// Project speaks Jira's own shapes (an issue named by its key and carrying
+// its numeric ID, edits by labels added and removed, a status by
+// transition); PortOpener wraps it as tracker.Tracker for internal/tracked
+// (port.go). How the port fits Jira:
 //
-//   - Finding an operation's issue by its marker label through JQL
-//     (FindByLabel, FindMarked) instead of listing labelled issues since a
-//     time: Jira has no consistent list endpoint, and its search index
-//     lags, so a miss proves nothing until the settle window has passed.
-//   - Setting a status through the workflow's transitions (SetStatus)
-//     instead of writing a state field; a status with no transition from
-//     where the issue is comes back as ErrNoTransition naming the ones
-//     available (invalid_input to the caller).
-//   - Closing a duplicate by transition and label (CloseDuplicate), and
-//     resolving an assignee to an account (Account) before a create or edit.
-//   - Comments addressed by issue and comment ID together (the port's
-//     GetComment and DeleteComment take a comment ID alone); there is no
-//     get of one comment among §22's calls, so a comment's marker is found
-//     by listing the issue's comments, which Jira reads consistently.
-//   - Edits answered with no document (PUT answers 204), and a create
-//     answered with the key and ID only, so EditIssue returns no Issue and
-//     CreateIssue's Issue has what ticketd sent, not the tracker's times.
+//   - FindMarked is the JQL search of the operation's label: Jira has no
+//     consistent list endpoint and its index lags, so a miss proves nothing
+//     until the settle window has passed and the index has shown ticketd's
+//     previous write (internal/tracked).
+//   - EditIssue takes the workflow's transition to the status first (none
+//     available is a *NoTransitionError, tracker.ErrInvalid, sent nothing),
+//     then one PUT, then reads the issue back: PUT answers no document.
+//   - CloseDuplicate comments, labels ticketd-duplicate and transitions to
+//     the closed status.
+//   - GetComment lists the issue's comments (§22 has no get of one), which
+//     Jira reads consistently.
+//   - Issue labels seen through the port leave out the marker labels.
+//   - Priority and Account are not reached through the port: a
+//     tracker-backed ticket's priority and assignee live on the local row.
 package jira
 
 import (
@@ -43,6 +41,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/ticketd/ticketd/internal/tracker"
 )
 
 // Kind is the backend kind of a Jira project.
@@ -70,9 +70,9 @@ var (
 	Statuses   = []string{"open", "in_progress", "resolved", "closed"}
 	Priorities = []string{"low", "normal", "high", "urgent"}
 
-	DefaultIssueType   = "Task"
-	DefaultStatusMap   = map[string]string{"open": "To Do", "in_progress": "In Progress", "resolved": "Done", "closed": "Done"}
-	DefaultPriorityMap = map[string]string{"low": "Low", "normal": "Medium", "high": "High", "urgent": "Highest"}
+	DefaultIssueType   = tracker.DefaultJiraIssueType
+	DefaultStatusMap   = tracker.DefaultJiraStatusMap
+	DefaultPriorityMap = tracker.DefaultJiraPriorityMap
 )
 
 // Config is a Jira project's backend as a tenant admin gives it:
