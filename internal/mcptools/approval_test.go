@@ -366,7 +366,7 @@ func TestBulkAtThresholdNeedsApproval(t *testing.T) {
 	args := map[string]any{"operation_id": op, "ids": ids, "status": "closed"}
 	res := servertest.Call(t, cs, mcptools.ToolBulkUpdateTickets, args)
 	out := servertest.Decode[mcptools.BulkUpdateTicketsOut](t, res)
-	if res.IsError || p.asked.Load() != 1 || len(out.Tickets) != len(ids) || out.Tickets[0].Ticket.Status != "closed" {
+	if res.IsError || p.asked.Load() != 1 || len(out.Tickets) != len(ids) || out.Tickets[0].Changes["status"].To != "closed" {
 		t.Fatalf("a bulk at the threshold: %s (asked %d); want it asked once, then written", text(res), p.asked.Load())
 	}
 	ask := p.last.Load().(*mcp.ElicitParams)

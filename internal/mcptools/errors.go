@@ -67,8 +67,12 @@ func (o outcome[T]) MarshalJSON() ([]byte, error) {
 	return json.Marshal(o.ok)
 }
 
-// success answers a call with v; the SDK adds v's JSON as the text block.
+// success answers a call with v; its JSON is the text block too, unless v
+// has a text of its own (a summary where the JSON would be long).
 func success[T any](v T) (*mcp.CallToolResult, outcome[T], error) {
+	if t, ok := any(&v).(interface{ text() string }); ok {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: t.text()}}}, outcome[T]{ok: &v}, nil
+	}
 	return nil, outcome[T]{ok: &v}, nil
 }
 
@@ -90,14 +94,20 @@ func failure[T any](err error, operationID string) (*mcp.CallToolResult, outcome
 	if errors.Is(err, tickets.ErrUnknownAssignee) {
 		next = unknownAssigneeNextStep
 	}
+	var ask *approval.RequiredError
+	if errors.As(err, &ask) {
+		// The URL itself, not "open approval_url": a model that reads only
+		// the text must be able to hand it to the user.
+		next = fmt.Sprintf("Nothing was written. Ask the user to open %s and approve this change, then retry with the same operation_id and arguments (before %s).",
+			ask.URL, ask.Approval.ExpiresAt.UTC().Format(time.RFC3339))
+	}
 	res, out := errorResult(code, code.Message(err), operationID, err, next)
 	var stale *tickets.VersionConflictError
 	if errors.As(err, &stale) {
 		t := contract.FromTicket(stale.Current)
 		out.CurrentVersion, out.Ticket = stale.Current.Version, &t
 	}
-	var ask *approval.RequiredError
-	if errors.As(err, &ask) {
+	if ask != nil {
 		at := ask.Approval.ExpiresAt
 		out.ApprovalURL, out.ApprovalID, out.ExpiresAt = ask.URL, ask.Approval.ID, &at
 	}
