@@ -323,7 +323,12 @@ func TestStatelessLegacyClientGetsApprovalRequired(t *testing.T) {
 	legacy := env.ConnectWith(t, writeToken(t, env, "alice"), &mcp.ClientOptions{ElicitationHandler: p.handle},
 		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	op := newOperationID(t)
-	out := toolError(t, servertest.Call(t, legacy, mcptools.ToolCreateTicket, ticketArgs(op)), "approval_required")
+	res := servertest.Call(t, legacy, mcptools.ToolCreateTicket, ticketArgs(op))
+	out := toolError(t, res, "approval_required")
+	// A model that reads only the text must be able to pass the URL on.
+	if !strings.Contains(text(res), out.ApprovalURL) || out.ApprovalURL == "" {
+		t.Errorf("approval_required text = %q; want it to carry the approval URL %q", text(res), out.ApprovalURL)
+	}
 	if !out.Error.Retryable || out.ApprovalURL != env.URL+"/console/approvals/"+out.ApprovalID || out.ExpiresAt == nil ||
 		out.OperationID != op || p.asked.Load() != 0 {
 		t.Errorf("approval_required = %+v (asked %d); want retryable, the console URL, an expiry, the operation", out, p.asked.Load())
