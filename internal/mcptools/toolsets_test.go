@@ -78,7 +78,7 @@ func TestToolsetsChangeToolsList(t *testing.T) {
 		{server.Edge{Toolsets: toolsets("comments")}, []string{mcptools.ToolAddComment, mcptools.ToolListComments}},
 		{server.Edge{Toolsets: toolsets("all"), ReadOnly: true}, []string{
 			mcptools.ToolGetOperationStatus, mcptools.ToolGetTicket, mcptools.ToolListComments, mcptools.ToolListProjects,
-			mcptools.ToolListTickets, mcptools.ToolPreviewTicket,
+			mcptools.ToolListTickets, mcptools.ToolListUsers, mcptools.ToolPreviewTicket,
 		}},
 	} {
 		env := servertest.Start(t, d, servertest.Options{Edge: c.edge})
