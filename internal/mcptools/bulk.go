@@ -17,9 +17,9 @@ const ToolBulkUpdateTickets = "bulk_update_tickets"
 
 const descBulkUpdateTickets = `One change to 1-100 tickets (ids, each once) as one operation: all change or none.
 
-Retry contract: a fresh random UUID (v4 or v7) as operation_id per intended change; on any doubt retry with the SAME operation_id and arguments, never a new one to make it pass. A retry never applies it twice: it answers replayed: true with each ticket's original version and changes.
+Retry contract: a fresh random UUID (v4 or v7) as operation_id per intended change; on any doubt retry with the SAME operation_id and arguments, never a new one to make it pass. A retry never applies it twice: it answers replayed: true with each ticket's original version and changes. Answers per ticket only key, version and changes: get_ticket shows a whole ticket.
 
-if_versions ({"SUP-42": version you read}): if any changed since, nothing is written (version_conflict). 10 or more tickets, or making any urgent, needs a person's approval: your client may ask; else give the user approval_required's approval_url, then retry unchanged.`
+if_versions ({"SUP-42": version you read}): if any changed since, nothing is written (version_conflict). Changing 10 or more tickets, or making any urgent, needs a person's approval: your client may ask; else give the user approval_required's approval_url, then retry unchanged.`
 
 // BulkUpdateTicketsIn is the input of bulk_update_tickets.
 type BulkUpdateTicketsIn struct {
