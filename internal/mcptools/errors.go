@@ -94,22 +94,20 @@ func failure[T any](err error, operationID string) (*mcp.CallToolResult, outcome
 	if errors.Is(err, tickets.ErrUnknownAssignee) {
 		next = unknownAssigneeNextStep
 	}
-	var ask *approval.RequiredError
-	if errors.As(err, &ask) {
-		// The URL itself, not "open approval_url": a model that reads only
-		// the text must be able to hand it to the user.
-		next = fmt.Sprintf("Nothing was written. Ask the user to open %s and approve this change, then retry with the same operation_id and arguments (before %s).",
-			ask.URL, ask.Approval.ExpiresAt.UTC().Format(time.RFC3339))
-	}
 	res, out := errorResult(code, code.Message(err), operationID, err, next)
 	var stale *tickets.VersionConflictError
 	if errors.As(err, &stale) {
 		t := contract.FromTicket(stale.Current)
 		out.CurrentVersion, out.Ticket = stale.Current.Version, &t
 	}
-	if ask != nil {
+	var ask *approval.RequiredError
+	if errors.As(err, &ask) {
 		at := ask.Approval.ExpiresAt
 		out.ApprovalURL, out.ApprovalID, out.ExpiresAt = ask.URL, ask.Approval.ID, &at
+		// The URL itself in the text, which the next step refers to: a
+		// model that reads only text must be able to hand it to the user.
+		res.Content = []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("Error %s: %s. approval_url: %s (expires_at %s). %s",
+			code, out.Error.Message, ask.URL, at.UTC().Format(time.RFC3339), code.NextStep())}}
 	}
 	return res, outcome[T]{err: out}, nil
 }
