@@ -123,9 +123,10 @@ func (s *Service) recheckApproval(p approval.Proposal, changed []Changes) error 
 	now := approval.Proposal{Bulk: p.Bulk}
 	for _, c := range changed {
 		now.Urgent = now.Urgent || makesUrgent(c)
+		// The policy counts what changes; the fields suffice for that.
 		item := approval.Item{}
-		if len(c) > 0 {
-			item.Changes = []approval.FieldChange{{}}
+		for f := range c {
+			item.Changes = append(item.Changes, approval.FieldChange{Field: f})
 		}
 		now.Items = append(now.Items, item)
 	}
