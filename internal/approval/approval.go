@@ -133,8 +133,9 @@ type Policy struct {
 const DefaultBulkThreshold = 10
 
 // Needs reports whether a write that would do p needs a person's yes: it
-// makes a ticket urgent (urgent pages on-call), or it is a bulk update of
-// at least BulkThreshold tickets.
+// makes a ticket urgent (urgent pages on-call), or it is a bulk update that
+// changes at least BulkThreshold tickets. A ticket the write would leave as
+// it is counts for nothing: nobody is asked about a change that is none.
 func (p Policy) Needs(pr Proposal) bool {
 	if !p.Enabled {
 		return false
@@ -143,7 +144,16 @@ func (p Policy) Needs(pr Proposal) bool {
 	if threshold <= 0 {
 		threshold = DefaultBulkThreshold
 	}
-	return pr.Urgent || (pr.Bulk && len(pr.Items) >= threshold)
+	if pr.Urgent {
+		return true
+	}
+	changing := 0
+	for _, it := range pr.Items {
+		if len(it.Changes) > 0 {
+			changing++
+		}
+	}
+	return pr.Bulk && changing >= threshold
 }
 
 // Proposal is what a write would do, as the policy judges it and the person
@@ -153,7 +163,8 @@ type Proposal struct {
 	// sentence; the elicitation's message.
 	Summary string `json:"summary"`
 	Items   []Item `json:"items"`
-	// Urgent: the write makes a ticket urgent. Bulk: one write, many tickets.
+	// Urgent: the write makes a ticket urgent (not one already urgent).
+	// Bulk: one write, many tickets.
 	Urgent bool `json:"urgent"`
 	Bulk   bool `json:"bulk"`
 }

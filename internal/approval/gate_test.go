@@ -58,3 +58,29 @@ func TestConsumeRefusesAnApprovalThatExpiredBeforeTheWrite(t *testing.T) {
 		}
 	})
 }
+
+// TestPolicyCountsOnlyTicketsThatChange: a bulk asks when it changes at
+// least the threshold's tickets; tickets it would leave as they are count
+// for nothing.
+func TestPolicyCountsOnlyTicketsThatChange(t *testing.T) {
+	t.Parallel()
+	policy := approval.Policy{Enabled: true, BulkThreshold: 3}
+	items := func(changing, unchanged int) []approval.Item {
+		var out []approval.Item
+		for range changing {
+			out = append(out, approval.Item{Ticket: "SUP-1", Changes: []approval.FieldChange{{Field: "status", From: "open", To: "closed"}}})
+		}
+		for range unchanged {
+			out = append(out, approval.Item{Ticket: "SUP-2"})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		changing, unchanged int
+		want                bool
+	}{{3, 0, true}, {2, 5, false}, {0, 10, false}, {3, 7, true}} {
+		if got := policy.Needs(approval.Proposal{Bulk: true, Items: items(c.changing, c.unchanged)}); got != c.want {
+			t.Errorf("a bulk changing %d of %d tickets: needs %v, want %v", c.changing, c.changing+c.unchanged, got, c.want)
+		}
+	}
+}

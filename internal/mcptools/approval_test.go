@@ -323,7 +323,12 @@ func TestStatelessLegacyClientGetsApprovalRequired(t *testing.T) {
 	legacy := env.ConnectWith(t, writeToken(t, env, "alice"), &mcp.ClientOptions{ElicitationHandler: p.handle},
 		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	op := newOperationID(t)
-	out := toolError(t, servertest.Call(t, legacy, mcptools.ToolCreateTicket, ticketArgs(op)), "approval_required")
+	res := servertest.Call(t, legacy, mcptools.ToolCreateTicket, ticketArgs(op))
+	out := toolError(t, res, "approval_required")
+	// A model that reads only the text must be able to pass the URL on.
+	if !strings.Contains(text(res), out.ApprovalURL) || out.ApprovalURL == "" {
+		t.Errorf("approval_required text = %q; want it to carry the approval URL %q", text(res), out.ApprovalURL)
+	}
 	if !out.Error.Retryable || out.ApprovalURL != env.URL+"/console/approvals/"+out.ApprovalID || out.ExpiresAt == nil ||
 		out.OperationID != op || p.asked.Load() != 0 {
 		t.Errorf("approval_required = %+v (asked %d); want retryable, the console URL, an expiry, the operation", out, p.asked.Load())
@@ -366,7 +371,7 @@ func TestBulkAtThresholdNeedsApproval(t *testing.T) {
 	args := map[string]any{"operation_id": op, "ids": ids, "status": "closed"}
 	res := servertest.Call(t, cs, mcptools.ToolBulkUpdateTickets, args)
 	out := servertest.Decode[mcptools.BulkUpdateTicketsOut](t, res)
-	if res.IsError || p.asked.Load() != 1 || len(out.Tickets) != len(ids) || out.Tickets[0].Ticket.Status != "closed" {
+	if res.IsError || p.asked.Load() != 1 || len(out.Tickets) != len(ids) || out.Tickets[0].Changes["status"].To != "closed" {
 		t.Fatalf("a bulk at the threshold: %s (asked %d); want it asked once, then written", text(res), p.asked.Load())
 	}
 	ask := p.last.Load().(*mcp.ElicitParams)

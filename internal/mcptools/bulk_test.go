@@ -51,7 +51,8 @@ func TestBulkOfFiftyRetriedAfterLostResponse(t *testing.T) {
 				t.Errorf("replayed ticket %d = %s v%d %v; want %s at the recorded v2, resolved", i, it.Key, it.Version, it.Changes, ids[i])
 			}
 		}
-		if got := retry.Tickets[9].Ticket; got.Status != "open" || got.Version != 3 {
+		now := servertest.Decode[mcptools.GetTicketOut](t, servertest.Call(t, cs, mcptools.ToolGetTicket, map[string]any{"id": ids[9]}))
+		if got := now.Ticket; got.Status != "open" || got.Version != 3 {
 			t.Errorf("%s after the replay is %s v%d; the replay must not resolve it again", ids[9], got.Status, got.Version)
 		}
 		if got := dbtest.CountRows(t, d, "ticket_events", tenant); got != events+1 {

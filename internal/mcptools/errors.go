@@ -67,8 +67,12 @@ func (o outcome[T]) MarshalJSON() ([]byte, error) {
 	return json.Marshal(o.ok)
 }
 
-// success answers a call with v; the SDK adds v's JSON as the text block.
+// success answers a call with v; its JSON is the text block too, unless v
+// has a text of its own (a summary where the JSON would be long).
 func success[T any](v T) (*mcp.CallToolResult, outcome[T], error) {
+	if t, ok := any(&v).(interface{ text() string }); ok {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: t.text()}}}, outcome[T]{ok: &v}, nil
+	}
 	return nil, outcome[T]{ok: &v}, nil
 }
 
@@ -100,6 +104,10 @@ func failure[T any](err error, operationID string) (*mcp.CallToolResult, outcome
 	if errors.As(err, &ask) {
 		at := ask.Approval.ExpiresAt
 		out.ApprovalURL, out.ApprovalID, out.ExpiresAt = ask.URL, ask.Approval.ID, &at
+		// The URL itself in the text, which the next step refers to: a
+		// model that reads only text must be able to hand it to the user.
+		res.Content = []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("Error %s: %s. approval_url: %s (expires_at %s). %s",
+			code, out.Error.Message, ask.URL, at.UTC().Format(time.RFC3339), code.NextStep())}}
 	}
 	return res, outcome[T]{err: out}, nil
 }

@@ -247,7 +247,7 @@ func TestRicherResultsFitTheirSchemas(t *testing.T) {
 	check(ToolUpdateTicket, false, ok(UpdateTicketOut{OperationID: opID.String(), Status: "succeeded", TicketID: full.ID,
 		Version: tk.Version, Changes: changes, Ticket: full}))
 	check(ToolBulkUpdateTickets, false, ok(BulkUpdateTicketsOut{OperationID: opID.String(), Status: "succeeded",
-		Tickets: []contract.BulkItem{{TicketID: full.ID, Key: full.Key, Version: tk.Version, Changes: changes, Ticket: full}}}))
+		Tickets: []contract.BulkItem{{Key: full.Key, Version: tk.Version, Changes: changes}}}))
 	check(ToolListComments, false, ok(ListCommentsOut{Comments: []contract.Comment{}, NextCursor: "next"}))
 	next := now.Add(time.Minute)
 	for _, status := range []operations.Status{operations.StatusPending, operations.StatusSucceeded, operations.StatusFailed, operations.StatusUnknown} {

@@ -30,15 +30,6 @@ import (
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
-// instructions is what a client may put in the model's context once per
-// connection: the retry contract in a few sentences, so a model that reads
-// only this still uses operation_id correctly.
-const instructions = `ticketd files support tickets for your organisation (the tenant is fixed by your access token).
-To create a ticket: pick a project_id from list_projects, generate a fresh random UUID (version 4 or 7) as operation_id for that one intended ticket, and call create_ticket.
-If a call times out, fails with a retryable error, or you are unsure whether it went through, call create_ticket again with the SAME operation_id and the SAME arguments: it never creates a duplicate and returns the original ticket with replayed: true.
-Never change the operation_id to make a retry go through; a new operation_id means a new ticket.
-get_operation_status answers authoritatively whether a ticket was created under an operation_id; preview_ticket is a dry run that writes nothing.`
-
 // Options adjusts NewServer.
 type Options struct {
 	// ReadOnly serves only the tools that need no more than tickets:read
@@ -74,8 +65,9 @@ func NewServer(svc *tickets.Service, logger *slog.Logger, opts Options) *mcp.Ser
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	tools := served(opts)
 	s := mcp.NewServer(mcpedge.ServerInfo(), &mcp.ServerOptions{
-		Instructions: instructions,
+		Instructions: instructionsFor(tools),
 		// The SDK logs every stateless request's session at Info; only its
 		// warnings and errors are worth an operator's attention.
 		Logger: slog.New(minLevel{logger.Handler(), slog.LevelWarn}),
@@ -89,7 +81,7 @@ func NewServer(svc *tickets.Service, logger *slog.Logger, opts Options) *mcp.Ser
 		// FilterTools makes tools/list depend on the caller.
 		SetCacheable: mcpedge.PrivateToolList,
 	})
-	for _, t := range served(opts) {
+	for _, t := range tools {
 		t.add(s, t.def, svc)
 	}
 	registerResources(s, svc)

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -93,6 +94,20 @@ func (s *Service) BulkUpdateTickets(ctx context.Context, c Caller, opID operatio
 	if err := s.checkAssignee(ctx, c, operations.Key{Tenant: tenant, Action: ActionBulkUpdateTickets, OperationID: id}, n.Assignee); err != nil {
 		return BulkResult{OperationID: id}, err
 	}
+	res, err := s.bulkWrite(ctx, c, id, in, n)
+	if errors.Is(err, errApprovalNowNeeded) {
+		// A ticket moved under the approval check: read them all again, so
+		// the check sees what the write would now do and asks if it must.
+		res, err = s.bulkWrite(ctx, c, id, in, n)
+	}
+	return res, err
+}
+
+// bulkWrite is one attempt at BulkUpdateTickets' write of the normalised
+// update n: read the tickets, check approval on what they are now, write
+// them in one ledger transaction (or answer the recorded replay).
+func (s *Service) bulkWrite(ctx context.Context, c Caller, id uuid.UUID, in BulkUpdate, n TicketUpdate) (BulkResult, error) {
+	tenant, actor := c.Tenant, c.Subject
 	base := uuid.Must(uuid.NewV7())
 	targets, err := s.resolveBulk(ctx, tenant, base, in)
 	if err != nil {
@@ -108,9 +123,11 @@ func (s *Service) BulkUpdateTickets(ctx context.Context, c Caller, opID operatio
 	}
 	key := operations.Key{Tenant: tenant, Action: ActionBulkUpdateTickets, OperationID: id}
 	fp := bulkFingerprint(locked, n)
-	gate := s.gate(key, fp, actor, updateProposal(ActionBulkUpdateTickets, id.String(), cur, n, true))
+	proposal := updateProposal(ActionBulkUpdateTickets, id.String(), cur, n, true)
+	gate := s.gate(key, fp, actor, proposal)
 	items := make(map[uuid.UUID]BulkItem, len(targets))
 	out, err := s.ledger.RunGated(ctx, key, fp, base.String(), gate, func(tx *gorm.DB) error {
+		changed := make([]Changes, 0, len(locked))
 		for _, t := range locked {
 			nt := n
 			nt.IfVersion = t.ifVersion
@@ -119,6 +136,7 @@ func (s *Service) BulkUpdateTickets(ctx context.Context, c Caller, opID operatio
 				return fmt.Errorf("ticket %s: %w", t.ticket.Key, err)
 			}
 			items[t.ticket.ID] = BulkItem{Version: next.Version, Changes: changes, Ticket: next}
+			changed = append(changed, changes)
 			if len(changes) == 0 {
 				continue
 			}
@@ -128,7 +146,7 @@ func (s *Service) BulkUpdateTickets(ctx context.Context, c Caller, opID operatio
 				return err
 			}
 		}
-		return nil
+		return s.recheckApproval(proposal, changed)
 	})
 	if err != nil {
 		return BulkResult{OperationID: id}, fmt.Errorf("bulk update tickets: %w", err)

@@ -40,8 +40,13 @@ func (m Mirror) CreateGate(key operations.Key, fp, actor string, n NewTicket) op
 }
 
 // UpdateGate is the approval step of updating t by n (nil without an approval gate).
+// A tracker's ticket may move between this check and the tracker's write,
+// with no lock of ours to recheck under, so an update to urgent asks even
+// when t is urgent already.
 func (m Mirror) UpdateGate(key operations.Key, fp, actor string, t Ticket, n TicketUpdate) operations.GateFunc {
-	return m.s.gate(key, fp, actor, updateProposal(ActionUpdateTicket, key.OperationID.String(), []Ticket{t}, n, false))
+	p := updateProposal(ActionUpdateTicket, key.OperationID.String(), []Ticket{t}, n, false)
+	p.Urgent = p.Urgent || (n.Priority != nil && *n.Priority == PriorityUrgent)
+	return m.s.gate(key, fp, actor, p)
 }
 
 // UpdateFingerprint identifies the intent of updating ticketID by n.

@@ -236,7 +236,15 @@ func (s *Service) UpdateTicket(ctx context.Context, c Caller, opID operations.ID
 	if err != nil {
 		return UpdateResult{OperationID: id}, fmt.Errorf("update ticket: %w", err)
 	}
-	return b.UpdateTicket(ctx, Write{Tenant: tenant, Actor: actor, ID: id}, t, n)
+	res, err := b.UpdateTicket(ctx, Write{Tenant: tenant, Actor: actor, ID: id}, t, n)
+	if errors.Is(err, errApprovalNowNeeded) {
+		// The ticket moved under the approval check: check again on it as it is.
+		if t, err = s.GetTicket(ctx, tenant, ticketRef); err != nil {
+			return UpdateResult{OperationID: id}, fmt.Errorf("update ticket: %w", err)
+		}
+		res, err = b.UpdateTicket(ctx, Write{Tenant: tenant, Actor: actor, ID: id}, t, n)
+	}
+	return res, err
 }
 
 // updateLocal is UpdateTicket of a ticket of a local project.
@@ -246,7 +254,8 @@ func (s *Service) updateLocal(ctx context.Context, w Write, t Ticket, n TicketUp
 	eventID := uuid.Must(uuid.NewV7())
 	res := UpdateResult{OperationID: id}
 	fp := updateFingerprint(t.ID, n)
-	gate := s.gate(key, fp, actor, updateProposal(ActionUpdateTicket, id.String(), []Ticket{t}, n, false))
+	proposal := updateProposal(ActionUpdateTicket, id.String(), []Ticket{t}, n, false)
+	gate := s.gate(key, fp, actor, proposal)
 	var recorded eventRow
 	replay := operations.Replay{Join: eventResult, Into: recorded.replayColumns()}
 	out, err := s.ledger.RunFolded(ctx, key, fp, eventID.String(), gate, replay, func(tx *gorm.DB, claim *operations.Fold) error {
@@ -256,6 +265,9 @@ func (s *Service) updateLocal(ctx context.Context, w Write, t Ticket, n TicketUp
 		}
 		res.Ticket, res.Changes, err = writeUpdate(tx, row, tenant, actor, id, eventID, n)
 		res.Version = res.Ticket.Version
+		if err == nil {
+			err = s.recheckApproval(proposal, []Changes{res.Changes})
+		}
 		if err != nil {
 			return err
 		}
