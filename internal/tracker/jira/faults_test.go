@@ -15,6 +15,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/ssrf"
 	"github.com/ticketd/ticketd/internal/tracker"
+	"github.com/ticketd/ticketd/internal/tracker/githubtest"
 	"github.com/ticketd/ticketd/internal/tracker/jira"
 	"github.com/ticketd/ticketd/internal/tracker/jiratest"
 )
@@ -119,7 +120,7 @@ func TestCredentialIsBasicOrBearer(t *testing.T) {
 // name that resolves there is refused at dial, before any connection.
 func TestPrivateSiteIsRefusedOutsideDev(t *testing.T) {
 	t.Parallel()
-	trap := jiratest.NewTrap(t)
+	trap := githubtest.NewTrap(t)
 	opts := options("bot@acme.example:tok")
 	opts.Guard = ssrf.Guard{}
 	if _, err := jira.Open(config("https://"+trap.Addr()), opts); !errors.Is(err, tracker.ErrMisconfigured) || !errors.Is(err, ssrf.ErrRefused) {
