@@ -80,6 +80,9 @@ func ChildrenOf(db *gorm.DB, tenant, id string) (Children, error) {
 func Set(tx *gorm.DB, tenant string, child Ref, parentID string) (*Ref, error) {
 	var parent *Ref
 	if parentID != "" {
+		if err := lockTree(tx, tenant); err != nil {
+			return nil, err
+		}
 		var refs []Ref
 		if err := tx.Raw(`SELECT id, key FROM tickets WHERE tenant_id = ? AND id = ?`, tenant, parentID).Scan(&refs).Error; err != nil {
 			return nil, fmt.Errorf("%w: read parent: %v", fault.ErrUnavailable, err)
@@ -100,6 +103,21 @@ func Set(tx *gorm.DB, tenant string, child Ref, parentID string) (*Ref, error) {
 		return nil, fmt.Errorf("%w: set parent: %v", fault.ErrUnavailable, err)
 	}
 	return parent, nil
+}
+
+// lockTree serialises the tenant's parent changes until the transaction
+// ends (a PostgreSQL advisory lock keyed by the tenant; SQLite has one
+// writer). The checks read rows other than the locked child: without it two
+// moves, each valid alone (a under b, b under a), both commit, and so do two
+// that each stay within MaxDepth but together pass it.
+func lockTree(tx *gorm.DB, tenant string) error {
+	if tx.Dialector.Name() != "postgres" {
+		return nil
+	}
+	if err := tx.Exec(`SELECT pg_advisory_xact_lock(hashtextextended(?, 0))`, "tickets:parents:"+tenant).Error; err != nil {
+		return fmt.Errorf("%w: lock the parent tree: %v", fault.ErrUnavailable, err)
+	}
+	return nil
 }
 
 // check walks up from parent (its chain is at most MaxDepth long) looking

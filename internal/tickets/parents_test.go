@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
@@ -144,4 +149,62 @@ func TestSubTasks(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestConcurrentOppositeMovesMakeNoCycle moves a under b and b under a at
+// once. Each move alone is valid, so when both check before either writes,
+// both commit and the pair is its own ancestor. A barrier at the parent's
+// UPDATE holds each move until the other arrives there too (or a second has
+// passed, as the tree lock keeps the other waiting before its check): one
+// move must win and the other be refused as a cycle, not deadlock.
+func TestConcurrentOppositeMovesMakeNoCycle(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		svc := newService(t, d)
+		a, b := newTicket(t, svc, tenantA), newTicket(t, svc, tenantA)
+		holdParentWritesForEachOther(t, d, 2)
+		var errs [2]error
+		var wg sync.WaitGroup
+		wg.Go(func() { _, errs[0] = reparent(t, svc, tenantA, newID(), a, b.Key) })
+		wg.Go(func() { _, errs[1] = reparent(t, svc, tenantA, newID(), b, a.Key) })
+		wg.Wait()
+		won := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				won++
+			case !errors.Is(err, tickets.ErrInvalid) || !strings.Contains(err.Error(), "cycle"):
+				t.Errorf("a move: %v, want success or a refused cycle", err)
+			}
+		}
+		aUp, _ := childKeys(t, svc, tenantA, a)
+		bUp, _ := childKeys(t, svc, tenantA, b)
+		if won != 1 || (aUp == b.Key && bUp == a.Key) {
+			t.Errorf("%d moves committed, parents of %s and %s: %q and %q; want one move and no cycle", won, a.Key, b.Key, aUp, bUp)
+		}
+	})
+}
+
+// holdParentWritesForEachOther makes each of the next n statements that set
+// a ticket's parent wait, for at most a second, until all n have arrived.
+func holdParentWritesForEachOther(tb testing.TB, d *db.DB, n int) {
+	tb.Helper()
+	var arrived sync.WaitGroup
+	arrived.Add(n)
+	var seen atomic.Int32
+	all := make(chan struct{})
+	go func() { arrived.Wait(); close(all) }()
+	err := d.Gorm.Callback().Raw().Before("gorm:raw").Register("test:hold_parent_writes", func(tx *gorm.DB) {
+		if !strings.Contains(tx.Statement.SQL.String(), "SET parent_id") || seen.Add(1) > int32(n) {
+			return
+		}
+		arrived.Done()
+		select {
+		case <-all:
+		case <-time.After(time.Second):
+		}
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
 }

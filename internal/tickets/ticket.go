@@ -50,10 +50,14 @@ func (s *Service) ticketWhere(ctx context.Context, query string, args ...any) (T
 // lockTicket reads the tenant's ticket for a write and, on PostgreSQL, locks
 // its row until the transaction ends, so the ticket's writers take turns:
 // each sees the version its predecessor committed (Read Committed re-reads a
-// row it waited for). SQLite serialises all writers already.
+// row it waited for). SQLite serialises all writers already. The lock is
+// FOR NO KEY UPDATE, the one an UPDATE of non-key columns takes: it lets
+// another transaction reference the row (a sub-task's parent_id foreign
+// key takes KEY SHARE), so two moves of tickets under each other wait on
+// the tree lock (internal/subtasks) instead of deadlocking on each other's rows.
 func lockTicket(tx *gorm.DB, tenant string, id uuid.UUID) (ticketRow, error) {
 	var row ticketRow
-	err := tx.Clauses(clause.Locking{Strength: "UPDATE"}).Select(ticketColumns).
+	err := tx.Clauses(clause.Locking{Strength: "NO KEY UPDATE"}).Select(ticketColumns).
 		Where("tenant_id = ? AND id = ?", tenant, id.String()).Take(&row).Error
 	switch {
 	case errors.Is(err, gorm.ErrRecordNotFound):

@@ -102,7 +102,7 @@ func updateWithEventSteps(tx *gorm.DB, tenant string, cur Ticket, set map[string
 }
 
 // lockClaimingSQL is the ledger's claim (operations.ClaimWith) and, only when
-// it won, lockTicket's SELECT … FOR UPDATE, in one statement. The claim runs
+// it won, lockTicket's SELECT … FOR NO KEY UPDATE, in one statement. The claim runs
 // first (operations.ClaimWon), so the wait for a concurrent holder of the key
 // is bounded by the lock timeout and the wait for the ticket's row lock, a
 // concurrent update's, is not. It returns one row: whether the claim won,
@@ -115,7 +115,7 @@ FROM (SELECT ` + operations.ClaimWon + ` AS won) AS c
 LEFT JOIN LATERAL (
 	SELECT ` + ticketColumns + ` FROM tickets
 	WHERE tenant_id = @tenant AND id = CAST(@id AS uuid) AND c.won
-	FOR UPDATE
+	FOR NO KEY UPDATE
 ) AS t ON true`
 }
 
