@@ -256,6 +256,9 @@ func (t *repoTracker) toIssue(i *gh.Issue) tracker.Issue {
 }
 
 func (t *repoTracker) CreateIssue(ctx context.Context, in tracker.NewIssue) (tracker.Issue, error) {
+	if in.Priority != "" {
+		return tracker.Issue{}, errNotHeld("create issue", "priority")
+	}
 	var got *gh.Issue
 	err := t.do(ctx, "create issue", func(ctx context.Context) (r *gh.Response, err error) {
 		got, r, err = t.c.Issues.Create(ctx, t.owner, t.repo, &gh.IssueRequest{Title: &in.Title, Body: &in.Body, Labels: &in.Labels})
@@ -318,6 +321,12 @@ func (t *repoTracker) listLabelled(ctx context.Context, label string, since time
 }
 
 func (t *repoTracker) EditIssue(ctx context.Context, ref string, edit tracker.IssueEdit) (tracker.Issue, error) {
+	switch {
+	case edit.Priority != nil:
+		return tracker.Issue{}, errNotHeld("edit issue", "priority")
+	case edit.Assignee != nil:
+		return tracker.Issue{}, errNotHeld("edit issue", "assignee")
+	}
 	number, err := issueNumber(ref)
 	if err != nil {
 		return tracker.Issue{}, err

@@ -28,8 +28,11 @@
 //   - GetComment lists the issue's comments (§22 has no get of one), which
 //     Jira reads consistently.
 //   - Issue labels seen through the port leave out the marker labels.
-//   - Priority and Account are not reached through the port: a
-//     tracker-backed ticket's priority and assignee live on the local row.
+//   - A priority goes by its priority_map name; one the map lacks is
+//     tracker.ErrInvalid before anything is sent. An assignee is an
+//     account ID, which Account finds by user search for an email address
+//     (internal/tracked asks with the assignee's email from the tenant's
+//     directory before it claims the edit).
 package jira
 
 import (
