@@ -4,10 +4,12 @@
 // list, add and delete comments, list and take transitions, search users.
 // No maintained Jira client for Go is on the module list this project
 // draws from, and those calls are few, so the client is this package's
-// own, built as internal/tracker/github is: the SSRF guard at every dial,
-// no redirects, bounded answers and pages, the credential sent to the
-// project's site only, and every answer classified for the caller that has
-// to decide whether something may have been done (tracker.ErrNotSent,
+// own, over the boundary the GitHub adapter crosses too
+// (internal/tracker/trackerhttp: the SSRF guard at every dial, no
+// redirects, bounded answers and pages, the credential sent to the
+// project's site only, the per-host cap and breaker); this package reads
+// Jira's answers, each classified for the caller that has to decide
+// whether something may have been done (tracker.ErrNotSent,
 // *tracker.RateLimitError, tracker.ErrRejected, tracker.ErrMisconfigured;
 // any other error may have acted).
 //
