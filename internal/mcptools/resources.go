@@ -201,7 +201,13 @@ func projectMarkdown(ctx context.Context, svc *tickets.Service, p authn.Principa
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Project %s: %s\n\n- id (project_id): %s\n- key: %s (tickets %s-1, %s-2, …)\n", pr.Key, pr.Name, pr.ID, pr.Key, pr.Key, pr.Key)
 	if pr.Backend != nil {
-		fmt.Fprintf(&b, "- tracker: %s %s\n", pr.Backend.Kind, pr.Backend.Repository)
+		// Where names the repository or the Jira project; a Jira project
+		// key means something only with its site.
+		fmt.Fprintf(&b, "- tracker: %s %s", pr.Backend.Kind, pr.Backend.Where())
+		if pr.Backend.Site != "" {
+			fmt.Fprintf(&b, " on %s", pr.Backend.Site)
+		}
+		b.WriteString("\n")
 	}
 	writeOpenTickets(&b, open, more)
 	return b.String(), nil

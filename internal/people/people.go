@@ -217,6 +217,22 @@ func (d *Directory) Enroll(ctx context.Context, tenant, subject string) error {
 	return nil
 }
 
+// Get returns the tenant's user id, read from the primary: it decides a
+// write (a tracker finds an assignee's account by the user's email).
+//
+// Errors: fault.ErrNotFound, fault.ErrUnavailable.
+func (d *Directory) Get(ctx context.Context, tenant, id string) (User, error) {
+	var row userRow
+	err := d.db.WithContext(ctx).Where("tenant_id = ? AND id = ?", tenant, id).Take(&row).Error
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return User{}, fmt.Errorf("user %q: %w", id, fault.ErrNotFound)
+	case err != nil:
+		return User{}, fmt.Errorf("%w: read user: %v", fault.ErrUnavailable, err)
+	}
+	return row.toUser(), nil
+}
+
 // Assignable reports whether id is an active user of the tenant, read from
 // the primary: it decides a write.
 //

@@ -8,6 +8,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/operations"
+	"github.com/ticketd/ticketd/internal/people"
 	"github.com/ticketd/ticketd/internal/tracker"
 )
 
@@ -22,6 +23,10 @@ func (m Mirror) DB() *gorm.DB { return m.s.db }
 
 // Ledger is the Service's operation ledger.
 func (m Mirror) Ledger() *operations.Ledger { return m.s.ledger }
+
+// People is the tenant directory, where a tracker-backed edit reads an
+// assignee's email to find their account in the tracker.
+func (m Mirror) People() *people.Directory { return m.s.people }
 
 // Local is the local store's Backend: an update that changes nothing the
 // tracker holds is a local write.

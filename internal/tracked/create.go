@@ -126,8 +126,11 @@ func (e *Engine) sendCreate(ctx context.Context, key operations.Key, row downstr
 	if err := e.attempt(ctx, key, &row, "create issue in "+b.Where()+" with the operation's marker"); err != nil {
 		return err
 	}
-	labels := append([]string{tracker.Label}, req.Labels...)
-	issue, err := t.CreateIssue(ctx, tracker.NewIssue{Title: req.Title, Body: issueBody(req.Description, mark.Text()), Labels: labels, Mark: mark})
+	in := tracker.NewIssue{Title: req.Title, Body: issueBody(req.Description, mark.Text()), Labels: append([]string{tracker.Label}, req.Labels...), Mark: mark}
+	if b.HoldsPriorityAndAssignee() {
+		in.Priority = string(req.Priority)
+	}
+	issue, err := t.CreateIssue(ctx, in)
 	return e.answered(ctx, key, row, err, func(ctx context.Context) error {
 		return e.succeedCreate(ctx, key, row, issue, b, nil, success{how: "created", actor: historyActor})
 	})

@@ -82,3 +82,8 @@ func (o outsideTracker) DeleteComment(ctx context.Context, ref, commentID string
 func (o outsideTracker) CloseDuplicate(ctx context.Context, m tracker.Mark, keep, dup tracker.Issue) error {
 	return o.do(ctx, func() error { return o.t.CloseDuplicate(ctx, m, keep, dup) })
 }
+
+func (o outsideTracker) Account(ctx context.Context, email string) (a string, err error) {
+	err = o.do(ctx, func() error { a, err = o.t.Account(ctx, email); return err })
+	return a, err
+}

@@ -51,7 +51,8 @@ import (
 // resolve.go (an operator's finding), outside.go (the tenant's cap on
 // tracker requests), rows.go (operation_downstream and its history),
 // backend.go (the tickets.Trackers this package is), index.go (whether
-// the tracker's index has caught up before a re-send).
+// the tracker's index has caught up before a re-send), assignee.go (an
+// assignee's tracker account, found before an edit is claimed).
 
 // Options configures tracker-backed projects; it is the tickets.Connector
 // of tickets.Options.Tracked.

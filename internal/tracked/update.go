@@ -17,10 +17,11 @@ import (
 )
 
 // update_ticket on a tracker-backed ticket. The fields the issue holds
-// (title, description, status as open/closed, labels) are set there with
-// one PATCH; priority and assignee have no GitHub counterpart and live on
-// the local row alone, so an update that changes only those is a local
-// write. A PATCH sets fields to values, so sending it twice leaves the
+// (title, description, status, labels; on Jira priority and assignee too)
+// are set there with one edit; on GitHub priority and assignee have no
+// counterpart and live on the local row alone, so an update that changes
+// only those is a local write. A Jira assignee is the account found by the
+// user's email before the edit is claimed (accountOf). A PATCH sets fields to values, so sending it twice leaves the
 // issue as sending it once: that makes a re-send safe in effect, but not
 // blind. Before any re-send the issue is read back: if it shows every field
 // of the edit, the edit is recorded as done (that the issue is in the
@@ -61,7 +62,16 @@ func issueEdit(b tracker.Backend, cur, next tickets.Ticket, createMarker string)
 		l := append([]string{tracker.Label}, next.Labels...)
 		e.Labels = &l
 	}
-	return e, e.Title != nil || e.Body != nil || e.Status != nil || e.Labels != nil
+	if b.HoldsPriorityAndAssignee() {
+		if next.Priority != cur.Priority {
+			p := string(next.Priority)
+			e.Priority = &p
+		}
+		if next.Assignee != cur.Assignee {
+			e.Assignee = &next.Assignee // the user: claimEdit puts their account in its place
+		}
+	}
+	return e, e.Title != nil || e.Body != nil || e.Status != nil || e.Labels != nil || e.Priority != nil || e.Assignee != nil
 }
 
 // shows reports whether issue has every field edit sets.
@@ -73,7 +83,8 @@ func shows(b tracker.Backend, issue tracker.Issue, edit tracker.IssueEdit) bool 
 		return slices.Equal(slices.Compact(a), slices.Compact(b))
 	}
 	return (edit.Title == nil || *edit.Title == issue.Title) && (edit.Body == nil || *edit.Body == issue.Body) &&
-		(edit.Status == nil || b.StatusName(*edit.Status) == issue.State) && (edit.Labels == nil || sameSet(*edit.Labels, issue.Labels))
+		(edit.Status == nil || b.StatusName(*edit.Status) == issue.State) && (edit.Labels == nil || sameSet(*edit.Labels, issue.Labels)) &&
+		(edit.Priority == nil || b.PriorityName(*edit.Priority) == issue.Priority) && (edit.Assignee == nil || *edit.Assignee == issue.Assignee)
 }
 
 // updateTracked is UpdateTicket on a tracker-backed ticket t; handled is
@@ -116,11 +127,16 @@ func (e *Engine) updateTracked(ctx context.Context, b tracker.Backend, tenant, a
 	return tickets.UpdateResult{OperationID: id, Version: ev.Version, Changes: ev.Changes, Ticket: now, Replayed: replayed}, true, nil
 }
 
-// claimEdit claims a tracker-backed update: under the ticket's lock it
-// checks the expected version, computes the PATCH from the ticket as
-// committed, and refuses while another edit of the ticket is unsettled.
+// claimEdit claims a tracker-backed update: it finds a new assignee's
+// account first (accountOf), then under the ticket's lock it checks the
+// expected version, computes the edit from the ticket as committed, and
+// refuses while another edit of the ticket is unsettled.
 func (e *Engine) claimEdit(ctx context.Context, b tracker.Backend, key operations.Key, fp, actor string, t tickets.Ticket, n tickets.TicketUpdate) (operations.Outcome, error) {
 	issue, err := e.ticketIssue(b, t)
+	if err != nil {
+		return operations.Outcome{}, err
+	}
+	account, err := e.accountOf(ctx, b, key.Tenant, t, n.Assignee)
 	if err != nil {
 		return operations.Outcome{}, err
 	}
@@ -160,6 +176,14 @@ func (e *Engine) claimEdit(ctx context.Context, b tracker.Backend, key operation
 				"nothing was recorded for this one: retry it once that settles", operations.ErrInProgress, t.Key, busy[0].OperationID)
 		}
 		edit, _ := issueEdit(b, cur, next, tracker.Marker(key.Tenant, createdBy))
+		if edit.Assignee != nil && *edit.Assignee != "" {
+			if account == "" {
+				// t had this assignee already, so no account was looked
+				// up; it was reassigned since, and this would move it back.
+				return fmt.Errorf("%w: %s was reassigned while this update was checked; nothing was recorded: retry it", tickets.ErrUnavailable, t.Key)
+			}
+			edit.Assignee = &account
+		}
 		u := n
 		u.IfVersion = nil
 		raw, err := json.Marshal(editRequest{TicketID: t.ID.String(), Issue: issue, Actor: actor, EventID: eventID.String(), Update: u, Edit: edit})

@@ -16,6 +16,27 @@ var (
 	DefaultJiraPriorityMap = map[string]string{"low": "Low", "normal": "Medium", "high": "High", "urgent": "Highest"}
 )
 
+// HoldsPriorityAndAssignee reports whether the backend's issues carry a
+// ticket's priority and assignee, so that changing either is an edit of
+// the issue: Jira's do (priority_map, and an account found by the
+// assignee's email). GitHub's do not: a GitHub-backed ticket's priority and
+// assignee live on its local row alone.
+func (b Backend) HoldsPriorityAndAssignee() bool { return b.Kind == KindJira }
+
+// PriorityName is the tracker's name for a ticket priority (low, normal,
+// high, urgent), what an issue's Priority shows once it has it: Jira maps
+// each through the backend's priority_map, a priority it leaves out
+// through §22's default; "" for a tracker that holds no priority.
+func (b Backend) PriorityName(priority string) string {
+	if b.Kind != KindJira {
+		return ""
+	}
+	if name, ok := b.PriorityMap[priority]; ok {
+		return name
+	}
+	return DefaultJiraPriorityMap[priority]
+}
+
 // Where names where the backend's issues live, as people write it: a
 // GitHub repository (owner/name) or a Jira project key (OPS).
 func (b Backend) Where() string {

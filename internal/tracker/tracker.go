@@ -70,12 +70,18 @@ func (b Backend) StatusName(status string) string {
 type Issue struct {
 	// Ref is how the tracker addresses the issue: GitHub's number ("12"),
 	// Jira's key ("OPS-12").
-	Ref       string
-	URL       string // the page a person opens
-	Title     string
-	Body      string
-	State     string // the tracker's own status name (Backend.StatusName): GitHub's open or closed
-	Labels    []string
+	Ref    string
+	URL    string // the page a person opens
+	Title  string
+	Body   string
+	State  string // the tracker's own status name (Backend.StatusName): GitHub's open or closed
+	Labels []string
+	// Priority is the tracker's own priority name (Backend.PriorityName)
+	// and Assignee the account the issue is assigned to (Tracker.Account),
+	// where the tracker's issues hold them (Backend.HoldsPriorityAndAssignee);
+	// empty otherwise, and Assignee when unassigned.
+	Priority  string
+	Assignee  string
 	CreatedAt time.Time
 	UpdatedAt time.Time // any change: an edit, a comment, a label
 }
@@ -85,6 +91,10 @@ type NewIssue struct {
 	Title  string
 	Body   string // ends with Mark's Text
 	Labels []string
+	// Priority is a ticket priority (low, normal, high, urgent), sent as
+	// Backend.PriorityName of it; empty sends none. Only for a tracker
+	// whose issues hold one (Backend.HoldsPriorityAndAssignee).
+	Priority string
 	// Mark is the operation that creates it, for a tracker that finds an
 	// operation's issues by a label (Mark.Label) rather than by their text.
 	Mark Mark
@@ -152,6 +162,11 @@ type Tracker interface {
 	// ticketd-duplicate label and the transition to the closed status).
 	// Every step is idempotent, so a retry may run it again.
 	CloseDuplicate(ctx context.Context, m Mark, keep, dup Issue) error
+	// Account is the tracker's account of the person with this email
+	// address, for an IssueEdit's Assignee: exactly one active account, or
+	// ErrInvalid (with ErrNotSent), since ticketd never guesses whom to
+	// assign. A tracker whose issues hold no assignee answers ErrInvalid.
+	Account(ctx context.Context, email string) (string, error)
 }
 
 // DuplicateNote is the text ticketd leaves on a duplicate it closes.
@@ -172,6 +187,12 @@ type IssueEdit struct {
 	// the ticket statuses of the same names.
 	Status *string `json:"State"`
 	Labels *[]string
+	// Priority is a ticket priority, set as Backend.PriorityName of it;
+	// Assignee an account (Account), "" unassigning. Only for a tracker
+	// whose issues hold them (Backend.HoldsPriorityAndAssignee): another
+	// refuses either with ErrInvalid, sending nothing.
+	Priority *string
+	Assignee *string
 }
 
 // Opener opens the tracker of a backend, reading its token at that moment.
@@ -198,8 +219,9 @@ var (
 	// than a rate limit): nothing was created or changed.
 	ErrRejected = errors.New("tracker rejected the request")
 	// ErrInvalid: the tracker cannot take the request as asked (a status
-	// its workflow has no transition to, an assignee with no account), and
-	// it was not sent; the error's text says what it can take. It is
+	// its workflow has no transition to, a priority with no name in it, an
+	// assignee with no account, a field its issues do not hold), and it
+	// was not sent; the error's text says what it can take. It is
 	// wrapped together with ErrNotSent.
 	ErrInvalid = errors.New("the tracker cannot take this")
 	// ErrMisconfigured: the backend cannot be used as configured (no

@@ -10,6 +10,7 @@ import (
 	gh "github.com/google/go-github/v84/github"
 
 	"github.com/ticketd/ticketd/internal/tracker"
+	"github.com/ticketd/ticketd/internal/tracker/trackerhttp"
 )
 
 // The comments on an issue: a comment is made with the operation's marker
@@ -59,7 +60,7 @@ func (t *repoTracker) ListComments(ctx context.Context, ref string, since time.T
 		}
 		opts.Page = next
 	}
-	return nil, fmt.Errorf("list comments: %w", errTooManyPgs)
+	return nil, fmt.Errorf("list comments: %w", trackerhttp.ErrTooManyPages)
 }
 
 // GetComment reads the comment by its ID; GitHub names a comment by its

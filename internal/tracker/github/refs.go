@@ -56,3 +56,17 @@ func (t *repoTracker) CloseDuplicate(ctx context.Context, m tracker.Mark, keep, 
 	_, err := t.EditIssue(ctx, dup.Ref, tracker.IssueEdit{Status: &closed})
 	return err
 }
+
+// errNotHeld is what a GitHub issue cannot carry of a ticket: its
+// priority and assignee stay on the local row
+// (tracker.Backend.HoldsPriorityAndAssignee), and a request that names
+// either is refused before it is sent, as Jira refuses a priority it
+// cannot map, rather than sent without it.
+func errNotHeld(what, field string) error {
+	return fmt.Errorf("%s: %w: %w: a GitHub issue holds no ticketd %s; it stays on the ticket", what, tracker.ErrNotSent, tracker.ErrInvalid, field)
+}
+
+// Account refuses: ticketd assigns no GitHub issue (errNotHeld).
+func (t *repoTracker) Account(context.Context, string) (string, error) {
+	return "", errNotHeld("find account", "assignee")
+}

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/ticketd/ticketd/internal/tracker/trackerhttp"
 )
 
 // Comment is a comment on an issue.
@@ -74,7 +76,7 @@ func (p *Project) ListComments(ctx context.Context, key string) ([]Comment, erro
 			return out, nil
 		}
 	}
-	return nil, fmt.Errorf("list comments: %w", errTooManyPgs)
+	return nil, fmt.Errorf("list comments: %w", trackerhttp.ErrTooManyPages)
 }
 
 // DeleteComment deletes comment id of issue key: how ticketd removes a

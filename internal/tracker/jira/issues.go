@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ticketd/ticketd/internal/tracker"
+	"github.com/ticketd/ticketd/internal/tracker/trackerhttp"
 )
 
 // ErrInvalid is wrapped, with tracker.ErrNotSent, by a request ticketd
@@ -237,7 +238,7 @@ func (p *Project) FindByLabel(ctx context.Context, label string) ([]Issue, error
 		}
 		req["nextPageToken"] = page.NextPageToken
 	}
-	return nil, fmt.Errorf("search issues: %w", errTooManyPgs)
+	return nil, fmt.Errorf("search issues: %w", trackerhttp.ErrTooManyPages)
 }
 
 // quoteJQL is s as a JQL string literal.

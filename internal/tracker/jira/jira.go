@@ -4,10 +4,12 @@
 // list, add and delete comments, list and take transitions, search users.
 // No maintained Jira client for Go is on the module list this project
 // draws from, and those calls are few, so the client is this package's
-// own, built as internal/tracker/github is: the SSRF guard at every dial,
-// no redirects, bounded answers and pages, the credential sent to the
-// project's site only, and every answer classified for the caller that has
-// to decide whether something may have been done (tracker.ErrNotSent,
+// own, over the boundary the GitHub adapter crosses too
+// (internal/tracker/trackerhttp: the SSRF guard at every dial, no
+// redirects, bounded answers and pages, the credential sent to the
+// project's site only, the per-host cap and breaker); this package reads
+// Jira's answers, each classified for the caller that has to decide
+// whether something may have been done (tracker.ErrNotSent,
 // *tracker.RateLimitError, tracker.ErrRejected, tracker.ErrMisconfigured;
 // any other error may have acted).
 //
@@ -28,8 +30,11 @@
 //   - GetComment lists the issue's comments (§22 has no get of one), which
 //     Jira reads consistently.
 //   - Issue labels seen through the port leave out the marker labels.
-//   - Priority and Account are not reached through the port: a
-//     tracker-backed ticket's priority and assignee live on the local row.
+//   - A priority goes by its priority_map name; one the map lacks is
+//     tracker.ErrInvalid before anything is sent. An assignee is an
+//     account ID, which Account finds by user search for an email address
+//     (internal/tracked asks with the assignee's email from the tenant's
+//     directory before it claims the edit).
 package jira
 
 import (

@@ -14,7 +14,8 @@ import (
 
 // The Jira project as tracker.Tracker: what internal/tracked reconciles
 // through. An issue's Ref is its key, its Body the text of its
-// description, its State its Jira status name; a comment's ID is Jira's.
+// description, its State its Jira status name, its Priority its Jira
+// priority name and its Assignee an account ID; a comment's ID is Jira's.
 
 // PortOpener returns the tracker.Opener of Jira backends, sharing one
 // pair of transports and one set of per-host bounds (Opener).
@@ -45,19 +46,20 @@ func ticketLabels(labels []string) []string {
 
 func toPortIssue(i Issue) tracker.Issue {
 	return tracker.Issue{Ref: i.Key, URL: i.URL, Title: i.Title, Body: i.Description, State: i.Status,
-		Labels: ticketLabels(i.Labels), CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt}
+		Labels: ticketLabels(i.Labels), Priority: i.Priority, Assignee: i.AccountID, CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt}
 }
 
 func toPortComment(c Comment) tracker.Comment {
 	return tracker.Comment{ID: strconv.FormatInt(c.ID, 10), Issue: c.Issue, URL: c.URL, Body: c.Body, CreatedAt: c.CreatedAt}
 }
 
-// CreateIssue files in; its Body ends with the marker, which the
-// project's CreateIssue appends itself, so it is taken off first.
+// CreateIssue files in, with its priority's priority_map name; its Body
+// ends with the marker, which the project's CreateIssue appends itself,
+// so it is taken off first.
 func (t port) CreateIssue(ctx context.Context, in tracker.NewIssue) (tracker.Issue, error) {
 	desc := strings.TrimSuffix(strings.TrimSuffix(in.Body, in.Mark.Text()), "\n\n")
 	got, err := t.p.CreateIssue(ctx, NewIssue{Tenant: in.Mark.Tenant, OperationID: in.Mark.OperationID, Title: in.Title,
-		Description: desc, Labels: in.Labels})
+		Description: desc, Labels: in.Labels, Priority: in.Priority})
 	if err != nil {
 		return tracker.Issue{}, err
 	}
@@ -89,14 +91,21 @@ func (t port) FindMarked(ctx context.Context, m tracker.Mark, _ time.Time) ([]tr
 }
 
 // EditIssue takes the transition to the status, then sets the fields
-// with one PUT (labels added and removed against the issue as it is, the
-// markers kept), then reads the issue back. Each step is
-// idempotent, so an unknown outcome may be sent again.
+// (the priority by its priority_map name, the assignee's account) with one
+// PUT (labels added and removed against the issue as it is, the markers
+// kept), then reads the issue back. Each step is idempotent, so an unknown
+// outcome may be sent again.
 //
 // Errors: as Tracker's; a status with no transition is a
-// *NoTransitionError, which is tracker.ErrInvalid.
+// *NoTransitionError, which is tracker.ErrInvalid, as is a priority the
+// project does not map: either refuses the whole edit, nothing sent.
 func (t port) EditIssue(ctx context.Context, ref string, edit tracker.IssueEdit) (tracker.Issue, error) {
-	e := IssueEdit{Title: edit.Title, Description: edit.Body}
+	e := IssueEdit{Title: edit.Title, Description: edit.Body, Priority: edit.Priority, AccountID: edit.Assignee}
+	if edit.Priority != nil {
+		if _, err := t.p.priority(*edit.Priority); err != nil {
+			return tracker.Issue{}, fmt.Errorf("edit issue: %w", err)
+		}
+	}
 	if edit.Labels != nil {
 		cur, err := t.p.GetIssue(ctx, ref)
 		if err != nil {
@@ -121,7 +130,7 @@ func (t port) EditIssue(ctx context.Context, ref string, edit tracker.IssueEdit)
 			return tracker.Issue{}, err
 		}
 	}
-	if e.Title != nil || e.Description != nil || len(e.AddLabels)+len(e.DelLabels) > 0 {
+	if e.Title != nil || e.Description != nil || e.Priority != nil || e.AccountID != nil || len(e.AddLabels)+len(e.DelLabels) > 0 {
 		if err := t.p.EditIssue(ctx, ref, e); err != nil {
 			return tracker.Issue{}, err
 		}
@@ -187,4 +196,10 @@ func (t port) CloseDuplicate(ctx context.Context, m tracker.Mark, keep, dup trac
 		return err
 	}
 	return t.p.CloseDuplicate(ctx, dup.Ref)
+}
+
+// Account is the one active account user search finds for email
+// (Project.Account).
+func (t port) Account(ctx context.Context, email string) (string, error) {
+	return t.p.Account(ctx, email)
 }

@@ -2,103 +2,19 @@ package jira
 
 import (
 	"encoding/base64"
-	"errors"
-	"fmt"
-	"io"
-	"net/http"
 	"strings"
-	"time"
-
-	"github.com/ticketd/ticketd/internal/ssrf"
-)
-
-// The transport half of the adapter: what a tracker request may reach and
-// what its answer may make ticketd hold, whatever the API call. It is the
-// GitHub adapter's, with Jira's two ways of presenting a credential.
-
-// transport dials only what g admits: the address of every connection is
-// checked as it is made, not only the name at registration.
-func transport(g ssrf.Guard) *http.Transport {
-	return &http.Transport{
-		DialContext:            g.DialContext,
-		ForceAttemptHTTP2:      true,
-		TLSHandshakeTimeout:    10 * time.Second,
-		MaxIdleConns:           100,
-		MaxIdleConnsPerHost:    10,
-		IdleConnTimeout:        90 * time.Second,
-		MaxResponseHeaderBytes: maxHeaderBytes,
-	}
-}
-
-// guarded picks the transport of a request's scheme.
-type guarded struct{ https, http *http.Transport }
-
-func (g *guarded) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.URL.Scheme == "http" {
-		return g.http.RoundTrip(r)
-	}
-	return g.https.RoundTrip(r)
-}
-
-var (
-	errRedirect   = errors.New("the tracker answered with a redirect, which is not followed")
-	errOtherHost  = errors.New("a request to another host than the project's tracker")
-	errTooLarge   = errors.New("the answer is larger than ticketd reads")
-	errTooManyPgs = fmt.Errorf("the list has more than %d pages", maxPages)
 )
 
 // authorization is the Authorization header of a credential's value: an
 // Atlassian account's email:api_token goes as Basic auth (Jira Cloud),
 // anything else as a Bearer token (a Data Center personal access token).
 // A value is email:api_token when what precedes its first ':' looks like
-// an address; a PAT has no '@'.
+// an address; a PAT has no '@'. The rest of the boundary (the guarded
+// transports, the client bound to the site, bounded answers, the per-host
+// cap and breaker) is the GitHub adapter's too: internal/tracker/trackerhttp.
 func authorization(secret string) string {
 	if user, _, ok := strings.Cut(secret, ":"); ok && strings.Contains(user, "@") {
 		return "Basic " + base64.StdEncoding.EncodeToString([]byte(secret))
 	}
 	return "Bearer " + secret
 }
-
-// credentialed sends requests only to the project's site, with its
-// credential, and bounds every answer's body.
-type credentialed struct {
-	base                http.RoundTripper
-	scheme, host, authz string
-	max                 int64
-}
-
-func (c *credentialed) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.URL.Scheme != c.scheme || r.URL.Host != c.host {
-		return nil, errOtherHost
-	}
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", c.authz)
-	resp, err := c.base.RoundTrip(r)
-	if err != nil {
-		return nil, err
-	}
-	resp.Body = &bounded{rc: resp.Body, left: c.max}
-	return resp, nil
-}
-
-// bounded fails a read past its limit rather than truncating silently.
-type bounded struct {
-	rc   io.ReadCloser
-	left int64
-}
-
-func (b *bounded) Read(p []byte) (int, error) {
-	if b.left < 0 {
-		return 0, errTooLarge
-	}
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
-	n, err := b.rc.Read(p)
-	if b.left -= int64(n); b.left < 0 {
-		return 0, errTooLarge
-	}
-	return n, err
-}
-
-func (b *bounded) Close() error { return b.rc.Close() }

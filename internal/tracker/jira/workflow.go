@@ -126,9 +126,11 @@ func (p *Project) CloseDuplicate(ctx context.Context, key string) error {
 // assignee names no one account of the site.
 var ErrNoAccount = errors.New("the assignee is no one account of the Jira site")
 
-// Account is the account ID of the one user of the site that user search
-// finds for assignee (an email address or a name); none or several is
-// ErrNoAccount: ticketd never guesses whom to assign.
+// Account is the account ID of the one active user of the site that user
+// search finds for assignee (an email address or a name); none or several
+// is ErrNoAccount: ticketd never guesses whom to assign. For an address, a
+// user showing another address is not a match (Jira matches prefixes),
+// and one showing it exactly is the one, whatever else matched.
 func (p *Project) Account(ctx context.Context, assignee string) (string, error) {
 	var users []struct {
 		AccountID string `json:"accountId"`
@@ -139,15 +141,19 @@ func (p *Project) Account(ctx context.Context, assignee string) (string, error) 
 	if err := p.call(ctx, "search users", http.MethodGet, "/rest/api/3/user/search", q, nil, &users); err != nil {
 		return "", err
 	}
+	byAddress := strings.Contains(assignee, "@")
 	var found []string
 	for _, u := range users {
-		if u.AccountID == "" || (u.Active != nil && !*u.Active) {
-			continue
+		switch {
+		case u.AccountID == "" || (u.Active != nil && !*u.Active):
+		case strings.EqualFold(u.Email, assignee):
+			return u.AccountID, nil
+		case byAddress && u.Email != "":
+			// Another person's address: Jira hides an address only by the
+			// user's choice, and a shown one that differs is not them.
+		default:
+			found = append(found, u.AccountID)
 		}
-		if strings.EqualFold(u.Email, assignee) {
-			return u.AccountID, nil // an exact address is the one, whatever else matched
-		}
-		found = append(found, u.AccountID)
 	}
 	if len(found) != 1 {
 		return "", fmt.Errorf("search users: %w: %w: %w (%d match)", tracker.ErrNotSent, ErrInvalid, ErrNoAccount, len(found))

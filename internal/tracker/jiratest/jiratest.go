@@ -66,6 +66,7 @@ type Server struct {
 	queues   map[queue][]Fault
 	counts   map[queue]int
 	searches int
+	lookups  int // user searches
 	lag      time.Duration
 	baseURL  string
 }
@@ -160,6 +161,13 @@ func (s *Server) SearchRequests() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.searches
+}
+
+// UserSearchRequests counts the user/search requests received.
+func (s *Server) UserSearchRequests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lookups
 }
 
 // Handler serves the REST v3 routes.

@@ -152,13 +152,14 @@ func (s *Server) userOut(accountID string) any {
 // searchUsers matches query against the start of a display name's words
 // and of an email address, case-insensitively, as Jira's user search does.
 func (s *Server) searchUsers(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lookups++
 	query := strings.ToLower(strings.TrimSpace(r.URL.Query().Get("query")))
 	if query == "" {
 		writeError(w, http.StatusBadRequest, "One of 'query' or 'accountId' query parameters must be provided.")
 		return
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	out := []any{}
 	for _, u := range s.users {
 		match := strings.HasPrefix(strings.ToLower(u.Email), query)

@@ -1,8 +1,6 @@
-package github
+package trackerhttp
 
 import (
-	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -10,8 +8,8 @@ import (
 	"github.com/ticketd/ticketd/internal/ssrf"
 )
 
-// The transport half of the adapter: what a tracker request may reach and
-// what its answer may make ticketd hold, whatever the API call.
+// The transport half: what a tracker request may reach and what its
+// answer may make ticketd hold, whatever the API call.
 
 // transport dials only what g admits: the address of every connection is
 // checked as it is made, not only the name at registration.
@@ -23,7 +21,7 @@ func transport(g ssrf.Guard) *http.Transport {
 		MaxIdleConns:           100,
 		MaxIdleConnsPerHost:    10,
 		IdleConnTimeout:        90 * time.Second,
-		MaxResponseHeaderBytes: maxHeaderBytes,
+		MaxResponseHeaderBytes: MaxHeaderBytes,
 	}
 }
 
@@ -37,27 +35,20 @@ func (g *guarded) RoundTrip(r *http.Request) (*http.Response, error) {
 	return g.https.RoundTrip(r)
 }
 
-var (
-	errRedirect   = errors.New("the tracker answered with a redirect, which is not followed")
-	errOtherHost  = errors.New("a request to another host than the project's tracker")
-	errTooLarge   = errors.New("the answer is larger than ticketd reads")
-	errTooManyPgs = fmt.Errorf("the list has more than %d pages", maxPages)
-)
-
-// credentialed sends requests only to the project's host, with its token,
-// and bounds every answer's body.
+// credentialed sends requests only to the tracker's host, with its
+// credential, and bounds every answer's body.
 type credentialed struct {
 	base                http.RoundTripper
-	scheme, host, token string
+	scheme, host, authz string
 	max                 int64
 }
 
 func (c *credentialed) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.URL.Scheme != c.scheme || r.URL.Host != c.host {
-		return nil, errOtherHost
+		return nil, ErrOtherHost
 	}
 	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+c.token)
+	r.Header.Set("Authorization", c.authz)
 	resp, err := c.base.RoundTrip(r)
 	if err != nil {
 		return nil, err
@@ -74,14 +65,14 @@ type bounded struct {
 
 func (b *bounded) Read(p []byte) (int, error) {
 	if b.left < 0 {
-		return 0, errTooLarge
+		return 0, ErrTooLarge
 	}
 	if int64(len(p)) > b.left+1 {
 		p = p[:b.left+1]
 	}
 	n, err := b.rc.Read(p)
 	if b.left -= int64(n); b.left < 0 {
-		return 0, errTooLarge
+		return 0, ErrTooLarge
 	}
 	return n, err
 }
