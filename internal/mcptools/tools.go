@@ -108,6 +108,7 @@ type PreviewTicket struct {
 	Description string   `json:"description"`
 	Priority    string   `json:"priority"`
 	Labels      []string `json:"labels"`
+	Parent      string   `json:"parent,omitempty" jsonschema:"The parent's key, when parent was given."`
 }
 
 // PreviewTicketOut is preview_ticket's result.
@@ -204,7 +205,7 @@ var (
 			out := PreviewTicketOut{
 				Ticket: PreviewTicket{
 					ProjectID: pv.Ticket.ProjectID, Title: pv.Ticket.Title, Description: pv.Ticket.Description,
-					Priority: string(pv.Ticket.Priority), Labels: nonNil(pv.Ticket.Labels),
+					Priority: string(pv.Ticket.Priority), Labels: nonNil(pv.Ticket.Labels), Parent: pv.ParentKey,
 				},
 				Fingerprint: pv.Fingerprint, Would: string(pv.Would), ExistingTicketID: pv.ExistingTicketID,
 			}

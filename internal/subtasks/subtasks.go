@@ -120,6 +120,32 @@ func lockTree(tx *gorm.DB, tenant string) error {
 	return nil
 }
 
+// Admits refuses parent for a new ticket when parent already has MaxDepth
+// parents above it, with Set's words; a new ticket has no sub-tasks, so
+// nothing else of Set's rules can refuse it. Set checks again under the
+// tree lock; this is the check a caller makes before sending or writing
+// anything.
+//
+// Errors: fault.ErrInvalid, fault.ErrUnavailable.
+func Admits(db *gorm.DB, tenant string, parent Ref) error {
+	above, at := 0, parent
+	for above <= MaxDepth {
+		up, err := ParentOf(db, tenant, at.ID)
+		if err != nil {
+			return err
+		}
+		if up == nil {
+			break
+		}
+		above++
+		at = *up
+	}
+	if above+1 > MaxDepth {
+		return fault.Invalid("parent", "%s has %d parent(s) above it; a ticket can have at most %d parents above it", parent.Key, above, MaxDepth)
+	}
+	return nil
+}
+
 // check walks up from parent (its chain is at most MaxDepth long) looking
 // for child, then measures child's subtree against the depth left.
 func check(tx *gorm.DB, tenant string, child, parent Ref) error {

@@ -51,13 +51,8 @@ func (s *Service) CreateTicket(ctx context.Context, c Caller, opID operations.ID
 	if err := s.enroll(ctx, c); err != nil {
 		return CreateResult{}, err
 	}
-	if n.Parent != "" {
-		if n.Parent, err = s.parentID(ctx, tenant, n.Parent); err != nil {
-			return CreateResult{}, err
-		}
-		if err := s.checkParentBackend(ctx, tenant, n.ProjectID); err != nil {
-			return CreateResult{}, err
-		}
+	if _, err := s.resolveNewParent(ctx, tenant, &n); err != nil {
+		return CreateResult{}, err
 	}
 	b, err := s.backendOf(ctx, tenant, n.ProjectID)
 	if err != nil {
@@ -299,18 +294,19 @@ const (
 
 // Preview is the read-only answer of PreviewTicket.
 type Preview struct {
-	Ticket           NewTicket // normalised
+	Ticket           NewTicket // normalised, its Parent resolved to the parent's UUID
+	ParentKey        string    // the parent's key; empty without one
 	Fingerprint      string
 	OperationID      *uuid.UUID
 	Would            Would  // set when an operation ID was given
 	ExistingTicketID string // set when Would is replay or conflict and a ticket exists
 }
 
-// PreviewTicket validates and normalises a ticket and, given an operation ID,
-// says whether CreateTicket would create, replay or conflict. It writes
-// nothing. The zero ID skips the prediction.
+// PreviewTicket validates and normalises a ticket, its parent checked as
+// CreateTicket checks it, and, given an operation ID, says whether
+// CreateTicket would create, replay or conflict. It writes nothing. The zero ID skips the prediction.
 //
-// Errors: ErrInvalid, ErrUnavailable.
+// Errors: ErrInvalid, ErrNotFound (the parent), ErrUnavailable.
 func (s *Service) PreviewTicket(ctx context.Context, tenant string, opID operations.ID, in NewTicket) (Preview, error) {
 	var id *uuid.UUID
 	if !opID.IsZero() {
@@ -324,7 +320,11 @@ func (s *Service) PreviewTicket(ctx context.Context, tenant string, opID operati
 	if err := s.projectExists(ctx, tenant, n.ProjectID); err != nil {
 		return Preview{}, err
 	}
-	p := Preview{Ticket: n, Fingerprint: Fingerprint(n), OperationID: id}
+	parentKey, err := s.resolveNewParent(ctx, tenant, &n)
+	if err != nil {
+		return Preview{}, err
+	}
+	p := Preview{Ticket: n, ParentKey: parentKey, Fingerprint: Fingerprint(n), OperationID: id}
 	if id == nil {
 		return p, nil
 	}

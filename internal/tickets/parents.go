@@ -14,19 +14,51 @@ import (
 // maxParentRef bounds a parent reference: a UUID (36) or a key.
 const maxParentRef = 64
 
+// resolveNewParent resolves a new ticket's parent reference to its UUID in
+// place and checks that it can take one more level below it, so a create
+// and its preview refuse the same parents before anything is written. It
+// returns the parent's key ("" without a parent).
+//
+// Errors: ErrInvalid, ErrNotFound, ErrUnavailable.
+func (s *Service) resolveNewParent(ctx context.Context, tenant string, n *NewTicket) (string, error) {
+	if n.Parent == "" {
+		return "", nil
+	}
+	t, err := s.parentTicket(ctx, tenant, n.Parent)
+	if err != nil {
+		return "", err
+	}
+	if err := s.checkParentBackend(ctx, tenant, n.ProjectID); err != nil {
+		return "", err
+	}
+	if err := subtasks.Admits(s.db.WithContext(ctx), tenant, subtasks.Ref{ID: t.ID.String(), Key: t.Key}); err != nil {
+		return "", err
+	}
+	n.Parent = t.ID.String()
+	return t.Key, nil
+}
+
 // parentID returns the UUID of the tenant's ticket ref names, as a parent.
 //
 // Errors: ErrInvalid (not a reference), ErrNotFound, ErrUnavailable.
 func (s *Service) parentID(ctx context.Context, tenant, ref string) (string, error) {
+	t, err := s.parentTicket(ctx, tenant, ref)
+	return t.ID.String(), err
+}
+
+// parentTicket reads the tenant's ticket ref names, as a parent.
+//
+// Errors: ErrInvalid (not a reference), ErrNotFound, ErrUnavailable.
+func (s *Service) parentTicket(ctx context.Context, tenant, ref string) (Ticket, error) {
 	t, err := s.GetTicket(ctx, tenant, ref)
 	var invalid *ValidationError
 	if errors.As(err, &invalid) {
-		return "", invalidField("parent", "must be a ticket UUID or a key like SUP-42, got %q", ref)
+		return Ticket{}, invalidField("parent", "must be a ticket UUID or a key like SUP-42, got %q", ref)
 	}
 	if err != nil {
-		return "", fmt.Errorf("parent %s: %w", ref, err)
+		return Ticket{}, fmt.Errorf("parent %s: %w", ref, err)
 	}
-	return t.ID.String(), nil
+	return t, nil
 }
 
 // resolveParent is an update's parent resolved: nil stays, "" detaches.

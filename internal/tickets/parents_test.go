@@ -208,3 +208,55 @@ func holdParentWritesForEachOther(tb testing.TB, d *db.DB, n int) {
 		tb.Fatal(err)
 	}
 }
+
+// TestPreviewChecksTheParentAsCreateDoes: a preview resolves the parent as
+// the create does, so its fingerprint is the create's (a key and the UUID
+// predict a replay of a create made with either), and refuses the parents
+// the create refuses, writing nothing.
+func TestPreviewChecksTheParentAsCreateDoes(t *testing.T) {
+	t.Parallel()
+	dbtest.Dialects(t, func(t *testing.T, d *db.DB) {
+		svc := newService(t, d)
+		ctx := context.Background()
+		top := newTicket(t, svc, tenantA)
+		op := newID()
+		created, err := subTask(t, svc, tenantA, op, top.Key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ref := range []string{strings.ToLower(top.Key), top.ID.String()} {
+			n := printerTicket()
+			n.Parent = ref
+			p, err := svc.PreviewTicket(ctx, tenantA, ticketstest.OpID(op), n)
+			if err != nil || p.Would != tickets.WouldReplay || p.ExistingTicketID != created.Ticket.ID.String() || p.ParentKey != top.Key {
+				t.Errorf("preview with parent %q = %+v, %v; want a replay of %s under %s", ref, p, err, created.Ticket.Key, top.Key)
+			}
+		}
+
+		chain := []tickets.Ticket{top, created.Ticket}
+		for len(chain) < 4 {
+			next, err := subTask(t, svc, tenantA, newID(), chain[len(chain)-1].Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			chain = append(chain, next.Ticket)
+		}
+		before := countTickets(t, d, tenantA)
+		deep := printerTicket()
+		deep.Parent = chain[3].Key
+		if _, err := svc.PreviewTicket(ctx, tenantA, ticketstest.OpID(newID()), deep); !errors.Is(err, tickets.ErrInvalid) {
+			t.Errorf("preview under the fourth level: %v, want invalid input", err)
+		}
+		if _, err := svc.CreateTicket(ctx, tickets.Caller{Tenant: tenantA, Subject: "alice"}, ticketstest.OpID(newID()), deep); !errors.Is(err, tickets.ErrInvalid) {
+			t.Errorf("create under the fourth level: %v, want invalid input", err)
+		}
+		theirs := printerTicket()
+		theirs.Parent = newTicket(t, svc, tenantB).ID.String()
+		if _, err := svc.PreviewTicket(ctx, tenantA, ticketstest.OpID(newID()), theirs); !errors.Is(err, tickets.ErrNotFound) {
+			t.Errorf("preview under another tenant's ticket: %v, want not found", err)
+		}
+		if n := countTickets(t, d, tenantA); n != before {
+			t.Errorf("tickets %d → %d: a refused preview or create wrote", before, n)
+		}
+	})
+}
