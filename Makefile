@@ -88,7 +88,7 @@ cover: ## Test with coverage; writes coverage.out and prints the total.
 	  $(GO) tool cover -func=coverage.out | tail -n 1
 
 screenshots: ## Refresh docs/console/*.png from the console's browser test (needs Chromium).
-	TICKETD_REQUIRE_BROWSER=1 $(GO) test -count=1 -run '^TestBrowser(Views|Approval)?$$' ./internal/console/ -update-screenshots
+	TICKETD_REQUIRE_BROWSER=1 $(GO) test -count=1 -run '^TestBrowser(Views|Approval|SubTasks)?$$' ./internal/console/ -update-screenshots
 
 fuzz: ## Fuzz the parsers of untrusted input, the JWT verifier and the fast argument check against jsonschema-go (FUZZTIME each, default 30s).
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalize$$' -fuzztime $${FUZZTIME:-30s} ./internal/tickets/

@@ -60,7 +60,7 @@ func (c *console) createTicket(w http.ResponseWriter, r *http.Request, req *requ
 	f := newForm{
 		OperationID: r.PostForm.Get("operation_id"), ProjectID: r.PostForm.Get("project_id"),
 		Title: r.PostForm.Get("title"), Description: r.PostForm.Get("description"),
-		Priority: r.PostForm.Get("priority"), Labels: r.PostForm.Get("labels"),
+		Priority: r.PostForm.Get("priority"), Labels: r.PostForm.Get("labels"), Parent: r.PostForm.Get("parent"),
 	}
 	var res tickets.CreateResult
 	id, err := operationID(f.OperationID)
@@ -70,7 +70,7 @@ func (c *console) createTicket(w http.ResponseWriter, r *http.Request, req *requ
 	if err == nil {
 		res, err = c.svc.CreateTicket(r.Context(), req.caller(), id, tickets.NewTicket{
 			ProjectID: f.ProjectID, Title: f.Title, Description: f.Description,
-			Priority: tickets.Priority(f.Priority), Labels: splitLabels(f.Labels),
+			Priority: tickets.Priority(f.Priority), Labels: splitLabels(f.Labels), Parent: f.Parent,
 		})
 	}
 	if err != nil {

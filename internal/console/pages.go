@@ -10,6 +10,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/people"
+	"github.com/ticketd/ticketd/internal/subtasks"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -23,6 +24,9 @@ func newOperationID() string { return uuid.NewString() }
 // ticketFilters are the tickets page's query parameters, echoed into its form.
 type ticketFilters struct {
 	Query, Priority, Assignee, Label, Project, Sort string
+	// Parent, when set, lists that ticket's sub-tasks (the ticket page's
+	// link to them).
+	Parent string
 	// Statuses are the statuses chosen (any of them); none is every status.
 	Statuses []string
 	// View is one of the views operators asked for (docs/operators.md, Console): "" for
@@ -42,7 +46,7 @@ const (
 func (f ticketFilters) values() url.Values {
 	v := url.Values{}
 	for k, s := range map[string]string{"q": f.Query, "priority": f.Priority, "assignee": f.Assignee,
-		"label": f.Label, "project": f.Project, "sort": f.Sort, "view": f.View} {
+		"label": f.Label, "project": f.Project, "sort": f.Sort, "view": f.View, "parent": f.Parent} {
 		if s != "" {
 			v.Set(k, s)
 		}
@@ -104,7 +108,7 @@ type ticketsData struct {
 func (f ticketFilters) listParams() tickets.ListTicketsParams {
 	p := tickets.ListTicketsParams{
 		ProjectID: f.Project, Query: f.Query, Assignee: f.Assignee, Label: f.Label,
-		Priority: tickets.Priority(f.Priority), Sort: tickets.Sort(f.Sort),
+		Priority: tickets.Priority(f.Priority), Sort: tickets.Sort(f.Sort), Parent: f.Parent,
 	}
 	for _, st := range f.Statuses {
 		p.Statuses = append(p.Statuses, tickets.Status(st))
@@ -133,7 +137,7 @@ func (c *console) ticketsPage(w http.ResponseWriter, r *http.Request, req *reque
 	q := r.URL.Query()
 	f := ticketFilters{
 		Query: q.Get("q"), Priority: q.Get("priority"), Assignee: q.Get("assignee"), Label: q.Get("label"),
-		Project: q.Get("project"), Sort: q.Get("sort"), Statuses: q["status"],
+		Project: q.Get("project"), Sort: q.Get("sort"), Statuses: q["status"], Parent: q.Get("parent"),
 	}
 	if v := q.Get("view"); v == viewAttention || v == viewMine {
 		f.View = v
@@ -220,6 +224,10 @@ type ticketData struct {
 	Link      linkForm
 	// People is the tenant directory, the assignee picker's choices.
 	People []people.User
+	// Parent (nil: none) and Children are the ticket's place in the
+	// sub-task tree, read as get_ticket reads them (Service.Family).
+	Parent   *subtasks.Ref
+	Children subtasks.Children
 }
 
 // loadTicket reads a ticket, its history and comments, and renders fresh
@@ -247,6 +255,10 @@ func (c *console) loadTicket(r *http.Request, req *request, ref string) (ticketD
 	if err != nil {
 		return ticketData{}, err
 	}
+	parent, children, err := c.svc.Family(ctx, tenant, t.ID)
+	if err != nil {
+		return ticketData{}, err
+	}
 	d := ticketData{
 		Ticket: t, Moves: tickets.AllowedMoves(t.Status), Priorities: tickets.Priorities,
 		Events: events.Events, Comments: comments.Comments,
@@ -256,7 +268,8 @@ func (c *console) loadTicket(r *http.Request, req *request, ref string) (ticketD
 		Assign:  assignForm{OperationID: newOperationID(), IfVersion: t.Version, Assignee: t.Assignee},
 		Comment: commentForm{OperationID: newOperationID()},
 		Links:   linkViews(links), LinkKinds: tickets.LinkKinds, People: people,
-		Link: linkForm{OperationID: newOperationID(), Kind: string(tickets.LinkBlocks)},
+		Link:   linkForm{OperationID: newOperationID(), Kind: string(tickets.LinkBlocks)},
+		Parent: parent, Children: children,
 	}
 	base := "/console/tickets/" + url.PathEscape(t.Key)
 	if events.NextCursor != "" {
@@ -296,9 +309,10 @@ func (c *console) ticketPage(w http.ResponseWriter, r *http.Request, req *reques
 		layout{Title: d.Ticket.Key + " " + d.Ticket.Title, Nav: "/console/tickets", Notice: notices[r.URL.Query().Get("done")]}, d)
 }
 
-// newForm is the new-ticket form.
+// newForm is the new-ticket form. Parent (a key or UUID, optional) makes
+// the ticket a sub-task; a ticket page's "Add a sub-task" fills it in.
 type newForm struct {
-	OperationID, ProjectID, Title, Description, Priority, Labels string
+	OperationID, ProjectID, Title, Description, Priority, Labels, Parent string
 }
 
 type newData struct {
@@ -308,8 +322,9 @@ type newData struct {
 }
 
 func (c *console) newTicketPage(w http.ResponseWriter, r *http.Request, req *request) {
+	q := r.URL.Query()
 	c.renderNew(w, r, req, http.StatusOK, layout{}, newForm{
-		OperationID: newOperationID(), ProjectID: r.URL.Query().Get("project"), Priority: string(tickets.PriorityNormal),
+		OperationID: newOperationID(), ProjectID: q.Get("project"), Parent: q.Get("parent"), Priority: string(tickets.PriorityNormal),
 	})
 }
 

@@ -70,3 +70,20 @@ func FromFamily(parent *subtasks.Ref, children subtasks.Children) (*TicketRef, C
 	}
 	return p, Children{Count: children.Count, Keys: keys}
 }
+
+// TicketWithFamily is the ticket object with the parent and children
+// get_ticket shows beside it: REST's GET /tickets/{id_or_key}, a superset of
+// the ticket object, so a client reading tickets reads it unchanged.
+type TicketWithFamily struct {
+	Ticket
+	Parent   *TicketRef `json:"parent" jsonschema:"the ticket this is a sub-task of, or null"`
+	Children Children   `json:"children" jsonschema:"the ticket's sub-tasks: how many, and the first keys by creation"`
+}
+
+// TicketWithFamilySchema is TicketWithFamily's JSON Schema.
+func TicketWithFamilySchema() *jsonschema.Schema {
+	s := Infer[TicketWithFamily]()
+	ConstrainTicket(s)
+	s.Properties["parent"] = Nullable(s.Properties["parent"])
+	return s
+}

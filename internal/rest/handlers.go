@@ -99,16 +99,25 @@ func (a *api) createTicket(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, contract.FromTicket(res.Ticket))
 }
 
-// getTicket is GET /api/v1/tickets/{id-or-key}. Another tenant's ticket is
+// getTicket is GET /api/v1/tickets/{id-or-key}: the ticket with its parent
+// and children, read as get_ticket reads them. Another tenant's ticket is
 // not_found, exactly like a missing one.
 func (a *api) getTicket(w http.ResponseWriter, r *http.Request) {
-	t, err := a.svc.GetTicket(r.Context(), principal(r).Tenant, chi.URLParam(r, "id_or_key"))
+	tenant := principal(r).Tenant
+	t, err := a.svc.GetTicket(r.Context(), tenant, chi.URLParam(r, "id_or_key"))
 	if err != nil {
 		fail(w, r, err, "")
 		return
 	}
+	parent, children, err := a.svc.Family(r.Context(), tenant, t.ID)
+	if err != nil {
+		fail(w, r, err, "")
+		return
+	}
+	out := contract.TicketWithFamily{Ticket: contract.FromTicket(t)}
+	out.Parent, out.Children = contract.FromFamily(parent, children)
 	setETag(w, t.Version)
-	writeJSON(w, http.StatusOK, contract.FromTicket(t))
+	writeJSON(w, http.StatusOK, out)
 }
 
 // listTickets is GET /api/v1/tickets, newest first unless sort says

@@ -80,6 +80,7 @@ func generateOpenAPI(raw []byte) ([]byte, error) {
 		"UserPatch":           contract.Infer[contract.UserPatch](),
 		"Event":               contract.EventSchema(),
 		"Ticket":              contract.TicketSchema(),
+		"TicketWithFamily":    contract.TicketWithFamilySchema(),
 		"TicketSummary":       contract.TicketSummarySchema(),
 		"Project":             contract.Infer[contract.Project](),
 		"OperationStatus":     contract.OperationStatusSchema(contract.OperationStatuses...),
