@@ -162,6 +162,21 @@ func TestFormApprovalWritesOnceAndReplaysWithoutAsking(t *testing.T) {
 	})
 }
 
+// TestApprovalOfASubTaskNamesItsParent: the person approving an urgent
+// sub-task reads what it goes under.
+func TestApprovalOfASubTaskNamesItsParent(t *testing.T) {
+	t.Parallel()
+	env := approvalEnv(t, dbtest.SQLite(t), approval.Options{})
+	alice := newPerson(true)
+	cs := formClient(t, env, writeToken(t, env, "alice"), alice)
+	parent := created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, with(ticketArgs(newOperationID(t)), "priority", "high")))
+	created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, with(ticketArgs(newOperationID(t)), "parent", parent.TicketID)))
+	ask := alice.last.Load().(*mcp.ElicitParams)
+	if alice.asked.Load() != 1 || !strings.Contains(ask.Message, "sub-task of "+parent.Ticket.Key) {
+		t.Errorf("after %d asks the person read %q; want one ask naming the parent %s", alice.asked.Load(), ask.Message, parent.Ticket.Key)
+	}
+}
+
 func TestFormDeclineWritesNothingAndKeepsTheOperationID(t *testing.T) {
 	t.Parallel()
 	env := approvalEnv(t, dbtest.SQLite(t), approval.Options{})

@@ -34,9 +34,14 @@ func createProposal(opID string, n NewTicket) approval.Proposal {
 	if len(n.Labels) > 0 {
 		changes = append(changes, approval.FieldChange{Field: "labels", To: strings.Join(n.Labels, ", ")})
 	}
+	where := "in project " + n.ProjectID
+	if n.parentKey != "" {
+		changes = append(changes, approval.FieldChange{Field: "parent", To: n.parentKey})
+		where += ", as a sub-task of " + n.parentKey
+	}
 	return approval.Proposal{
-		Summary: fmt.Sprintf("Create an %s ticket %q in project %s (operation %s); urgent tickets page on-call.",
-			n.Priority, n.Title, n.ProjectID, opID),
+		Summary: fmt.Sprintf("Create an %s ticket %q %s (operation %s); urgent tickets page on-call.",
+			n.Priority, n.Title, where, opID),
 		Items:  []approval.Item{{Ticket: "new ticket in " + n.ProjectID, Changes: changes}},
 		Urgent: n.Priority == PriorityUrgent,
 	}

@@ -34,7 +34,7 @@ func (s *Service) resolveNewParent(ctx context.Context, tenant string, n *NewTic
 	if err := subtasks.Admits(s.db.WithContext(ctx), tenant, subtasks.Ref{ID: t.ID.String(), Key: t.Key}); err != nil {
 		return "", err
 	}
-	n.Parent = t.ID.String()
+	n.Parent, n.parentKey = t.ID.String(), t.Key
 	return t.Key, nil
 }
 

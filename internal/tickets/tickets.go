@@ -78,6 +78,9 @@ type NewTicket struct {
 	// Parent makes the ticket a sub-task of this one (UUID or key; the
 	// service resolves it to the UUID); "" for none.
 	Parent string
+	// parentKey is the resolved parent's key, for the words a person
+	// approving the create reads; it is no part of the input.
+	parentKey string
 }
 
 // Ticket is a created ticket.
