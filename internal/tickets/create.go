@@ -55,9 +55,6 @@ func (s *Service) CreateTicket(ctx context.Context, c Caller, opID operations.ID
 		if n.Parent, err = s.parentID(ctx, tenant, n.Parent); err != nil {
 			return CreateResult{}, err
 		}
-		if err := s.checkParentBackend(ctx, tenant, n.ProjectID); err != nil {
-			return CreateResult{}, err
-		}
 	}
 	b, err := s.backendOf(ctx, tenant, n.ProjectID)
 	if err != nil {

@@ -30,25 +30,12 @@ func (s *Service) parentID(ctx context.Context, tenant, ref string) (string, err
 }
 
 // resolveParent is an update's parent resolved: nil stays, "" detaches.
-func (s *Service) resolveParent(ctx context.Context, tenant, projectID string, ref *string) (*string, error) {
+func (s *Service) resolveParent(ctx context.Context, tenant string, ref *string) (*string, error) {
 	if ref == nil || *ref == "" {
 		return ref, nil
 	}
 	id, err := s.parentID(ctx, tenant, *ref)
-	if err == nil {
-		err = s.checkParentBackend(ctx, tenant, projectID)
-	}
 	return &id, err
-}
-
-// checkParentBackend refuses a parent for a tracker-backed project's ticket,
-// whose writes go to the tracker (docs/contract.md#sub-tasks).
-func (s *Service) checkParentBackend(ctx context.Context, tenant, projectID string) error {
-	local, err := s.isLocal(ctx, tenant, projectID)
-	if err == nil && !local {
-		return invalidField("parent", "tickets of tracker-backed projects cannot have a parent")
-	}
-	return err
 }
 
 // reparent moves cur under parentID ("" detaches), inside the update's
