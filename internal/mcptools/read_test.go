@@ -62,6 +62,14 @@ func TestPreviewTicketPredictsAndWritesNothing(t *testing.T) {
 		if n, m := env.CountTickets(t, tenant), env.CountOperations(t, tenant); n != 1 || m != 1 {
 			t.Errorf("after one create and previews: %d tickets, %d operation records; want 1 and 1", n, m)
 		}
+
+		// Under a parent named by its key, then by its UUID: one input, and
+		// the preview of the create's retry predicts its replay.
+		sub := with(ticketArgs(newOperationID(t)), "parent", strings.ToLower(ticket.Ticket.Key))
+		child := created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, sub))
+		if p := preview(with(sub, "parent", ticket.TicketID)); p.Would != "replay" || p.ExistingTicketID != child.TicketID || p.Ticket.Parent != ticket.Ticket.Key {
+			t.Errorf("preview of a sub-task's retry = %+v, want would=replay of %s under %s", p, child.TicketID, ticket.Ticket.Key)
+		}
 	})
 }
 

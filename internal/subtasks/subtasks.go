@@ -72,26 +72,14 @@ func ChildrenOf(db *gorm.DB, tenant, id string) (Children, error) {
 
 // Set makes parentID ("": none) the parent of child, inside the caller's
 // transaction, which holds child's row lock, and returns the parent (nil:
-// none). It refuses a parent that is not the tenant's ticket, that is child
-// itself or below it (a cycle, named) and one that would put a ticket of
-// child's subtree more than MaxDepth parents deep.
+// none), after Check's checks.
 //
-// Errors: fault.ErrInvalid, fault.ErrNotFound, fault.ErrUnavailable.
+// Errors: those of Check.
 func Set(tx *gorm.DB, tenant string, child Ref, parentID string) (*Ref, error) {
 	var parent *Ref
 	if parentID != "" {
-		if err := lockTree(tx, tenant); err != nil {
-			return nil, err
-		}
-		var refs []Ref
-		if err := tx.Raw(`SELECT id, key FROM tickets WHERE tenant_id = ? AND id = ?`, tenant, parentID).Scan(&refs).Error; err != nil {
-			return nil, fmt.Errorf("%w: read parent: %v", fault.ErrUnavailable, err)
-		}
-		if len(refs) == 0 {
-			return nil, fmt.Errorf("parent: %w", fault.ErrNotFound)
-		}
-		parent = &refs[0]
-		if err := check(tx, tenant, child, *parent); err != nil {
+		var err error
+		if parent, err = Check(tx, tenant, child, parentID); err != nil {
 			return nil, err
 		}
 	}
@@ -105,6 +93,31 @@ func Set(tx *gorm.DB, tenant string, child Ref, parentID string) (*Ref, error) {
 	return parent, nil
 }
 
+// Check returns the parent parentID names, after taking the tenant's tree
+// lock until tx ends. It refuses a parent that is not the tenant's ticket,
+// that is child itself or below it (a cycle, named) and one that would put
+// a ticket of child's subtree more than MaxDepth parents deep. child need
+// not be stored yet (a tracker-backed create checks before it sends, and
+// stores the ticket once the tracker answered): then it has no subtree.
+//
+// Errors: fault.ErrInvalid, fault.ErrNotFound, fault.ErrUnavailable.
+func Check(tx *gorm.DB, tenant string, child Ref, parentID string) (*Ref, error) {
+	if err := lockTree(tx, tenant); err != nil {
+		return nil, err
+	}
+	var refs []Ref
+	if err := tx.Raw(`SELECT id, key FROM tickets WHERE tenant_id = ? AND id = ?`, tenant, parentID).Scan(&refs).Error; err != nil {
+		return nil, fmt.Errorf("%w: read parent: %v", fault.ErrUnavailable, err)
+	}
+	if len(refs) == 0 {
+		return nil, fmt.Errorf("parent: %w", fault.ErrNotFound)
+	}
+	if err := check(tx, tenant, child, refs[0]); err != nil {
+		return nil, err
+	}
+	return &refs[0], nil
+}
+
 // lockTree serialises the tenant's parent changes until the transaction
 // ends (a PostgreSQL advisory lock keyed by the tenant; SQLite has one
 // writer). The checks read rows other than the locked child: without it two
@@ -116,32 +129,6 @@ func lockTree(tx *gorm.DB, tenant string) error {
 	}
 	if err := tx.Exec(`SELECT pg_advisory_xact_lock(hashtextextended(?, 0))`, "tickets:parents:"+tenant).Error; err != nil {
 		return fmt.Errorf("%w: lock the parent tree: %v", fault.ErrUnavailable, err)
-	}
-	return nil
-}
-
-// Admits refuses parent for a new ticket when parent already has MaxDepth
-// parents above it, with Set's words; a new ticket has no sub-tasks, so
-// nothing else of Set's rules can refuse it. Set checks again under the
-// tree lock; this is the check a caller makes before sending or writing
-// anything.
-//
-// Errors: fault.ErrInvalid, fault.ErrUnavailable.
-func Admits(db *gorm.DB, tenant string, parent Ref) error {
-	above, at := 0, parent
-	for above <= MaxDepth {
-		up, err := ParentOf(db, tenant, at.ID)
-		if err != nil {
-			return err
-		}
-		if up == nil {
-			break
-		}
-		above++
-		at = *up
-	}
-	if above+1 > MaxDepth {
-		return fault.Invalid("parent", "%s has %d parent(s) above it; a ticket can have at most %d parents above it", parent.Key, above, MaxDepth)
 	}
 	return nil
 }

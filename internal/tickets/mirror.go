@@ -9,6 +9,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/people"
+	"github.com/ticketd/ticketd/internal/subtasks"
 	"github.com/ticketd/ticketd/internal/tracker"
 )
 
@@ -86,6 +87,21 @@ func (Mirror) LockTicket(tx *gorm.DB, tenant string, id uuid.UUID) (t Ticket, cr
 // created event, under the operation's long-claimed key.
 func (m Mirror) InsertTicket(tx *gorm.DB, tenant, reporter string, ticketID, eventID, opID uuid.UUID, n NewTicket) (Ticket, bool, error) {
 	return m.s.insertTicket(tx, nil, tenant, reporter, ticketID, eventID, opID, n)
+}
+
+// CheckParent refuses parentID as the parent of the ticket ticketID, not
+// stored yet, as setting it would (subtasks.Check): a tracker-backed create
+// checks its parent in the claim, before anything is sent.
+func (Mirror) CheckParent(tx *gorm.DB, tenant string, ticketID uuid.UUID, parentID string) error {
+	_, err := subtasks.Check(tx, tenant, subtasks.Ref{ID: ticketID.String(), Key: "the new ticket"}, parentID)
+	return err
+}
+
+// SetParent makes parentID the parent of t, just inserted by tx
+// (subtasks.Set): a tracker-backed create keeps its parent in ticketd.
+func (Mirror) SetParent(tx *gorm.DB, tenant string, t Ticket, parentID string) error {
+	_, err := subtasks.Set(tx, tenant, subtasks.Ref{ID: t.ID.String(), Key: t.Key}, parentID)
+	return err
 }
 
 // InsertComment adds the comment a tracked comment proved, with its event.

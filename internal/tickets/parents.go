@@ -15,8 +15,9 @@ import (
 const maxParentRef = 64
 
 // resolveNewParent resolves a new ticket's parent reference to its UUID in
-// place and checks that it can take one more level below it, so a create
-// and its preview refuse the same parents before anything is written. It
+// place and checks it as setting it would (subtasks.Check), so a create and
+// its preview refuse the same parents before anything is written; the
+// create checks again where it sets the parent. It
 // returns the parent's key ("" without a parent).
 //
 // Errors: ErrInvalid, ErrNotFound, ErrUnavailable.
@@ -28,10 +29,8 @@ func (s *Service) resolveNewParent(ctx context.Context, tenant string, n *NewTic
 	if err != nil {
 		return "", err
 	}
-	if err := s.checkParentBackend(ctx, tenant, n.ProjectID); err != nil {
-		return "", err
-	}
-	if err := subtasks.Admits(s.db.WithContext(ctx), tenant, subtasks.Ref{ID: t.ID.String(), Key: t.Key}); err != nil {
+	newTicket := subtasks.Ref{ID: uuid.Nil.String(), Key: "the new ticket"}
+	if _, err := subtasks.Check(s.db.WithContext(ctx), tenant, newTicket, t.ID.String()); err != nil {
 		return "", err
 	}
 	n.Parent, n.parentKey = t.ID.String(), t.Key
@@ -62,25 +61,12 @@ func (s *Service) parentTicket(ctx context.Context, tenant, ref string) (Ticket,
 }
 
 // resolveParent is an update's parent resolved: nil stays, "" detaches.
-func (s *Service) resolveParent(ctx context.Context, tenant, projectID string, ref *string) (*string, error) {
+func (s *Service) resolveParent(ctx context.Context, tenant string, ref *string) (*string, error) {
 	if ref == nil || *ref == "" {
 		return ref, nil
 	}
 	id, err := s.parentID(ctx, tenant, *ref)
-	if err == nil {
-		err = s.checkParentBackend(ctx, tenant, projectID)
-	}
 	return &id, err
-}
-
-// checkParentBackend refuses a parent for a tracker-backed project's ticket,
-// whose writes go to the tracker (docs/contract.md#sub-tasks).
-func (s *Service) checkParentBackend(ctx context.Context, tenant, projectID string) error {
-	local, err := s.isLocal(ctx, tenant, projectID)
-	if err == nil && !local {
-		return invalidField("parent", "tickets of tracker-backed projects cannot have a parent")
-	}
-	return err
 }
 
 // reparent moves cur under parentID ("" detaches), inside the update's

@@ -229,7 +229,7 @@ func (s *Service) UpdateTicket(ctx context.Context, c Caller, opID operations.ID
 	if err != nil {
 		return UpdateResult{OperationID: id}, fmt.Errorf("update ticket: %w", err)
 	}
-	if n.Parent, err = s.resolveParent(ctx, tenant, t.ProjectID, n.Parent); err != nil {
+	if n.Parent, err = s.resolveParent(ctx, tenant, n.Parent); err != nil {
 		return UpdateResult{OperationID: id}, err
 	}
 	b, err := s.backendOf(ctx, tenant, t.ProjectID)

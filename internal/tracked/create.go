@@ -3,6 +3,7 @@ package tracked
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -27,6 +28,9 @@ type trackedRequest struct {
 	Priority    tickets.Priority `json:"priority"`
 	Labels      []string         `json:"labels"`
 	Reporter    string           `json:"reporter"`
+	// Parent is the parent ticket's UUID, kept in ticketd and never sent:
+	// the record sets it on the ticket (keepParent).
+	Parent string `json:"parent,omitempty"`
 }
 
 func (r trackedRequest) ticket() tickets.NewTicket {
@@ -56,12 +60,18 @@ func (e *Engine) createTracked(ctx context.Context, b tracker.Backend, tenant, r
 		}
 		ticketID := uuid.Must(uuid.NewV7())
 		raw, err := json.Marshal(trackedRequest{ProjectID: n.ProjectID, Title: n.Title, Description: n.Description,
-			Priority: n.Priority, Labels: n.Labels, Reporter: reporter})
+			Priority: n.Priority, Labels: n.Labels, Reporter: reporter, Parent: n.Parent})
 		if err != nil {
 			return operations.Outcome{}, fmt.Errorf("encode request: %w", err)
 		}
 		row := downstreamRow{System: b.Kind, ProjectID: n.ProjectID, TicketID: ticketID.String(), Request: string(raw)}
 		return e.claimTracked(ctx, key, tickets.Fingerprint(n), ticketID.String(), reporter, row, func(tx *gorm.DB, _ *downstreamRow) error {
+			if n.Parent != "" {
+				// Refused here, nothing is claimed or sent.
+				if err := e.m.CheckParent(tx, tenant, ticketID, n.Parent); err != nil {
+					return err
+				}
+			}
 			if consume == nil {
 				return nil
 			}
@@ -198,7 +208,25 @@ func (e *Engine) succeedCreate(ctx context.Context, key operations.Key, row down
 		if err := e.m.SetExternal(tx, key.Tenant, ticketID, sc.extID, sc.extURL); err != nil {
 			return err
 		}
+		if req.Parent != "" {
+			if err := keepParent(tx, e.m, key, created, req.Parent); err != nil {
+				return err
+			}
+		}
 		return e.m.Enqueue(tx, tickets.WriteEvent{ID: eventID, Tenant: key.Tenant, Kind: tickets.EventCreated, OperationID: key.OperationID,
 			At: created.CreatedAt, Ticket: created, Unsubscribed: unsubscribed})
 	})
+}
+
+// keepParent makes parentID the parent of t, the ticket the record just
+// inserted. The claim checked it, but the tree may have changed while the
+// tracker answered (the parent moved under a deeper chain, say): the issue
+// exists all the same, so the ticket is recorded without the parent and the
+// operation's history says why, rather than leaving the issue unrecorded.
+func keepParent(tx *gorm.DB, m tickets.Mirror, key operations.Key, t tickets.Ticket, parentID string) error {
+	err := m.SetParent(tx, key.Tenant, t, parentID)
+	if errors.Is(err, tickets.ErrInvalid) || errors.Is(err, tickets.ErrNotFound) {
+		return addHistory(tx, key, "parent_refused", historyActor, fmt.Sprintf("%s recorded without its parent: %v", t.Key, err))
+	}
+	return err
 }

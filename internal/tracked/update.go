@@ -89,7 +89,13 @@ func shows(b tracker.Backend, issue tracker.Issue, edit tracker.IssueEdit) bool 
 
 // updateTracked is UpdateTicket on a tracker-backed ticket t; handled is
 // false when the local write should do it (nothing the issue holds
-// changes, or the ID's record is a local write's).
+// changes, or the ID's record is a local write's). A parent is kept in
+// ticketd, so a parent-only update is a local write; one that moves the
+// parent and edits the issue is refused before anything is recorded. Were
+// the move made in the record, after the tracker answered, a move the tree
+// no longer allowed by then (a concurrent move closing a cycle) would leave
+// an edit that happened with a move that did not, and one operation could
+// succeed only in part; two calls each succeed or fail whole.
 func (e *Engine) updateTracked(ctx context.Context, b tracker.Backend, tenant, actor string, id uuid.UUID, t tickets.Ticket, n tickets.TicketUpdate) (res tickets.UpdateResult, handled bool, err error) {
 	key := operations.Key{Tenant: tenant, Action: tickets.ActionUpdateTicket, OperationID: id}
 	res = tickets.UpdateResult{OperationID: id}
@@ -107,6 +113,10 @@ func (e *Engine) updateTracked(ctx context.Context, b tracker.Backend, tenant, a
 		}
 		if _, ok := issueEdit(b, t, next, ""); !ok {
 			return res, false, nil
+		}
+		if n.Parent != nil {
+			return res, true, invalidField("parent", "%s mirrors %s: its parent is kept in ticketd, the other fields are sent to the tracker, "+
+				"and one update cannot be both; nothing was written: send parent alone in one update_ticket and the other fields in another", t.Key, t.ExternalID)
 		}
 	}
 	fp := e.m.UpdateFingerprint(t.ID, n)

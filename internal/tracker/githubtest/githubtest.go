@@ -87,6 +87,7 @@ type Server struct {
 	baseURL       string
 	htmlURL       string
 	listCalls     int
+	requests      int
 }
 
 // New returns an empty tracker; serve it with Handler or Start.
@@ -186,6 +187,13 @@ func (s *Server) EditRequests() int {
 	return s.edits
 }
 
+// Requests counts every request received, on any route.
+func (s *Server) Requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests
+}
+
 // ListRequests counts the list-issues requests received.
 func (s *Server) ListRequests() int {
 	s.mu.Lock()
@@ -217,6 +225,9 @@ func (s *Server) Handler() http.Handler {
 	})
 	mux.HandleFunc("DELETE /repos/{owner}/{repo}/issues/comments/{id}", s.deleteComment)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.requests++
+		s.mu.Unlock()
 		if s.Token != "" && r.Header.Get("Authorization") != "Bearer "+s.Token {
 			writeError(w, http.StatusUnauthorized, "Bad credentials", "")
 			return

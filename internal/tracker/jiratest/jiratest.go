@@ -67,6 +67,7 @@ type Server struct {
 	counts   map[queue]int
 	searches int
 	lookups  int // user searches
+	requests int // every route's
 	lag      time.Duration
 	baseURL  string
 }
@@ -170,6 +171,13 @@ func (s *Server) UserSearchRequests() int {
 	return s.lookups
 }
 
+// Requests counts every request received, on any route.
+func (s *Server) Requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests
+}
+
 // Handler serves the REST v3 routes.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -184,6 +192,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /rest/api/3/issue/{key}/transitions", s.transition)
 	mux.HandleFunc("GET /rest/api/3/user/search", s.searchUsers)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.requests++
+		s.mu.Unlock()
 		if !s.authorized(r.Header.Get("Authorization")) {
 			writeError(w, http.StatusUnauthorized, "Client must be authenticated to access this resource.")
 			return
