@@ -303,7 +303,7 @@ type Preview struct {
 }
 
 // PreviewTicket validates and normalises a ticket, its parent checked as
-// CreateTicket checks it, and, given an operation ID, says whether
+// CreateTicket checks it when it would create, and, given an operation ID, says whether
 // CreateTicket would create, replay or conflict. It writes nothing. The zero ID skips the prediction.
 //
 // Errors: ErrInvalid, ErrNotFound (the parent), ErrUnavailable.
@@ -326,12 +326,15 @@ func (s *Service) PreviewTicket(ctx context.Context, tenant string, opID operati
 	}
 	p := Preview{Ticket: n, ParentKey: parentKey, Fingerprint: Fingerprint(n), OperationID: id}
 	if id == nil {
-		return p, nil
+		return p, s.checkNewParent(ctx, tenant, n)
 	}
 	rec, err := s.ledger.Lookup(ctx, operations.Key{Tenant: tenant, Action: ActionCreateTicket, OperationID: *id})
 	switch {
 	case errors.Is(err, operations.ErrNotFound):
 		p.Would = WouldCreate
+		if err := s.checkNewParent(ctx, tenant, n); err != nil {
+			return Preview{}, err
+		}
 	case err != nil:
 		return Preview{}, fmt.Errorf("preview ticket: %w", err)
 	case rec.Fingerprint == p.Fingerprint:

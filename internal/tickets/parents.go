@@ -15,12 +15,12 @@ import (
 const maxParentRef = 64
 
 // resolveNewParent resolves a new ticket's parent reference to its UUID in
-// place and checks it as setting it would (subtasks.Check), so a create and
-// its preview refuse the same parents before anything is written; the
-// create checks again where it sets the parent. It
-// returns the parent's key ("" without a parent).
+// place, before the ledger, so that a key and the UUID are one input. It
+// returns the parent's key ("" without a parent). It checks nothing else:
+// a retry of a create whose parent has since moved must still replay, and
+// the create checks the tree where it sets the parent.
 //
-// Errors: ErrInvalid, ErrNotFound, ErrUnavailable.
+// Errors: ErrInvalid (not a reference), ErrNotFound, ErrUnavailable.
 func (s *Service) resolveNewParent(ctx context.Context, tenant string, n *NewTicket) (string, error) {
 	if n.Parent == "" {
 		return "", nil
@@ -29,12 +29,21 @@ func (s *Service) resolveNewParent(ctx context.Context, tenant string, n *NewTic
 	if err != nil {
 		return "", err
 	}
-	newTicket := subtasks.Ref{ID: uuid.Nil.String(), Key: "the new ticket"}
-	if _, err := subtasks.Check(s.db.WithContext(ctx), tenant, newTicket, t.ID.String()); err != nil {
-		return "", err
-	}
 	n.Parent, n.parentKey = t.ID.String(), t.Key
 	return t.Key, nil
+}
+
+// checkNewParent refuses a resolved parent as setting it on a new ticket
+// would (subtasks.Check): the preview of a create that would create.
+//
+// Errors: ErrInvalid, ErrUnavailable.
+func (s *Service) checkNewParent(ctx context.Context, tenant string, n NewTicket) error {
+	if n.Parent == "" {
+		return nil
+	}
+	newTicket := subtasks.Ref{ID: uuid.Nil.String(), Key: "the new ticket"}
+	_, err := subtasks.Check(s.db.WithContext(ctx), tenant, newTicket, n.Parent)
+	return err
 }
 
 // parentID returns the UUID of the tenant's ticket ref names, as a parent.
