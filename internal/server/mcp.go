@@ -32,8 +32,8 @@ func (w *wiring) mcp() http.Handler {
 		MaxRequestBodyBytes:        tickets.MaxInputBytes,
 		// One JSON body per answer instead of an SSE stream: a stateless
 		// server sends nothing before the result (no progress, no server
-		// requests), and SSE framing and its flushes cost 10-15% of the CPU
-		// per call (docs/perf.md). Clients must accept both anyway.
+		// requests), and SSE framing costs a flush and its socket writes per
+		// event. Clients must accept both anyway.
 		JSONResponse: true,
 	})
 	caller := func(ctx context.Context) (authn.Principal, bool) {

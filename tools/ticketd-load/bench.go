@@ -786,7 +786,7 @@ func writeBenchTable(w io.Writer, cfg *benchConfig, scenarios []scenario, runs [
 		for i, d := range cold {
 			ms[i] = msFloat(d)
 		}
-		fmt.Fprintf(&b, "- cold start (exec → /healthz 200, existing PostgreSQL database): median %.0f ms, min %.0f, max %.0f over %d starts (goal ≤ 150 ms)\n",
+		fmt.Fprintf(&b, "- cold start (exec → /healthz 200, existing PostgreSQL database): median %.0f ms, min %.0f, max %.0f over %d starts (goal ≤ 100 ms, DESIGN §24)\n",
 			median(ms), slices.Min(ms), slices.Max(ms), len(ms))
 	}
 	_, err := io.WriteString(w, b.String())
