@@ -170,6 +170,7 @@ func TestSelfCommand(t *testing.T) {
 	for arg0, want := range map[string]string{
 		"/tmp/go-build3861384994/b001/exe/ticketd":      "go run ./cmd/ticketd",
 		"/var/folders/x/T/go-build123/b001/exe/ticketd": "go run ./cmd/ticketd",
+		"/root/.cache/go-build/00/006c1034-d/ticketd":   "go run ./cmd/ticketd",
 		"bin/ticketd":           "bin/ticketd",
 		"ticketd":               "ticketd",
 		"/opt/my tools/ticketd": "'/opt/my tools/ticketd'",

@@ -281,9 +281,12 @@ A new tenant needs a project before its agent can file tickets:
 
 // selfCommand is how to run this binary again, for commands the banner and
 // hints print: the path it was started by, or `go run ./cmd/ticketd` when
-// `go run` built it into a temporary directory that is gone once it exits.
+// `go run` built it: into a temporary directory that is gone once it exits
+// (…/go-build…/b001/exe/ticketd), or, from Go 1.24 on, into the build cache
+// (…/go-build/xx/<hash>-d/ticketd), where it is an internal file.
 func selfCommand(arg0 string) string {
-	if filepath.Base(filepath.Dir(arg0)) == "exe" && strings.Contains(arg0, "go-build") {
+	dir := filepath.Base(filepath.Dir(arg0))
+	if strings.Contains(arg0, "go-build") && (dir == "exe" || strings.HasSuffix(dir, "-d")) {
 		return "go run ./cmd/ticketd"
 	}
 	return shellQuote(arg0)
