@@ -151,6 +151,35 @@ func TestTenantsStayBounded(t *testing.T) {
 	release()
 }
 
+// TestTenantsWithRefusalsHeldStay: a hostile stream of new tenants does
+// not make the map forget a tenant whose refusals are being held, whose
+// count the next refusal's wait is named from.
+func TestTenantsWithRefusalsHeldStay(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	l := newTenants(t, limits.Config{WritesPerSecond: 1, Burst: 1, MaxTenants: 100, RefusalHold: time.Hour, Now: c.Now})
+	_, alone := drain(t, l, "busy", limits.Write)
+	ctx, cancel := context.WithCancel(t.Context())
+	held := make(chan struct{})
+	go func() { defer close(held); l.Hold(ctx, "busy", time.Hour) }()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, wait := l.Spent("busy", limits.Write); wait > alone {
+			break
+		} else if time.Now().After(deadline) {
+			cancel()
+			t.Fatal("the held refusal never counted in busy's wait")
+		}
+	}
+	for i := range 10000 {
+		l.Allow(fmt.Sprintf("hostile-%d", i), limits.Write)
+	}
+	if spent, wait := l.Spent("busy", limits.Write); !spent || wait != alone+time.Second {
+		t.Errorf("after 10000 new tenants busy's Spent = %v %s, want true %s: it was forgotten with a refusal held", spent, wait, alone+time.Second)
+	}
+	cancel()
+	<-held
+}
+
 func TestIdleTenantsAreForgotten(t *testing.T) {
 	t.Parallel()
 	c := newClock()

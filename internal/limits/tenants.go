@@ -89,7 +89,8 @@ type tenant struct {
 	id       string
 	reads    *rate.Limiter // nil: off
 	writes   *rate.Limiter // nil: off
-	inflight int
+	inflight int           // uploads in progress (Acquire)
+	held     int           // refusals held now (Hold)
 	seen     time.Time
 }
 
@@ -134,18 +135,34 @@ func New(cfg Config) (*Tenants, error) {
 	return &Tenants{cfg: cfg, tarpit: tarpit, entries: make(map[string]*list.Element), lru: list.New()}, nil
 }
 
-// Hold holds a refusal that names wait before it is answered (Tarpit.Hold)
-// and returns what is left of wait to tell the client.
-func (t *Tenants) Hold(ctx context.Context, wait time.Duration) time.Duration {
+// Hold holds a refusal of tenant's that names wait before it is answered
+// (Tarpit.Hold) and returns what is left of wait to tell the client. While
+// it is held it counts among the tenant's callers that want the coming
+// tokens (Allow), since its caller comes back for one.
+func (t *Tenants) Hold(ctx context.Context, tenantID string, wait time.Duration) time.Duration {
+	t.mu.Lock()
+	tn := t.touch(tenantID, t.cfg.Now())
+	tn.held++
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		tn.held--
+		tn.seen = t.cfg.Now()
+	}()
 	return t.tarpit.Hold(ctx, wait)
 }
 
 // Allow takes one request of kind from tenant's bucket. When the bucket is
 // empty it takes nothing and says how long until a request would pass:
-// until the next token, plus a token's interval for each other request of
-// the tenant in flight, which want the coming tokens too. Naming only the
-// next token would send every one of a tenant's concurrent callers back
-// at once to find that one token, and all but one refused again.
+// until the next token, plus a token's interval for each other caller of
+// the tenant's that wants the coming tokens too: its other uploads in
+// progress and its refusals being held (Hold). Naming only the next token
+// would send every one of a tenant's concurrent callers back at once to
+// find that one token, and all but one refused again; and since a refusal
+// is held for the wait it names, a flood whose every caller was told the
+// next token's 20 ms would be held 20 ms and spin the CPU every tenant
+// shares (docs/perf.md, the flood).
 func (t *Tenants) Allow(tenantID string, kind Kind) (ok bool, retryAfter time.Duration) {
 	lim, now, ahead := t.bucketOf(tenantID, kind)
 	if lim == nil {
@@ -178,7 +195,7 @@ func (t *Tenants) Spent(tenantID string, kind Kind) (spent bool, retryAfter time
 }
 
 // bucketOf returns tenant's bucket of kind (nil: off), the time now, and
-// how many other requests of the tenant are in flight.
+// how many other callers of the tenant's want the coming tokens.
 func (t *Tenants) bucketOf(tenantID string, kind Kind) (lim *rate.Limiter, now time.Time, ahead time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -188,7 +205,7 @@ func (t *Tenants) bucketOf(tenantID string, kind Kind) (lim *rate.Limiter, now t
 	if kind == Write {
 		lim = tn.writes
 	}
-	return lim, now, time.Duration(max(0, tn.inflight-1))
+	return lim, now, time.Duration(max(0, tn.inflight-1) + tn.held)
 }
 
 // interval is the time a bucket takes to earn one token.
@@ -251,15 +268,16 @@ const evictScan = 16
 
 // evict forgets idle tenants from the back of the LRU: every one idle past
 // IdleTimeout among the oldest, and while over MaxTenants the oldest with
-// nothing in flight. A tenant with requests in flight stays (its count must
-// survive); if all scanned entries are busy the map may exceed MaxTenants
-// by at most the requests in flight, which the concurrency caps bound.
+// nothing in flight. A tenant with uploads in flight or refusals held stays
+// (its counts must survive); if all scanned entries are busy the map may
+// exceed MaxTenants by at most those, which the concurrency caps and the
+// tarpit's bound on held refusals bound.
 func (t *Tenants) evict(now time.Time) {
 	el := t.lru.Back()
 	for i := 0; el != nil && i < evictScan; i++ {
 		prev := el.Prev()
 		tn := el.Value.(*tenant)
-		idle := tn.inflight == 0
+		idle := tn.inflight == 0 && tn.held == 0
 		if idle && (now.Sub(tn.seen) >= t.cfg.IdleTimeout || len(t.entries) >= t.cfg.MaxTenants) {
 			t.lru.Remove(el)
 			delete(t.entries, tn.id)

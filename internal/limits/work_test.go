@@ -3,6 +3,7 @@ package limits_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -176,6 +177,44 @@ func TestTarpitHoldsAtMostItsBound(t *testing.T) {
 	}
 	if _, err := limits.NewTarpit(-1, 1); err == nil {
 		t.Error("NewTarpit accepted a negative hold")
+	}
+}
+
+// TestHeldRefusalsLengthenTheWait: a refusal being held is a caller that
+// comes back for a token, so each one of the tenant's held adds a token's
+// interval to the wait the next refusal names (and so to its hold). Were
+// they left out, a flood's every caller would be told the next token's
+// 100 ms here, held that long, and back at once (docs/perf.md, the flood).
+// Another tenant's wait is its own.
+func TestHeldRefusalsLengthenTheWait(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	l := newTenants(t, limits.Config{WritesPerSecond: 10, Burst: 1, RefusalHold: time.Hour, Now: c.Now})
+	_, alone := drain(t, l, "a", limits.Write)
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() { l.Hold(ctx, "a", time.Hour) })
+	}
+	want := alone + 3*100*time.Millisecond
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, wait := l.Spent("a", limits.Write); wait == want {
+			break
+		} else if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("with 3 of a's refusals held Spent names %s, want %s (alone %s)", wait, want, alone)
+		}
+	}
+	if ok, wait := l.Allow("a", limits.Write); ok || wait != want {
+		t.Errorf("with 3 held Allow = %v %s, want a refusal naming %s", ok, wait, want)
+	}
+	if _, wait := drain(t, l, "b", limits.Write); wait != alone {
+		t.Errorf("tenant b, none of its own held, waits %s, want %s", wait, alone)
+	}
+	cancel()
+	wg.Wait()
+	if _, wait := l.Spent("a", limits.Write); wait != alone {
+		t.Errorf("once a's refusals are answered Spent names %s, want %s", wait, alone)
 	}
 }
 

@@ -40,7 +40,8 @@ func EarlyLimits(opts EarlyLimitsOptions) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if call, wait, refuse := opts.refuse(r); refuse {
-				refuseMCP(w, r, call, opts.Limits.Hold(r.Context(), wait), "this tenant's rate limit for this kind of call is reached")
+				tenant, _ := opts.Tenant(r.Context())
+				refuseMCP(w, r, call, opts.Limits.Hold(r.Context(), tenant, wait), "this tenant's rate limit for this kind of call is reached")
 				return
 			}
 			next.ServeHTTP(w, r)

@@ -46,7 +46,7 @@ func Limits(opts LimitsOptions) func(http.Handler) http.Handler {
 			call, _ := CallFrom(r.Context())
 			if kind, limited := limitedKind(call, opts.KindFor); ok && limited {
 				if ok, wait := opts.Limits.Allow(tenant, kind); !ok {
-					refuseMCP(w, r, call, opts.Limits.Hold(r.Context(), wait), "this tenant's rate limit for this kind of call is reached")
+					refuseMCP(w, r, call, opts.Limits.Hold(r.Context(), tenant, wait), "this tenant's rate limit for this kind of call is reached")
 					return
 				}
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -102,33 +103,47 @@ func toolError(call Call, message string) *Reply {
 // own results for the call's protocol version: from 2026-07-28 on with
 // resultType "complete" (without it the TypeScript SDK's v2 client refuses
 // the result) and the server's identity in _meta.
+//
+// Its types are concrete and the _meta is encoded once (serverInfoMeta):
+// a flood's every refusal is one of these.
 func toolResult(call Call, e contractError, text string) *Reply {
 	type content struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 	}
-	result := struct {
-		Meta              map[string]any `json:"_meta,omitempty"`
-		Content           []content      `json:"content"`
-		StructuredContent any            `json:"structuredContent"`
-		IsError           bool           `json:"isError"`
-		ResultType        string         `json:"resultType,omitempty"`
-	}{
-		Content:           []content{{Type: "text", Text: text}},
-		StructuredContent: map[string]contractError{"error": e},
+	type structured struct {
+		Error contractError `json:"error"`
+	}
+	type result struct {
+		Meta              json.RawMessage `json:"_meta,omitempty"`
+		Content           [1]content      `json:"content"`
+		StructuredContent structured      `json:"structuredContent"`
+		IsError           bool            `json:"isError"`
+		ResultType        string          `json:"resultType,omitempty"`
+	}
+	r := result{
+		Content:           [1]content{{Type: "text", Text: text}},
+		StructuredContent: structured{Error: e},
 		IsError:           true,
 	}
 	if call.Version >= Protocol2026 {
-		result.Meta = map[string]any{mcp.MetaKeyServerInfo: ServerInfo()}
-		result.ResultType = "complete"
+		r.Meta = serverInfoMeta()
+		r.ResultType = "complete"
 	}
 	body, _ := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
-		Result  any             `json:"result"`
-	}{"2.0", call.ID, result})
+		Result  result          `json:"result"`
+	}{"2.0", call.ID, r})
 	return &Reply{Body: body}
 }
+
+// serverInfoMeta is the _meta of a 2026-07-28 result: the server's
+// identity, which does not change while it runs.
+var serverInfoMeta = sync.OnceValue(func() json.RawMessage {
+	meta, _ := json.Marshal(map[string]*mcp.Implementation{mcp.MetaKeyServerInfo: ServerInfo()})
+	return meta
+})
 
 // Reject is the server.Reject for refusals on /mcp made before the body is
 // read (server.Bodies: the upload bounds and the body budget), when no

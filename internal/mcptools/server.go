@@ -48,7 +48,7 @@ type Options struct {
 	// HoldRefusal holds a refusal of Admission's before it is answered
 	// and returns what is left of its wait (limits.Tenants.Hold); nil
 	// answers at once.
-	HoldRefusal func(ctx context.Context, wait time.Duration) time.Duration
+	HoldRefusal func(ctx context.Context, tenant string, wait time.Duration) time.Duration
 }
 
 // NewServer returns the MCP server exposing ticketd's tools over svc. It

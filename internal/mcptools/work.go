@@ -29,7 +29,7 @@ import (
 // admitted as a list page (admitRead). Other calls (get_ticket,
 // list_projects, tools/list, completion) are cheap and pass. A nil
 // admission admits every call at once.
-func admit(admission *limits.Admission, hold func(context.Context, time.Duration) time.Duration) mcp.Middleware {
+func admit(admission *limits.Admission, hold func(context.Context, string, time.Duration) time.Duration) mcp.Middleware {
 	shared := make(map[string]bool)
 	for _, t := range Tools() {
 		shared[t.Name] = t.Scope != authn.ScopeRead || pageTools[t.Name]
@@ -50,9 +50,9 @@ func admit(admission *limits.Admission, hold func(context.Context, time.Duration
 			ctx, release, err := admission.Admit(ctx, p.Tenant, pageTools[call.Params.Name])
 			switch {
 			case errors.Is(err, limits.ErrWorkQueueFull):
-				return workRefusal(ctx, req, call, hold, "the server is busy and this tenant has as many calls waiting as it may", err), nil
+				return workRefusal(ctx, p.Tenant, req, call, hold, "the server is busy and this tenant has as many calls waiting as it may", err), nil
 			case errors.Is(err, limits.ErrAdmissionWait):
-				return workRefusal(ctx, req, call, hold, "the server is busy and this call waited its turn as long as it may", err), nil
+				return workRefusal(ctx, p.Tenant, req, call, hold, "the server is busy and this call waited its turn as long as it may", err), nil
 			case err != nil:
 				return nil, err
 			}
@@ -62,12 +62,12 @@ func admit(admission *limits.Admission, hold func(context.Context, time.Duration
 	}
 }
 
-// workRefusal is the rate_limited answer to a call admission refused for
-// why (cause).
-func workRefusal(ctx context.Context, req mcp.Request, call *mcp.CallToolRequest, hold func(context.Context, time.Duration) time.Duration, why string, cause error) *mcp.CallToolResult {
+// workRefusal is the rate_limited answer to tenant's call admission
+// refused for why (cause).
+func workRefusal(ctx context.Context, tenant string, req mcp.Request, call *mcp.CallToolRequest, hold func(context.Context, string, time.Duration) time.Duration, why string, cause error) *mcp.CallToolResult {
 	wait := limits.WorkRetryAfter
 	if hold != nil {
-		wait = hold(ctx, wait)
+		wait = hold(ctx, tenant, wait)
 	}
 	ms := int64(math.Ceil(float64(wait) / float64(time.Millisecond)))
 	r, out := errorResult(errcode.RateLimited, why+"; retry after retry_after_ms", operationIDArgument(call), cause, "")
@@ -90,7 +90,7 @@ func readsPage(req mcp.Request) bool {
 // admitRead admits a resource or prompt read as a list page; a refusal is
 // a JSON-RPC error (there is no tool result to carry it) with the
 // contract's code and retry_after_ms, as the edge's rate limit sends it.
-func admitRead(ctx context.Context, admission *limits.Admission, hold func(context.Context, time.Duration) time.Duration,
+func admitRead(ctx context.Context, admission *limits.Admission, hold func(context.Context, string, time.Duration) time.Duration,
 	method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
 	p, _ := principalOf(ctx, req.GetExtra())
 	ctx, release, err := admission.Admit(ctx, p.Tenant, true)
@@ -98,7 +98,7 @@ func admitRead(ctx context.Context, admission *limits.Admission, hold func(conte
 	case errors.Is(err, limits.ErrWorkQueueFull), errors.Is(err, limits.ErrAdmissionWait):
 		wait := limits.WorkRetryAfter
 		if hold != nil {
-			wait = hold(ctx, wait)
+			wait = hold(ctx, p.Tenant, wait)
 		}
 		ms := int64(math.Ceil(float64(wait) / float64(time.Millisecond)))
 		data, _ := json.Marshal(map[string]any{"code": errcode.RateLimited, "retryable": true, "retry_after_ms": ms})

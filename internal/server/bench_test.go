@@ -55,8 +55,10 @@ func BenchmarkMCPCall(b *testing.B) {
 // BenchmarkRefusal is what turning a request away costs the server, through
 // the whole handler in process (no network): CPU per refusal from getrusage
 // (cpu-ns/op, the figure docs/contract.md#fair-share bounds at well under 0.1 ms; ns/op is
-// wall time, which a shared machine inflates). Run with
-// go test -run '^$' -bench Refusal -benchtime 2000x ./internal/server/
+// wall time, which a shared machine inflates) and allocs/op, which load does
+// not move. RateLimitedToolCall2026 is the refusal a 2026-07-28 client
+// (ticketd-load's flood) gets, whose result names the server in _meta. Run with
+// go test -run '^$' -bench Refusal -benchtime 2000x -benchmem ./internal/server/
 func BenchmarkRefusal(b *testing.B) {
 	d := dbtest.SQLite(b)
 	env := servertest.Start(b, d, servertest.Options{}) // for its service, secret and tokens
@@ -81,6 +83,17 @@ func BenchmarkRefusal(b *testing.B) {
 		r.Header.Set("Authorization", cmp.Or(authorization, "Bearer "+token))
 		return r
 	}
+	request2026 := func(token string) *http.Request {
+		body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"create_ticket","arguments":` + createArgs() +
+			`,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`
+		r := httptest.NewRequest(http.MethodPost, env.Endpoint, strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		r.Header.Set("Mcp-Method", "tools/call")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header.Set("Authorization", "Bearer "+token)
+		return r
+	}
 	serve := func(r *http.Request) int {
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
@@ -103,6 +116,7 @@ func BenchmarkRefusal(b *testing.B) {
 	}{
 		{"ConcurrencyCap", func() *http.Request { return request(busy, "") }, http.StatusTooManyRequests},
 		{"RateLimitedToolCall", func() *http.Request { return request(tok, "") }, http.StatusOK},
+		{"RateLimitedToolCall2026", func() *http.Request { return request2026(tok) }, http.StatusOK},
 		{"BadSignature", func() *http.Request { return request(tok[:len(tok)-4]+"AAAA", "") }, http.StatusUnauthorized},
 		{"HugeAuthorization", func() *http.Request { return request("", huge) }, http.StatusBadRequest},
 	} {
@@ -112,6 +126,7 @@ func BenchmarkRefusal(b *testing.B) {
 				reqs[i] = c.req()
 			}
 			before := cpuTime(b)
+			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
 				if got := serve(reqs[i]); got != c.want {

@@ -71,7 +71,7 @@ func Bodies(opts BodiesOptions) func(http.Handler) http.Handler {
 			tenant, _ := opts.Tenant(r)
 			upload, wait, ok := opts.Uploads.Acquire(tenant)
 			if !ok {
-				w.Header().Set("Retry-After", retryAfterSeconds(opts.Uploads.Hold(r.Context(), wait)))
+				w.Header().Set("Retry-After", retryAfterSeconds(opts.Uploads.Hold(r.Context(), tenant, wait)))
 				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "this tenant is sending as many request bodies at once as it may; retry after the Retry-After delay")
 				return
 			}

@@ -1,9 +1,13 @@
 package server_test
 
 import (
+	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -61,4 +65,93 @@ func TestEarlyRefusalAnswersAsTheFullChecksWould(t *testing.T) {
 	if n := env.CountTickets(t, "acme"); n != 1 {
 		t.Errorf("%d tickets, want the first create's one", n)
 	}
+}
+
+// TestAFloodsRefusalsNameItsQueue: 30 callers of one tenant that retry the
+// moment they are refused, at 20 writes a second (a token every 50 ms),
+// each refusal held at most 100 ms. A refusal names the wait of the
+// tenant's queue, and the callers whose refusals are being held are in
+// it, so while several are held a refusal names more than its hold and
+// retry_after_ms says what is left. Were only the next token named (50
+// ms, all of it held), every refusal would say 0 ms left and the flood
+// would be back every 50 ms, spinning the CPU (docs/perf.md, the flood).
+func TestAFloodsRefusalsNameItsQueue(t *testing.T) {
+	t.Parallel()
+	env := servertest.Start(t, dbtest.SQLite(t), servertest.Options{Edge: server.Edge{Limits: limits.Config{
+		WritesPerSecond: 20, ReadsPerSecond: 100, Burst: 1, RefusalHold: 100 * time.Millisecond}}})
+	env.SeedProject(t, "acme")
+	tok := env.Token(t, "acme", authn.ScopeRead, authn.ScopeWrite)
+	var mu sync.Mutex
+	var refused int
+	var longest int64
+	var wg sync.WaitGroup
+	for range 30 {
+		wg.Go(func() {
+			for range 5 {
+				left, ok := refusalLeft(t, env, tok)
+				if !ok {
+					continue
+				}
+				mu.Lock()
+				refused++
+				longest = max(longest, left)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if refused == 0 || longest < 300 {
+		t.Errorf("%d refusals, the longest naming %d ms left after its hold; want some naming at least 300 ms (six or more of the tenant's callers held with it)", refused, longest)
+	}
+}
+
+// refusalLeft sends one create as a 2025 client and, if it was refused
+// rate_limited, returns the retry_after_ms it named.
+func refusalLeft(t *testing.T, env *servertest.Env, token string) (int64, bool) {
+	req, err := http.NewRequest(http.MethodPost, env.Endpoint, strings.NewReader(callBody(mcptools.ToolCreateTicket, createArgs())))
+	if err != nil {
+		t.Error(err)
+		return 0, false
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", legacy)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Error(err)
+		return 0, false
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("create: %d %v %s", resp.StatusCode, err, body)
+		return 0, false
+	}
+	text := string(body)
+	for _, line := range strings.Split(text, "\n") {
+		if data, ok := strings.CutPrefix(line, "data: "); ok {
+			text = data
+		}
+	}
+	var msg struct {
+		Result struct {
+			IsError           bool `json:"isError"`
+			StructuredContent struct {
+				Error struct {
+					Code         string `json:"code"`
+					RetryAfterMS *int64 `json:"retry_after_ms"`
+				} `json:"error"`
+			} `json:"structuredContent"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(text), &msg); err != nil {
+		t.Errorf("create: %v in %s", err, text)
+		return 0, false
+	}
+	e := msg.Result.StructuredContent.Error
+	if !msg.Result.IsError || e.Code != "rate_limited" || e.RetryAfterMS == nil {
+		return 0, false
+	}
+	return *e.RetryAfterMS, true
 }

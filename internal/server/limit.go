@@ -45,7 +45,7 @@ func Limit(opts LimitOptions) func(http.Handler) http.Handler {
 				return
 			}
 			if ok, wait := opts.Limits.Allow(tenant, kind(r)); !ok {
-				w.Header().Set("Retry-After", retryAfterSeconds(opts.Limits.Hold(r.Context(), wait)))
+				w.Header().Set("Retry-After", retryAfterSeconds(opts.Limits.Hold(r.Context(), tenant, wait)))
 				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "this tenant's rate limit is reached; retry after the Retry-After delay")
 				return
 			}

@@ -20,7 +20,7 @@ type ShareWorkOptions struct {
 	Tenant func(r *http.Request) (string, bool)
 	// Hold holds a refusal before it is answered (limits.Tenants.Hold);
 	// nil answers at once.
-	Hold func(ctx context.Context, wait time.Duration) time.Duration
+	Hold func(ctx context.Context, tenant string, wait time.Duration) time.Duration
 	// Reject writes the refusals; WriteError if nil.
 	Reject Reject
 }
@@ -45,7 +45,7 @@ func ShareWork(opts ShareWorkOptions) func(http.Handler) http.Handler {
 	}
 	hold := opts.Hold
 	if hold == nil {
-		hold = func(_ context.Context, wait time.Duration) time.Duration { return wait }
+		hold = func(_ context.Context, _ string, wait time.Duration) time.Duration { return wait }
 	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -62,11 +62,11 @@ func ShareWork(opts ShareWorkOptions) func(http.Handler) http.Handler {
 			ctx, release, err := opts.Admission.Admit(r.Context(), tenant, page)
 			switch {
 			case errors.Is(err, limits.ErrWorkQueueFull):
-				w.Header().Set("Retry-After", retryAfterSeconds(hold(r.Context(), limits.WorkRetryAfter)))
+				w.Header().Set("Retry-After", retryAfterSeconds(hold(r.Context(), tenant, limits.WorkRetryAfter)))
 				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "the server is busy and this tenant has as many requests waiting as it may; retry after the Retry-After delay")
 				return
 			case errors.Is(err, limits.ErrAdmissionWait):
-				w.Header().Set("Retry-After", retryAfterSeconds(hold(r.Context(), limits.WorkRetryAfter)))
+				w.Header().Set("Retry-After", retryAfterSeconds(hold(r.Context(), tenant, limits.WorkRetryAfter)))
 				reject(w, r, http.StatusTooManyRequests, errcode.RateLimited, "the server is busy and this request waited its turn as long as it may; retry after the Retry-After delay")
 				return
 			case err != nil:
