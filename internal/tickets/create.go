@@ -204,45 +204,6 @@ func insertTicketSteps(tx *gorm.DB, row *ticketRow, created Event) (bool, error)
 	return true, insertEvent(tx, row.TenantID, created)
 }
 
-// createTicketSQL does insertTicketSteps' three statements in one round
-// trip, and with claim the ledger's claim too (operations.ClaimWith): one
-// statement then claims the key and, only when the claim won, takes the
-// number and inserts ticket and event. The number is the next value of the
-// project's own sequence (migrations/postgres/00004_ticket_numbers.sql),
-// which locks nothing until COMMIT, so creates in one project do not queue
-// behind each other (docs/perf.md). The event's foreign key to the ticket is
-// checked at the end of the statement, after both inserts. The one row says
-// whether the claim won, when the project exists the number and key, and
-// what subscribed, the outbox's probe (subscribedSQL), says.
-func createTicketSQL(claim bool, subscribed string) string {
-	with, won := "WITH ", "true"
-	if claim {
-		with, won = "WITH "+operations.ClaimWith+", ", operations.ClaimWon
-	}
-	return with + createStepsSQL(won) + `
-SELECT ` + won + `, (SELECT number FROM t), (SELECT key FROM t), ` + subscribed
-}
-
-// createStepsSQL is a create statement's number, ticket and event, all
-// gated on won.
-func createStepsSQL(won string) string {
-	return `p AS MATERIALIZED (
-	SELECT key, nextval(number_seq::regclass) AS number FROM projects
-	WHERE tenant_id = @tenant AND id = @project AND ` + won + `
-), t AS (
-	INSERT INTO "tickets" (id, tenant_id, project_id, number, key, title, description, priority, status, labels,
-		reporter, operation_id, version, created_at, updated_at)
-	SELECT CAST(@id AS uuid), @tenant, @project, p.number, p.key || '-' || p.number, @title, @description,
-		@priority, @status, @labels, @reporter, CAST(@op AS uuid), 1, CAST(@now AS timestamptz), CAST(@now AS timestamptz)
-	FROM p
-	RETURNING id, number, key
-), e AS (
-	INSERT INTO "ticket_events" (id, tenant_id, ticket_id, seq, version, kind, actor, operation_id, changes, created_at)
-	SELECT CAST(@event AS uuid), @tenant, t.id, 1, 1, @kind, @reporter, CAST(@op AS uuid), @changes, CAST(@now AS timestamptz)
-	FROM t
-)`
-}
-
 // insertTicketPostgres runs the create statement of st, claiming when claim
 // is inline, and tells claim what came of it. It reports found false when
 // the project does not exist, and unsubscribed as the outbox's probe read.
