@@ -236,9 +236,21 @@ func migrate(ctx context.Context, driver, dsn, dialect string) error {
 // faultproxy that must lose the connection exactly at commit time.
 const PostgresCommit = "Q\x00\x00\x00\x0bcommit\x00"
 
+// PostgresStatementEnd is how pgx ends an extended-protocol query, an
+// Execute of the unnamed portal with no row limit and then Sync ('E', int32
+// length 9, "\0", int32 0; 'S', int32 length 4): where PostgreSQL commits a
+// statement that runs outside a transaction block, whose reply is then the
+// reply to its commit. A faultproxy loses that reply with
+// DropReplyAfter(arg, PostgresStatementEnd), arg being text only that
+// statement carries among its arguments (its Bind message comes just before
+// the Execute; its SQL text, sent once per connection when pgx prepares it,
+// would match the preparation instead).
+const PostgresStatementEnd = "E\x00\x00\x00\x09\x00\x00\x00\x00\x00S\x00\x00\x00\x04"
+
 // PostgresViaProxy opens a fresh, migrated PostgreSQL database whose every
 // connection runs through a fault proxy, so a test can cut it at a chosen
-// moment (typically DropReplyAfter(PostgresCommit)).
+// moment (typically DropReplyAfter(PostgresCommit), or for a write that
+// commits in one statement DropReplyAfter(arg, PostgresStatementEnd)).
 func PostgresViaProxy(tb testing.TB) (*db.DB, *faultproxy.Proxy) {
 	tb.Helper()
 	return PostgresViaProxyWith(tb, db.Options{})

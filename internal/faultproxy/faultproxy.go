@@ -42,9 +42,9 @@ const (
 )
 
 type fault struct {
-	marker []byte // ASCII lower-cased
-	kind   faultKind
-	done   chan struct{}
+	markers [][]byte // ASCII lower-cased, to be seen in this order on one connection
+	kind    faultKind
+	done    chan struct{}
 }
 
 // Proxy is a TCP proxy for tests that forwards bytes both ways and can be
@@ -97,7 +97,11 @@ func (p *Proxy) Addr() string {
 
 // DropReplyAfter arms a single fault. The next client-to-upstream chunk on
 // any connection that contains marker (ASCII case-insensitive, also when the
-// marker is split across reads) is forwarded in full. The proxy then waits
+// marker is split across reads) is forwarded in full. With then, the fault
+// fires instead on the chunk that completes the last of them, each seen
+// after the one before it on the same connection: the end of the request
+// that carried marker, when marker is something only that request says (for
+// PostgreSQL a statement's argument, then the Sync that ends the statement). The proxy then waits
 // until it has read at least one byte of the upstream's reply, or until the
 // upstream closes, or for at most 5 seconds, and closes that client
 // connection and its upstream connection without forwarding any of the
@@ -109,16 +113,16 @@ func (p *Proxy) Addr() string {
 // Bytes that arrive from the upstream while the marker chunk is still being
 // written count as the reply, because the proxy cannot tell them apart from
 // a fast answer.
-func (p *Proxy) DropReplyAfter(marker string) <-chan struct{} {
-	return p.arm(marker, kindDrop)
+func (p *Proxy) DropReplyAfter(marker string, then ...string) <-chan struct{} {
+	return p.arm(kindDrop, marker, then)
 }
 
-// CutAfter arms a single fault like DropReplyAfter, but closes both
+// CutAfter arms a single fault like DropReplyAfter (then included), but closes both
 // connections immediately after forwarding the matching chunk, without
 // waiting for any reply. The upstream may or may not have processed the
 // request, which models a truly unknown outcome.
-func (p *Proxy) CutAfter(marker string) <-chan struct{} {
-	return p.arm(marker, kindCut)
+func (p *Proxy) CutAfter(marker string, then ...string) <-chan struct{} {
+	return p.arm(kindCut, marker, then)
 }
 
 // FreezeBefore arms a single fault that freezes the link carrying marker:
@@ -131,8 +135,10 @@ func (p *Proxy) CutAfter(marker string) <-chan struct{} {
 // upstream keeps a half-open connection. The link ends only when the
 // upstream closes it (for example a server-side timeout) or the proxy shuts
 // down. The returned channel is closed once the chunk has been withheld.
-func (p *Proxy) FreezeBefore(marker string) <-chan struct{} {
-	return p.arm(marker, kindFreeze)
+// With then, the chunk withheld is the one that completes them, as
+// DropReplyAfter reads them.
+func (p *Proxy) FreezeBefore(marker string, then ...string) <-chan struct{} {
+	return p.arm(kindFreeze, marker, then)
 }
 
 // Fired reports how many armed faults have fired so far.
@@ -153,16 +159,17 @@ func (p *Proxy) CloseAll() {
 	}
 }
 
-func (p *Proxy) arm(marker string, kind faultKind) <-chan struct{} {
-	f := &fault{
-		marker: appendLower(nil, []byte(marker)),
-		kind:   kind,
-		done:   make(chan struct{}),
+func (p *Proxy) arm(kind faultKind, marker string, then []string) <-chan struct{} {
+	f := &fault{kind: kind, done: make(chan struct{})}
+	for _, m := range append([]string{marker}, then...) {
+		f.markers = append(f.markers, appendLower(nil, []byte(m)))
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.pending = append(p.pending, f)
-	p.maxMarker = max(p.maxMarker, len(f.marker))
+	for _, m := range f.markers {
+		p.maxMarker = max(p.maxMarker, len(m))
+	}
 	return f.done
 }
 

@@ -311,6 +311,49 @@ func TestDropReplyAfterMarkerStraddlesWrites(t *testing.T) {
 	}
 }
 
+// TestDropReplyAfterMarkersInOrder: with several markers the fault fires on
+// the request that completes them in order on one connection, the way a
+// test loses the reply to the PostgreSQL statement that carried an argument
+// (the argument, then the statement's Sync): neither the last marker before
+// the first, nor the first marker on another connection, fires it.
+func TestDropReplyAfterMarkersInOrder(t *testing.T) {
+	t.Parallel()
+	up := startLineServer(t)
+	p := faultproxy.Start(t, up.addr())
+	fired := p.DropReplyAfter("title-7", "sync")
+	c, other := dial(t, p.Addr()), dial(t, p.Addr())
+	mustAck(t, c, "sync before the title")
+	mustAck(t, other, "title-7 on another connection")
+	mustAck(t, c, "sync, then title-7 after it")
+	assertNotFired(t, fired)
+	if err := c.send("SYNC\n"); err != nil {
+		t.Fatal(err)
+	}
+	mustLose(t, c)
+	waitFired(t, fired)
+	if n := up.count("SYNC"); n != 1 {
+		t.Fatalf("upstream received SYNC %d times, want 1: the request that completes the markers is forwarded", n)
+	}
+	mustAck(t, other, "sync once the fault fired")
+
+	// Both markers in one request, split across reads: fires on it.
+	both := p.DropReplyAfter("title-8", "sync")
+	c = dial(t, p.Addr())
+	if err := c.send("TITLE-8 and S"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	assertNotFired(t, both)
+	if err := c.send("YNC\n"); err != nil {
+		t.Fatal(err)
+	}
+	mustLose(t, c)
+	waitFired(t, both)
+	if n := up.count("TITLE-8 and SYNC"); n != 1 {
+		t.Fatalf("upstream received the request %d times, want 1", n)
+	}
+}
+
 func TestDropReplyAfterFiresOnceUnderConcurrency(t *testing.T) {
 	t.Parallel()
 	up := startLineServer(t)

@@ -14,6 +14,9 @@ type link struct {
 	client   net.Conn
 	upstream net.Conn
 	stream   stream // only touched by the request pump, under Proxy.mu
+	// seen counts, per armed fault of several markers, how many of them
+	// this connection has shown in order (request pump, under Proxy.mu).
+	seen map[*fault]int
 
 	mu      sync.Mutex
 	swallow bool          // set before the marker chunk is written upstream
@@ -151,7 +154,7 @@ func (p *Proxy) claim(l *link, chunk []byte) *fault {
 	hay, fresh := l.stream.window(chunk)
 	var hit *fault
 	for i, f := range p.pending {
-		if matchEndsIn(hay, fresh, f.marker) {
+		if l.advance(f, hay, fresh) {
 			hit = f
 			p.pending = slices.Delete(p.pending, i, i+1)
 			break
@@ -164,6 +167,28 @@ func (p *Proxy) claim(l *link, chunk []byte) *fault {
 		l.mu.Unlock()
 	}
 	return hit
+}
+
+// advance looks in hay for f's markers that this connection has not shown
+// yet, in order, and reports whether the last of them has now been seen.
+func (l *link) advance(f *fault, hay []byte, fresh int) bool {
+	n := l.seen[f]
+	for at := -1; n < len(f.markers); n++ {
+		if at = nextMatch(hay, fresh, at, f.markers[n]); at < 0 {
+			break
+		}
+	}
+	if n == len(f.markers) {
+		delete(l.seen, f)
+		return true
+	}
+	if n > 0 {
+		if l.seen == nil {
+			l.seen = make(map[*fault]int)
+		}
+		l.seen[f] = n
+	}
+	return false
 }
 
 // fire forwards the marker chunk, waits for the reply if the fault asks for

@@ -27,16 +27,25 @@ func (s *stream) keep(hay []byte, n int) {
 	s.tail = append(s.tail[:0], hay[len(hay)-n:]...)
 }
 
-// matchEndsIn reports whether marker occurs in hay with its last byte at or
-// after offset fresh. Requiring the match to end in the new chunk stops a
-// marker that lay entirely in the previous chunk (possibly seen before the
-// fault was armed) from triggering on an unrelated later chunk.
-func matchEndsIn(hay []byte, fresh int, marker []byte) bool {
-	if len(hay) == fresh {
-		return false
+// nextMatch returns the offset in hay just past marker's first occurrence
+// that ends in the new chunk (its last byte at or after fresh: a marker that
+// lay entirely in the previous chunk, possibly seen before the fault was
+// armed, must not trigger on an unrelated later chunk), or, when after is not
+// negative, that begins at or after offset after (the end of the marker
+// before it in the same window); -1 when there is none.
+func nextMatch(hay []byte, fresh, after int, marker []byte) int {
+	from := after
+	if from < 0 {
+		if len(hay) == fresh {
+			return -1
+		}
+		from = max(0, fresh-len(marker)+1)
 	}
-	from := max(0, fresh-len(marker)+1)
-	return bytes.Contains(hay[from:], marker)
+	i := bytes.Index(hay[from:], marker)
+	if i < 0 {
+		return -1
+	}
+	return from + i + len(marker)
 }
 
 // appendLower appends src to dst with ASCII letters lower-cased. Only ASCII

@@ -13,7 +13,7 @@ func feed(marker string, keep int, chunks ...[]byte) []int {
 	var hits []int
 	for i, c := range chunks {
 		hay, fresh := s.window(c)
-		if matchEndsIn(hay, fresh, m) {
+		if nextMatch(hay, fresh, -1, m) >= 0 {
 			hits = append(hits, i)
 		}
 		s.keep(hay, keep)

@@ -199,39 +199,60 @@ func TestOperationIDsAreTenantScoped(t *testing.T) {
 	})
 }
 
-// TestCommitReplyLost loses PostgreSQL's reply to COMMIT: the tool must say
-// outcome_unknown (never a failure), get_operation_status must then find
-// the committed ticket, and a retry must replay it.
+// TestCommitReplyLost loses PostgreSQL's reply to a create's commit: the
+// tool must say outcome_unknown (never a failure), get_operation_status
+// must then find the committed ticket, and a retry must replay it. A create
+// with nothing else to commit is one statement outside a transaction, whose
+// reply is its commit's (the title is among its arguments, and only there);
+// one under a parent ends in COMMIT.
 func TestCommitReplyLost(t *testing.T) {
 	t.Parallel()
-	d, proxy := dbtest.PostgresViaProxy(t)
-	t.Cleanup(func() { _ = d.Close() })
-	env := startEnv(t, d)
-	cs := env.Connect(t, writer(t, env))
-	args := ticketArgs(newOperationID(t))
+	for _, c := range []struct {
+		name   string
+		parent bool
+		commit func(p *faultproxy.Proxy) <-chan struct{}
+	}{
+		{"OneStatement", false, func(p *faultproxy.Proxy) <-chan struct{} {
+			return p.DropReplyAfter(ticketArgs("")["title"].(string), dbtest.PostgresStatementEnd)
+		}},
+		{"Transaction", true, func(p *faultproxy.Proxy) <-chan struct{} { return p.DropReplyAfter(dbtest.PostgresCommit) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			d, proxy := dbtest.PostgresViaProxy(t)
+			t.Cleanup(func() { _ = d.Close() })
+			env := startEnv(t, d)
+			cs := env.Connect(t, writer(t, env))
+			args, before := ticketArgs(newOperationID(t)), int64(0)
+			if c.parent {
+				parent := created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, with(ticketArgs(newOperationID(t)), "title", "Office move")))
+				args, before = with(args, "parent", parent.Ticket.Key), 1
+			}
 
-	dropped := proxy.DropReplyAfter(dbtest.PostgresCommit)
-	res := servertest.Call(t, cs, mcptools.ToolCreateTicket, args)
-	<-dropped
+			dropped := c.commit(proxy)
+			res := servertest.Call(t, cs, mcptools.ToolCreateTicket, args)
+			<-dropped
 
-	e := toolError(t, res, "outcome_unknown")
-	if e.Status != "unknown" || !e.Error.Retryable || e.OperationID != args["operation_id"] {
-		t.Errorf("outcome_unknown error = %+v, want status unknown, retryable, with the operation_id", e)
-	}
-	if !strings.Contains(text(res), "get_operation_status") {
-		t.Errorf("text %q should point to get_operation_status", text(res))
-	}
+			e := toolError(t, res, "outcome_unknown")
+			if e.Status != "unknown" || !e.Error.Retryable || e.OperationID != args["operation_id"] {
+				t.Errorf("outcome_unknown error = %+v, want status unknown, retryable, with the operation_id", e)
+			}
+			if !strings.Contains(text(res), "get_operation_status") {
+				t.Errorf("text %q should point to get_operation_status", text(res))
+			}
 
-	st := servertest.Decode[contract.OperationStatus](t,
-		servertest.Call(t, cs, mcptools.ToolGetOperationStatus, map[string]any{"operation_id": args["operation_id"]}))
-	if st.Status != "succeeded" || st.Ticket == nil || st.TicketID != st.Ticket.ID {
-		t.Fatalf("status after a lost COMMIT reply = %+v, want succeeded with the ticket", st)
-	}
-	retry := created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, args))
-	if !retry.Replayed || retry.TicketID != st.TicketID {
-		t.Errorf("retry = %+v, want a replay of %s", retry, st.TicketID)
-	}
-	if n := env.CountTickets(t, tenant); n != 1 {
-		t.Errorf("%d tickets, want 1", n)
+			st := servertest.Decode[contract.OperationStatus](t,
+				servertest.Call(t, cs, mcptools.ToolGetOperationStatus, map[string]any{"operation_id": args["operation_id"]}))
+			if st.Status != "succeeded" || st.Ticket == nil || st.TicketID != st.Ticket.ID {
+				t.Fatalf("status after a lost commit reply = %+v, want succeeded with the ticket", st)
+			}
+			retry := created(t, servertest.Call(t, cs, mcptools.ToolCreateTicket, args))
+			if !retry.Replayed || retry.TicketID != st.TicketID {
+				t.Errorf("retry = %+v, want a replay of %s", retry, st.TicketID)
+			}
+			if n := env.CountTickets(t, tenant) - before; n != 1 {
+				t.Errorf("%d tickets, want 1", n)
+			}
+		})
 	}
 }

@@ -15,7 +15,10 @@ import (
 // of the key: the set_config in the row source runs before the insert can
 // wait, the one in RETURNING only once the row is in, and restores "wait
 // forever" for the rest of the transaction, which the write timeout alone
-// bounds. Its named parameters (@claim_*) come from Fold.Args.
+// bounds. Both are transaction-local: in a statement that runs outside a
+// transaction block (RunAutocommit) they last for that statement, and a
+// pooled session never keeps them. Its named parameters (@claim_*) come
+// from Fold.Args.
 //
 // The statement must do nothing else unless ClaimWon holds, and return it as
 // a column, for Fold.Report: a key another call holds is that call's, and
@@ -26,16 +29,31 @@ import (
 // Prune commits while the claim waits for the record it is deleting is not
 // seen, but the ledger's fast path read that record before, and answered it,
 // so a claim only waits so for a record made after its fast path.
-const ClaimWith = `claim AS (
+const ClaimWith = claimInsert + claimEnd
+
+// ClaimWithIf is ClaimWith that claims only when cond also holds, a boolean
+// SQL expression over the statement's parameters or the WITH items before
+// the claim: for a write that commits in the claim's own statement
+// (RunAutocommit), where a claim whose write then found it could not go
+// ahead would commit a record with nothing behind it.
+func ClaimWithIf(cond string) string {
+	return claimInsert + "\n\t\tAND (" + cond + ")" + claimEnd
+}
+
+// claimInsert and claimEnd are ClaimWith around the end of its WHERE clause.
+const (
+	claimInsert = `claim AS (
 	INSERT INTO "operations" (tenant_id, action, operation_id, fingerprint, status, result_id, created_at, updated_at)
 	SELECT @claim_tenant, @claim_action, CAST(@claim_op AS uuid), @claim_fingerprint, @claim_status, @claim_result,
 		CAST(@claim_now AS timestamptz), CAST(@claim_now AS timestamptz)
 	FROM (SELECT set_config('lock_timeout', @claim_lock_timeout, true)) AS bounded
 	WHERE NOT EXISTS (SELECT 1 FROM operation_tombstones
-		WHERE tenant_id = @claim_tenant AND action = @claim_action AND operation_id = CAST(@claim_op AS uuid))
+		WHERE tenant_id = @claim_tenant AND action = @claim_action AND operation_id = CAST(@claim_op AS uuid))`
+	claimEnd = `
 	ON CONFLICT DO NOTHING
 	RETURNING set_config('lock_timeout', '0', true)
 )`
+)
 
 // ClaimWon is true within a statement that begins with ClaimWith once the
 // claim inserted the record. Written in a WHERE clause it is an uncorrelated
@@ -103,7 +121,7 @@ func (f *Fold) Report(won bool, err error) {
 // gate's consuming step runs once the key is claimed: on PostgreSQL after
 // the write (whose first statement claimed it), elsewhere before it.
 func (l *Ledger) RunFolded(ctx context.Context, key Key, fingerprint, resultID string, gate GateFunc, replay Replay, write FoldedWriteFunc) (Outcome, error) {
-	return l.run(ctx, key, fingerprint, resultID, gate, replay, l.db.Dialector.Name() == "postgres", write)
+	return l.run(ctx, key, fingerprint, resultID, gate, replay, l.db.Dialector.Name() == "postgres", nil, write)
 }
 
 // errClaimTimedOut says the claim waited its lock timeout for a concurrent

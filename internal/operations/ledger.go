@@ -123,11 +123,13 @@ func (l *Ledger) RunGated(ctx context.Context, key Key, fingerprint, resultID st
 // in the same query as the record, so that a replay costs one query
 // instead of two: Outcome.ResultRead then says replay.Into holds it.
 func (l *Ledger) RunReplaying(ctx context.Context, key Key, fingerprint, resultID string, gate GateFunc, replay Replay, write WriteFunc) (Outcome, error) {
-	return l.run(ctx, key, fingerprint, resultID, gate, replay, false, func(tx *gorm.DB, _ *Fold) error { return write(tx) })
+	return l.run(ctx, key, fingerprint, resultID, gate, replay, false, nil, func(tx *gorm.DB, _ *Fold) error { return write(tx) })
 }
 
-// run is RunReplaying and RunFolded: inline says the write runs the claim.
-func (l *Ledger) run(ctx context.Context, key Key, fingerprint, resultID string, gate GateFunc, replay Replay, inline bool, write FoldedWriteFunc) (_ Outcome, err error) {
+// run is RunReplaying, RunFolded and RunAutocommit: inline says the write
+// runs the claim, single (nil: none) is the write as one statement outside
+// a transaction, tried first when the gate has no consuming step.
+func (l *Ledger) run(ctx context.Context, key Key, fingerprint, resultID string, gate GateFunc, replay Replay, inline bool, single AutocommitFunc, write FoldedWriteFunc) (_ Outcome, err error) {
 	// One span for the whole run, so its statements nest under it in a trace.
 	ctx, span := spans.Ledger(ctx, key.Action)
 	defer func() { spans.End(span, err) }()
@@ -150,6 +152,11 @@ func (l *Ledger) run(ctx context.Context, key Key, fingerprint, resultID string,
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.WriteTimeout)
 	defer cancel()
+	if single != nil && consume == nil {
+		if out, ran, err := l.autocommit(wctx, key, fingerprint, resultID, single); ran {
+			return out, err
+		}
+	}
 	return l.claimAndWrite(wctx, key, fingerprint, resultID, StatusSucceeded, inline, consume, write)
 }
 
@@ -204,47 +211,15 @@ func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, result
 		}
 	}()
 
-	// A local write's record is claimed already complete: nobody sees it
-	// before COMMIT (and a rollback removes it), so there is no pending state
-	// to update. Claim's pending record is the exception: it is committed
-	// before the side effect it stands for.
-	now := time.Now().UTC().Truncate(time.Microsecond) // as stored by PostgreSQL
-	fold := &Fold{
-		row: record{
-			TenantID: key.Tenant, Action: key.Action, OperationID: key.OperationID.String(), Fingerprint: fingerprint,
-			Status: string(status), ResultID: &resultID, CreatedAt: now, UpdatedAt: now,
-		},
-		lockTimeout: strconv.FormatInt(l.opts.LockTimeout.Milliseconds(), 10),
-		inline:      inline,
-	}
+	fold := l.newFold(key, fingerprint, resultID, status, inline)
 	if err := l.claimThenWrite(tx, fold, consume, write); err != nil {
 		if errors.Is(err, errClaimTimedOut) {
-			return Outcome{Record: Record{Key: key, Status: StatusPending}}, fmt.Errorf("%w (key %s)", ErrInProgress, key)
+			return inProgress(key)
 		}
 		return Outcome{}, err
 	}
 	if !fold.won {
-		// A concurrent call committed this key after our fast-path read, or
-		// Prune replaced its record by a tombstone since (the claim refuses
-		// a tombstoned key). Read Committed (and SQLite's serialised
-		// writers) show us which now.
-		var existing record
-		err := tx.Where(keyClause(key)).Take(&existing).Error
-		if errors.Is(err, gorm.ErrRecordNotFound) {
-			rec, err := findTombstone(tx, "tenant_id = ? AND action = ? AND operation_id = ?", key.Tenant, key.Action, key.OperationID.String())
-			if err != nil {
-				return Outcome{}, fmt.Errorf("%w: read concurrently claimed operation: %v", ErrUnavailable, err)
-			}
-			return answer(rec, fingerprint)
-		}
-		if err != nil {
-			return Outcome{}, fmt.Errorf("%w: read concurrently claimed operation: %v", ErrUnavailable, err)
-		}
-		rec, err := existing.toRecord()
-		if err != nil {
-			return Outcome{}, err
-		}
-		return answer(rec, fingerprint)
+		return answerTaken(tx, key, fingerprint)
 	}
 
 	// From here on a failure is not a failure: COMMIT may have landed and only
@@ -252,11 +227,63 @@ func (l *Ledger) claimAndWrite(ctx context.Context, key Key, fingerprint, result
 	// would invite a retry under a new ID, i.e. a duplicate.
 	committed = true
 	if err := tx.Commit().Error; err != nil {
-		return Outcome{Record: Record{Key: key, Fingerprint: fingerprint, Status: StatusUnknown}},
-			fmt.Errorf("%w (key %s): %v", ErrOutcomeUnknown, key, err)
+		return outcomeUnknown(key, fingerprint, err)
 	}
 	rec, err := fold.row.toRecord()
 	return Outcome{Record: rec}, err
+}
+
+// newFold is key's claim as a record written complete: nobody sees it
+// before it commits (and a rollback removes it), so there is no pending
+// state to update. Claim's pending record is the exception: it is committed
+// before the side effect it stands for.
+func (l *Ledger) newFold(key Key, fingerprint, resultID string, status Status, inline bool) *Fold {
+	now := time.Now().UTC().Truncate(time.Microsecond) // as stored by PostgreSQL
+	return &Fold{
+		row: record{
+			TenantID: key.Tenant, Action: key.Action, OperationID: key.OperationID.String(), Fingerprint: fingerprint,
+			Status: string(status), ResultID: &resultID, CreatedAt: now, UpdatedAt: now,
+		},
+		lockTimeout: strconv.FormatInt(l.opts.LockTimeout.Milliseconds(), 10),
+		inline:      inline,
+	}
+}
+
+// answerTaken answers a call whose claim did not win: a concurrent call
+// committed the key after our fast-path read, or Prune replaced its record
+// by a tombstone since (the claim refuses a tombstoned key). Read Committed
+// (and SQLite's serialised writers) show db's next statement which.
+func answerTaken(db *gorm.DB, key Key, fingerprint string) (Outcome, error) {
+	var existing record
+	err := db.Where(keyClause(key)).Take(&existing).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		rec, err := findTombstone(db, "tenant_id = ? AND action = ? AND operation_id = ?", key.Tenant, key.Action, key.OperationID.String())
+		if err != nil {
+			return Outcome{}, fmt.Errorf("%w: read concurrently claimed operation: %v", ErrUnavailable, err)
+		}
+		return answer(rec, fingerprint)
+	}
+	if err != nil {
+		return Outcome{}, fmt.Errorf("%w: read concurrently claimed operation: %v", ErrUnavailable, err)
+	}
+	rec, err := existing.toRecord()
+	if err != nil {
+		return Outcome{}, err
+	}
+	return answer(rec, fingerprint)
+}
+
+// inProgress is the answer to a claim that waited its lock timeout for a
+// concurrent holder of key.
+func inProgress(key Key) (Outcome, error) {
+	return Outcome{Record: Record{Key: key, Status: StatusPending}}, fmt.Errorf("%w (key %s)", ErrInProgress, key)
+}
+
+// outcomeUnknown is the answer to a write whose commit was sent and whose
+// reply never came (err says how).
+func outcomeUnknown(key Key, fingerprint string, err error) (Outcome, error) {
+	return Outcome{Record: Record{Key: key, Fingerprint: fingerprint, Status: StatusUnknown}},
+		fmt.Errorf("%w (key %s): %v", ErrOutcomeUnknown, key, err)
 }
 
 // Find returns the tenant's record for operationID under any action, for

@@ -9,9 +9,11 @@ import (
 	"github.com/ticketd/ticketd/internal/dbtest"
 )
 
-// TestCommitReplyLostIs503OutcomeUnknown loses the reply to COMMIT after
-// PostgreSQL applied it: the client must hear "outcome unknown, retry with the
-// same key", never a failure, and the retry must replay the one ticket.
+// TestCommitReplyLostIs503OutcomeUnknown loses the reply to the create's
+// commit after PostgreSQL applied it (the create is one statement outside a
+// transaction, whose reply is its commit's; the title is among its
+// arguments): the client must hear "outcome unknown, retry with the same
+// key", never a failure, and the retry must replay the one ticket.
 func TestCommitReplyLostIs503OutcomeUnknown(t *testing.T) {
 	t.Parallel()
 	d, proxy := dbtest.PostgresViaProxy(t)
@@ -19,7 +21,7 @@ func TestCommitReplyLostIs503OutcomeUnknown(t *testing.T) {
 	write := token(t, tenantA, authn.ScopeWrite)
 	key := newKey()
 
-	fired := proxy.DropReplyAfter(dbtest.PostgresCommit)
+	fired := proxy.DropReplyAfter("Lost reply", dbtest.PostgresStatementEnd)
 	r := do(t, e, req{method: http.MethodPost, path: "/api/v1/tickets", token: write, key: key, body: ticketBody("Lost reply")})
 	<-fired
 	p := wantProblem(t, r, http.StatusServiceUnavailable, "outcome_unknown")

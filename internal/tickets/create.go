@@ -72,7 +72,11 @@ func (s *Service) createLocal(ctx context.Context, w Write, n NewTicket) (_ Crea
 	gate := s.gate(key, fp, reporter, createProposal(id.String(), n))
 	var replayed ticketRow
 	replay := operations.Replay{Join: ticketResult, Into: replayed.columns()}
-	out, err := s.ledger.RunFolded(ctx, key, fp, ticketID.String(), gate, replay, func(tx *gorm.DB, claim *operations.Fold) error {
+	single := func(db *gorm.DB, claim *operations.Fold) (ran bool, err error) {
+		created, ran, err = s.createAlone(db, claim, w, ticketID, eventID, n)
+		return ran, err
+	}
+	out, err := s.ledger.RunAutocommit(ctx, key, fp, ticketID.String(), gate, replay, single, func(tx *gorm.DB, claim *operations.Fold) error {
 		var unsubscribed bool
 		if created, unsubscribed, err = s.insertTicket(tx, claim, tenant, reporter, ticketID, eventID, id, n); err != nil || !claim.Won() {
 			return err
@@ -112,12 +116,48 @@ func (s *Service) createLocal(ctx context.Context, w Write, n NewTicket) (_ Crea
 // Unsubscribed is the outbox's probe as the statement read it
 // (WriteEvent.Unsubscribed; always false on SQLite, where the outbox reads).
 func (s *Service) insertTicket(tx *gorm.DB, claim *operations.Fold, tenant, reporter string, ticketID, eventID, opID uuid.UUID, n NewTicket) (t Ticket, unsubscribed bool, err error) {
+	row, created, err := newTicketRows(tenant, reporter, ticketID, eventID, opID, n)
+	if err != nil {
+		return Ticket{}, false, err
+	}
+	var found bool
+	if tx.Dialector.Name() == "postgres" {
+		found, unsubscribed, err = insertTicketPostgres(tx, s.writeSQL, claim, &row, created)
+		if err == nil {
+			s.noteSubscribed(tenant, !unsubscribed)
+		}
+	} else {
+		found, err = insertTicketSteps(tx, &row, created)
+	}
+	switch {
+	case errors.Is(err, gorm.ErrDuplicatedKey):
+		return Ticket{}, false, errRecordPruned
+	case err != nil:
+		return Ticket{}, false, err
+	case claim != nil && !claim.Won():
+		return Ticket{}, false, nil
+	case !found:
+		return Ticket{}, false, unknownProject(tx, tenant, n.ProjectID)
+	}
+	t, err = row.toTicket()
+	return t, unsubscribed, err
+}
+
+// errRecordPruned: only the unique (tenant, operation_id) index of tickets
+// can refuse a create's insert, so the ticket exists but its operation
+// record is gone (pruned). Creating another would be exactly the duplicate
+// the ledger exists to stop.
+var errRecordPruned = fmt.Errorf("%w: a ticket was already created with this operation ID", operations.ErrExpired)
+
+// newTicketRows are a new ticket and its `created` event as a create
+// writes them.
+func newTicketRows(tenant, reporter string, ticketID, eventID, opID uuid.UUID, n NewTicket) (ticketRow, Event, error) {
 	// PostgreSQL keeps microseconds: the answer to the first call must read
 	// exactly like every later read and replay.
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	labels, err := json.Marshal(n.Labels)
 	if err != nil {
-		return Ticket{}, false, fmt.Errorf("encode labels: %w", err)
+		return ticketRow{}, Event{}, fmt.Errorf("encode labels: %w", err)
 	}
 	opIDText := opID.String()
 	row := ticketRow{
@@ -130,27 +170,7 @@ func (s *Service) insertTicket(tx *gorm.DB, claim *operations.Fold, tenant, repo
 		ID: eventID, TicketID: ticketID, Seq: 1, Version: 1, Kind: EventCreated, Actor: reporter,
 		OperationID: opID, Changes: Changes{}, CreatedAt: now,
 	}
-	var found bool
-	if tx.Dialector.Name() == "postgres" {
-		found, unsubscribed, err = insertTicketPostgres(tx, s.writeSQL, claim, &row, created)
-	} else {
-		found, err = insertTicketSteps(tx, &row, created)
-	}
-	switch {
-	case errors.Is(err, gorm.ErrDuplicatedKey):
-		// Only the unique (tenant, operation_id) index can fire here: the
-		// ticket exists but its operation record is gone (pruned). Creating
-		// another would be exactly the duplicate the ledger exists to stop.
-		return Ticket{}, false, fmt.Errorf("%w: a ticket was already created with this operation ID", operations.ErrExpired)
-	case err != nil:
-		return Ticket{}, false, err
-	case claim != nil && !claim.Won():
-		return Ticket{}, false, nil
-	case !found:
-		return Ticket{}, false, unknownProject(tx, tenant, n.ProjectID)
-	}
-	t, err = row.toTicket()
-	return t, unsubscribed, err
+	return row, created, nil
 }
 
 // insertTicketSteps allocates the number, then inserts the ticket and its
@@ -184,53 +204,14 @@ func insertTicketSteps(tx *gorm.DB, row *ticketRow, created Event) (bool, error)
 	return true, insertEvent(tx, row.TenantID, created)
 }
 
-// createTicketSQL does insertTicketSteps' three statements in one round
-// trip, and with claim the ledger's claim too (operations.ClaimWith): one
-// statement then claims the key and, only when the claim won, takes the
-// number and inserts ticket and event. The number is the next value of the
-// project's own sequence (migrations/postgres/00004_ticket_numbers.sql),
-// which locks nothing until COMMIT, so creates in one project do not queue
-// behind each other (docs/perf.md). The event's foreign key to the ticket is
-// checked at the end of the statement, after both inserts. The one row says
-// whether the claim won, when the project exists the number and key, and
-// what subscribed, the outbox's probe (subscribedSQL), says.
-func createTicketSQL(claim bool, subscribed string) string {
-	with, won := "WITH ", "true"
-	if claim {
-		with, won = "WITH "+operations.ClaimWith+", ", operations.ClaimWon
-	}
-	return with + `p AS MATERIALIZED (
-	SELECT key, nextval(number_seq::regclass) AS number FROM projects
-	WHERE tenant_id = @tenant AND id = @project AND ` + won + `
-), t AS (
-	INSERT INTO "tickets" (id, tenant_id, project_id, number, key, title, description, priority, status, labels,
-		reporter, operation_id, version, created_at, updated_at)
-	SELECT CAST(@id AS uuid), @tenant, @project, p.number, p.key || '-' || p.number, @title, @description,
-		@priority, @status, @labels, @reporter, CAST(@op AS uuid), 1, CAST(@now AS timestamptz), CAST(@now AS timestamptz)
-	FROM p
-	RETURNING id, number, key
-), e AS (
-	INSERT INTO "ticket_events" (id, tenant_id, ticket_id, seq, version, kind, actor, operation_id, changes, created_at)
-	SELECT CAST(@event AS uuid), @tenant, t.id, 1, 1, @kind, @reporter, CAST(@op AS uuid), @changes, CAST(@now AS timestamptz)
-	FROM t
-)
-SELECT ` + won + `, (SELECT number FROM t), (SELECT key FROM t), ` + subscribed
-}
-
 // insertTicketPostgres runs the create statement of st, claiming when claim
 // is inline, and tells claim what came of it. It reports found false when
 // the project does not exist, and unsubscribed as the outbox's probe read.
 func insertTicketPostgres(tx *gorm.DB, st writeStatements, claim *operations.Fold, row *ticketRow, created Event) (found, unsubscribed bool, err error) {
-	changes, err := encodeChanges(created.Changes)
+	args, err := createArgs(row, created)
 	if err != nil {
 		return false, false, err
 	}
-	// Sized for the claim's parameters too, so the map never grows.
-	args := make(map[string]any, 24)
-	args["tenant"], args["project"], args["id"], args["title"] = row.TenantID, row.ProjectID, row.ID, row.Title
-	args["description"], args["priority"], args["status"] = row.Description, row.Priority, row.Status
-	args["labels"], args["reporter"], args["op"], args["now"] = row.Labels, row.Reporter, *row.OperationID, row.CreatedAt
-	args["event"], args["kind"], args["changes"] = created.ID.String(), string(created.Kind), changes
 	query := st.create
 	if claim != nil && claim.Inline() {
 		query = st.createClaiming
@@ -253,6 +234,21 @@ func insertTicketPostgres(tx *gorm.DB, st writeStatements, claim *operations.Fol
 	}
 	row.Number, row.Key = number.Int64, key.String
 	return number.Valid, !subscribed, nil
+}
+
+// createArgs are the create statements' parameters for row and its event,
+// in a map sized for the claim's too, so that it never grows.
+func createArgs(row *ticketRow, created Event) (map[string]any, error) {
+	changes, err := encodeChanges(created.Changes)
+	if err != nil {
+		return nil, err
+	}
+	args := make(map[string]any, 24)
+	args["tenant"], args["project"], args["id"], args["title"] = row.TenantID, row.ProjectID, row.ID, row.Title
+	args["description"], args["priority"], args["status"] = row.Description, row.Priority, row.Status
+	args["labels"], args["reporter"], args["op"], args["now"] = row.Labels, row.Reporter, *row.OperationID, row.CreatedAt
+	args["event"], args["kind"], args["changes"] = created.ID.String(), string(created.Kind), changes
+	return args, nil
 }
 
 // unknownProject builds the invalid-input error for a project the tenant does

@@ -2,6 +2,7 @@ package tickets
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -25,8 +26,15 @@ type Outbox interface {
 // WriteEvent.Unsubscribed, which spares the outbox its own read of the
 // tenant's subscriptions: one round trip fewer per write for the many
 // tenants without webhooks (docs/perf.md).
+//
+// A create with nothing else to commit runs as one statement outside a
+// transaction when the probe says false (createAloneSQL), and then never
+// calls Enqueue: Check is what Enqueue checks of every event, subscribed or
+// not, and that create calls it before its statement, with the event as it
+// stands then (its ticket not yet numbered).
 type SubscriptionProbe interface {
 	SubscribedSQL() string
+	Check(ev WriteEvent) error
 }
 
 // subscribedSQL is the expression a write's statement selects for its
@@ -39,8 +47,22 @@ func subscribedSQL(o Outbox) string {
 	case SubscriptionProbe:
 		return "(" + o.SubscribedSQL() + ")"
 	default:
-		return "true"
+		return subscribedUnknown
 	}
+}
+
+// subscribedUnknown is subscribedSQL for an outbox without a probe.
+const subscribedUnknown = "true"
+
+// checkEvent is what the outbox checks of every event (SubscriptionProbe),
+// for a write that commits without calling Enqueue; nil without a probe.
+func checkEvent(o Outbox, ev WriteEvent) error {
+	if p, ok := o.(SubscriptionProbe); ok {
+		if err := p.Check(ev); err != nil {
+			return fmt.Errorf("%w: check %s event: %v", ErrUnavailable, ev.Kind, err)
+		}
+	}
+	return nil
 }
 
 // WriteEvent is one write's history event as the outbox is handed it: what

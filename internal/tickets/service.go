@@ -77,6 +77,9 @@ type Service struct {
 	// writeSQL is the PostgreSQL write statements that select the outbox's
 	// subscription probe.
 	writeSQL writeStatements
+	// subscribed holds the tenants whose last create found a subscription
+	// (lastSubscribed).
+	subscribed sync.Map
 }
 
 // NewService returns a Service over a migrated database.

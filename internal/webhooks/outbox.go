@@ -27,17 +27,13 @@ type ticketOutbox struct{ s *Service }
 // tenants have none, and the payload (the whole ticket as JSON) would be
 // built for nothing on every write.
 func (o ticketOutbox) Enqueue(tx *gorm.DB, ev tickets.WriteEvent) error {
-	typ, ok := eventTypes[ev.Kind]
-	if !ok {
-		return fmt.Errorf("%w: no event type for a %q write", ErrInvalid, ev.Kind)
-	}
-	// What costs nothing is checked on every write, subscribed or not.
-	if err := (Event{ID: ev.ID, Tenant: ev.Tenant, Type: typ, OccurredAt: ev.At, Data: json.RawMessage("{}")}).validate(); err != nil {
+	if err := o.Check(ev); err != nil {
 		return err
 	}
 	if ev.Unsubscribed {
 		return nil // the write's statement read SubscribedSQL as false
 	}
+	typ := eventTypes[ev.Kind]
 	return o.s.enqueue(tx, ev.Tenant, typ, func() (Event, error) {
 		e, err := ticketEvent(typ, ev)
 		if err != nil {
@@ -45,6 +41,18 @@ func (o ticketOutbox) Enqueue(tx *gorm.DB, ev tickets.WriteEvent) error {
 		}
 		return e, e.validate()
 	})
+}
+
+// Check is what costs nothing to check of an event, on every write,
+// subscribed or not (tickets.SubscriptionProbe): Enqueue checks it first,
+// and a create that commits in the statement that read SubscribedSQL as
+// false, and so never calls Enqueue, calls it before that statement.
+func (ticketOutbox) Check(ev tickets.WriteEvent) error {
+	typ, ok := eventTypes[ev.Kind]
+	if !ok {
+		return fmt.Errorf("%w: no event type for a %q write", ErrInvalid, ev.Kind)
+	}
+	return Event{ID: ev.ID, Tenant: ev.Tenant, Type: typ, OccurredAt: ev.At, Data: json.RawMessage("{}")}.validate()
 }
 
 // SubscribedSQL is whether the tenant has an active subscription, which
