@@ -130,15 +130,17 @@ func rawFirst(tx *gorm.DB, query string, args map[string]any, dest ...any) (foun
 	return found, err
 }
 
+// rowScanner is what scanTicketRows reads: *sql.Rows, and pgx.Rows.
+type rowScanner interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
 // scanTicketRows reads every row of rows (ticketColumns, in order), by
-// hand for the reason scanFirst gives, and closes rows.
-func scanTicketRows(rows *sql.Rows, capacity int) (out []ticketRow, err error) {
-	defer func() {
-		if cerr := rows.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	out = make([]ticketRow, 0, capacity)
+// hand for the reason scanFirst gives; the caller closes rows.
+func scanTicketRows(rows rowScanner, capacity int) ([]ticketRow, error) {
+	out := make([]ticketRow, 0, capacity)
 	for rows.Next() {
 		// Scanned in place: a row scanned into a local escapes (columns
 		// hands out pointers into it) and was then copied into out.
