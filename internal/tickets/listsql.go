@@ -68,6 +68,37 @@ func (f ticketFilter) order() string {
 	return "id DESC"
 }
 
+// walksAnIndex reports whether the list is best read by walking one index
+// in its order, however the rows are spread, so that db.Query may keep the
+// planner to that walk (Statement.InIndexOrder), with statistics or without.
+// It is so when one index holds every filter but the statuses and provides
+// the order: tickets_pkey, or one filter's index ending in id
+// (tickets_tenant_project_id_desc, _assignee_, _unassigned_, _priority_),
+// for the newest first; tickets_tenant_updated_desc, with updated_since
+// its range, for the last updated. The walk reads rows until a page's
+// statuses match, never more than a sort would read from the same index;
+// with a second indexed filter, the parent, words or a label, another
+// index may find the few rows that match, and the planner is left to
+// choose.
+func (f ticketFilter) walksAnIndex() bool {
+	if len(f.words) > 0 || f.label != "" || f.parent != "" {
+		return false
+	}
+	indexed := 0
+	for _, filtered := range []bool{f.projectID != "", f.assignee != "", f.unassigned, f.priority != ""} {
+		if filtered {
+			indexed++
+		}
+	}
+	switch f.sort {
+	case SortCreatedDesc:
+		return indexed <= 1 && f.updatedSince == nil
+	case SortUpdatedDesc:
+		return indexed == 0
+	}
+	return false
+}
+
 // after limits the statement to the rows after pos in the filter's order.
 func (f ticketFilter) after(st *listStatement, pos ticketPosition) {
 	switch {
@@ -179,7 +210,7 @@ func (l ticketLister) fetch(ctx context.Context, pos *ticketPosition, n int) ([]
 	var page []ticketRow
 	var err error
 	if l.postgres {
-		err = db.Query(ctx, l.reads, db.Statement{SQL: st.sql.String(), Args: st.args, Table: "tickets"},
+		err = db.Query(ctx, l.reads, db.Statement{SQL: st.sql.String(), Args: st.args, Table: "tickets", InIndexOrder: l.filter.walksAnIndex()},
 			func(rows pgx.Rows) (err error) {
 				page, err = scanTicketRows(rows, n)
 				return err
