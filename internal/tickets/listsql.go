@@ -99,15 +99,17 @@ func (f ticketFilter) walksAnIndex() bool {
 	return false
 }
 
-// after limits the statement to the rows after pos in the filter's order.
+// after limits the statement to the rows after pos in the filter's order,
+// as one comparison of row values: for the last updated first it is a
+// range of tickets_tenant_updated_desc, where updated_at < $1 OR
+// (updated_at = $1 AND id < $2) was a filter the walk applied to every
+// row before the cursor, so page n read n pages (docs/perf.md).
 func (f ticketFilter) after(st *listStatement, pos ticketPosition) {
 	switch {
 	case f.sort == SortUpdatedDesc && pos.UpdatedAt != nil:
-		at, at2, id := st.arg(*pos.UpdatedAt), st.arg(*pos.UpdatedAt), st.arg(pos.ID)
-		st.and("(updated_at < " + at + " OR (updated_at = " + at2 + " AND id < " + id + "))")
+		st.and("(updated_at, id) < (" + st.arg(*pos.UpdatedAt) + ", " + st.arg(pos.ID) + ")")
 	case f.sort == SortPriorityDesc:
-		rank, rank2, id := st.arg(pos.Rank), st.arg(pos.Rank), st.arg(pos.ID)
-		st.and("(" + priorityRank + " < " + rank + " OR (" + priorityRank + " = " + rank2 + " AND id < " + id + "))")
+		st.and("(" + priorityRank + ", id) < (" + st.arg(pos.Rank) + ", " + st.arg(pos.ID) + ")")
 	default:
 		st.and("id < " + st.arg(pos.ID))
 	}
