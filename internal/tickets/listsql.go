@@ -194,7 +194,7 @@ type ticketLister struct {
 
 func newTicketLister(reads *gorm.DB, postgres bool, tenant string, f ticketFilter) (ticketLister, error) {
 	st := &listStatement{numbered: postgres}
-	st.sql.WriteString("SELECT " + ticketColumns + " FROM tickets")
+	st.sql.WriteString("SELECT " + listColumns + " FROM tickets")
 	if err := f.where(st, tenant, postgres); err != nil {
 		return ticketLister{}, err
 	}

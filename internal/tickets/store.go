@@ -137,15 +137,28 @@ type rowScanner interface {
 	Err() error
 }
 
-// scanTicketRows reads every row of rows (ticketColumns, in order), by
-// hand for the reason scanFirst gives; the caller closes rows.
+// listColumns are the columns of ticketColumns a list reads: what a Ticket
+// and a list's cursor need, not the tenant the list is of, the number (the
+// key carries it) or the operation that created the ticket, which cost a
+// string each per row to scan for nothing.
+const listColumns = "id, project_id, key, title, description, priority, status, labels, reporter, version, assignee, " +
+	"external_id, external_url, created_at, updated_at"
+
+// listed returns scan targets for listColumns, in order.
+func (r *ticketRow) listed() []any {
+	return []any{&r.ID, &r.ProjectID, &r.Key, &r.Title, &r.Description, &r.Priority, &r.Status, &r.Labels, &r.Reporter,
+		&r.Version, &r.Assignee, &r.ExternalID, &r.ExternalURL, &r.CreatedAt, &r.UpdatedAt}
+}
+
+// scanTicketRows reads every row of rows (listColumns, in order), by hand
+// for the reason scanFirst gives; the caller closes rows.
 func scanTicketRows(rows rowScanner, capacity int) ([]ticketRow, error) {
 	out := make([]ticketRow, 0, capacity)
 	for rows.Next() {
 		// Scanned in place: a row scanned into a local escapes (columns
 		// hands out pointers into it) and was then copied into out.
 		out = append(out, ticketRow{})
-		if err := rows.Scan(out[len(out)-1].columns()...); err != nil {
+		if err := rows.Scan(out[len(out)-1].listed()...); err != nil {
 			return nil, err
 		}
 	}
