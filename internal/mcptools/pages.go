@@ -35,13 +35,13 @@ const pageItemsBudget = PageBytes - maxCursor - 64
 // measure once per item in page order and answering a prefix of the items
 // it measured (tickets.ListTicketsParams.Measure).
 type encodedPage[T any] struct {
-	view    func(T) any
+	encode  func(T) ([]byte, error) // an item's JSON as json.Marshal writes it
 	encoded []json.RawMessage
 }
 
 // measure is an item's size in the page: its JSON and the comma after it.
 func (p *encodedPage[T]) measure(item T) (int, error) {
-	b, err := json.Marshal(p.view(item))
+	b, err := p.encode(item)
 	if err != nil {
 		return 0, fmt.Errorf("measure list item: %w", err)
 	}

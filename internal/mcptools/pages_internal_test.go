@@ -28,14 +28,14 @@ func TestListPageJSONIsWhatMarshalWrites(t *testing.T) {
 			CreatedAt: at, UpdatedAt: at.Add(time.Minute)}
 	}
 	titles := []string{"Printer <on fire>", "Ünïcödé & ☃", `quote " and \ back`, "plain"}
-	views := map[string]func(tickets.Ticket) any{
-		"summary": func(t tickets.Ticket) any { return contract.SummaryOf(t) },
-		"full":    func(t tickets.Ticket) any { return contract.FromTicket(t) },
+	encodings := map[string]func(tickets.Ticket) ([]byte, error){
+		"summary": contract.SummaryJSON,
+		"full":    func(t tickets.Ticket) ([]byte, error) { return json.Marshal(contract.FromTicket(t)) },
 	}
-	for name, view := range views {
+	for name, encode := range encodings {
 		for _, n := range []int{0, 1, len(titles)} {
 			for _, cursor := range []string{"", "eyJrIjoiU1VQLTEifQ<&>"} {
-				page := encodedPage[tickets.Ticket]{view: view}
+				page := encodedPage[tickets.Ticket]{encode: encode}
 				for i := range n {
 					if _, err := page.measure(ticket(i, titles[i])); err != nil {
 						t.Fatal(err)

@@ -2,6 +2,7 @@ package mcptools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -294,9 +295,9 @@ var (
 			if err != nil {
 				return ListTicketsOut{}, err
 			}
-			page := encodedPage[tickets.Ticket]{view: func(t tickets.Ticket) any { return contract.SummaryOf(t) }}
+			page := encodedPage[tickets.Ticket]{encode: contract.SummaryJSON}
 			if in.Detail == contract.DetailFull {
-				page.view = func(t tickets.Ticket) any { return contract.FromTicket(t) }
+				page.encode = func(t tickets.Ticket) ([]byte, error) { return json.Marshal(contract.FromTicket(t)) }
 			}
 			listed, err := svc.ListTickets(ctx, c.caller(), tickets.ListTicketsParams{
 				ProjectID: in.ProjectID, Statuses: in.Status.Domain(), Query: in.Query, Assignee: in.Assignee, Label: in.Label,
