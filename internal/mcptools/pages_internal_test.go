@@ -65,7 +65,8 @@ func TestListPageJSONIsWhatMarshalWrites(t *testing.T) {
 	}
 	// Measured items are compact; one that is not shows which path wrote
 	// the page: by hand it stays as it is, json.Marshal would compact it.
-	spaced := ListTicketsOut{Tickets: []any{json.RawMessage(`{"key": "SUP-1"}`)}}
+	item := json.RawMessage(`{"key": "SUP-1"}`)
+	spaced := ListTicketsOut{Tickets: []any{&item}}
 	if got, err := (outcome[ListTicketsOut]{ok: &spaced}).MarshalJSON(); err != nil || string(got) != `{"tickets":[{"key": "SUP-1"}]}` {
 		t.Errorf("outcome of a page = %s, %v; want it written from its items as they are", got, err)
 	}

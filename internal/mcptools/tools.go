@@ -1,6 +1,7 @@
 package mcptools
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -295,7 +296,9 @@ var (
 			if err != nil {
 				return ListTicketsOut{}, err
 			}
-			page := encodedPage[tickets.Ticket]{encode: contract.SummaryJSON}
+			// Room for the page the service measures, which is at most the limit.
+			room := cmp.Or(min(max(in.Limit, 0), tickets.MaxTicketLimit), tickets.DefaultTicketLimit)
+			page := encodedPage[tickets.Ticket]{encode: contract.SummaryJSON, encoded: make([]json.RawMessage, 0, room)}
 			if in.Detail == contract.DetailFull {
 				page.encode = func(t tickets.Ticket) ([]byte, error) { return json.Marshal(contract.FromTicket(t)) }
 			}
