@@ -75,11 +75,11 @@ func (f ticketFilter) order() string {
 // the order: tickets_pkey, or one filter's index ending in id
 // (tickets_tenant_project_id_desc, _assignee_, _unassigned_, _priority_),
 // for the newest first; tickets_tenant_updated_desc, with updated_since
-// its range, for the last updated. The walk reads rows until a page's
-// statuses match, never more than a sort would read from the same index;
-// with a second indexed filter, the parent, words or a label, another
-// index may find the few rows that match, and the planner is left to
-// choose.
+// its range, for the last updated. The walk reads rows until it has a
+// page in the statuses asked for, never more than a sort would read from
+// the same index. With a second indexed filter, updated_since on the
+// newest first, the parent, words or a label, another index may find the
+// few rows that match, and the planner is left to choose.
 func (f ticketFilter) walksAnIndex() bool {
 	if len(f.words) > 0 || f.label != "" || f.parent != "" {
 		return false
