@@ -87,6 +87,18 @@ func TestReadsFallBackToThePrimaryWhenTheStandbyIsDown(t *testing.T) {
 // table.
 func openTestPostgres(tb testing.TB) *DB {
 	tb.Helper()
+	d, err := Open(context.Background(), testPostgresURL(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+// testPostgresURL is the URL of the PostgreSQL server the tests use; a test
+// that needs it is skipped without one.
+func testPostgresURL(tb testing.TB) string {
+	tb.Helper()
 	raw := os.Getenv("TICKETD_TEST_DATABASE_URL")
 	if raw == "" {
 		if os.Getenv("TICKETD_REQUIRE_POSTGRES") != "" {
@@ -94,10 +106,5 @@ func openTestPostgres(tb testing.TB) *DB {
 		}
 		tb.Skip("PostgreSQL tests need TICKETD_TEST_DATABASE_URL (make test sets it)")
 	}
-	d, err := Open(context.Background(), raw)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = d.Close() })
-	return d
+	return raw
 }

@@ -35,13 +35,13 @@ const pageItemsBudget = PageBytes - maxCursor - 64
 // measure once per item in page order and answering a prefix of the items
 // it measured (tickets.ListTicketsParams.Measure).
 type encodedPage[T any] struct {
-	view    func(T) any
+	encode  func(T) ([]byte, error) // an item's JSON as json.Marshal writes it
 	encoded []json.RawMessage
 }
 
 // measure is an item's size in the page: its JSON and the comma after it.
 func (p *encodedPage[T]) measure(item T) (int, error) {
-	b, err := json.Marshal(p.view(item))
+	b, err := p.encode(item)
 	if err != nil {
 		return 0, fmt.Errorf("measure list item: %w", err)
 	}
@@ -49,14 +49,16 @@ func (p *encodedPage[T]) measure(item T) (int, error) {
 	return len(b) + 1, nil
 }
 
-// items returns the JSON of the page's first n items.
+// items returns the JSON of the page's first n items, each as a pointer
+// into the page's own: a json.RawMessage in an interface is a copy of its
+// slice on the heap, one allocation per item.
 func (p *encodedPage[T]) items(n int) ([]any, error) {
 	if n > len(p.encoded) {
 		return nil, fmt.Errorf("list page: %d items but %d measured", n, len(p.encoded))
 	}
 	out := make([]any, n)
-	for i, b := range p.encoded[:n] {
-		out[i] = b
+	for i := range out {
+		out[i] = &p.encoded[i]
 	}
 	return out, nil
 }
@@ -71,18 +73,18 @@ func (out ListTicketsOut) pageJSON() ([]byte, bool) {
 	}
 	size := len(`{"tickets":[],"next_cursor":""}`) + len(out.NextCursor)
 	for _, item := range out.Tickets {
-		raw, ok := item.(json.RawMessage)
+		raw, ok := item.(*json.RawMessage)
 		if !ok {
 			return nil, false
 		}
-		size += len(raw) + 1
+		size += len(*raw) + 1
 	}
 	b := append(make([]byte, 0, size), `{"tickets":[`...)
 	for i, item := range out.Tickets {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, item.(json.RawMessage)...)
+		b = append(b, *item.(*json.RawMessage)...)
 	}
 	b = append(b, ']')
 	if out.NextCursor != "" {

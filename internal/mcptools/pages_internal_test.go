@@ -28,14 +28,14 @@ func TestListPageJSONIsWhatMarshalWrites(t *testing.T) {
 			CreatedAt: at, UpdatedAt: at.Add(time.Minute)}
 	}
 	titles := []string{"Printer <on fire>", "Ünïcödé & ☃", `quote " and \ back`, "plain"}
-	views := map[string]func(tickets.Ticket) any{
-		"summary": func(t tickets.Ticket) any { return contract.SummaryOf(t) },
-		"full":    func(t tickets.Ticket) any { return contract.FromTicket(t) },
+	encodings := map[string]func(tickets.Ticket) ([]byte, error){
+		"summary": contract.SummaryJSON,
+		"full":    func(t tickets.Ticket) ([]byte, error) { return json.Marshal(contract.FromTicket(t)) },
 	}
-	for name, view := range views {
+	for name, encode := range encodings {
 		for _, n := range []int{0, 1, len(titles)} {
 			for _, cursor := range []string{"", "eyJrIjoiU1VQLTEifQ<&>"} {
-				page := encodedPage[tickets.Ticket]{view: view}
+				page := encodedPage[tickets.Ticket]{encode: encode}
 				for i := range n {
 					if _, err := page.measure(ticket(i, titles[i])); err != nil {
 						t.Fatal(err)
@@ -65,7 +65,8 @@ func TestListPageJSONIsWhatMarshalWrites(t *testing.T) {
 	}
 	// Measured items are compact; one that is not shows which path wrote
 	// the page: by hand it stays as it is, json.Marshal would compact it.
-	spaced := ListTicketsOut{Tickets: []any{json.RawMessage(`{"key": "SUP-1"}`)}}
+	item := json.RawMessage(`{"key": "SUP-1"}`)
+	spaced := ListTicketsOut{Tickets: []any{&item}}
 	if got, err := (outcome[ListTicketsOut]{ok: &spaced}).MarshalJSON(); err != nil || string(got) != `{"tickets":[{"key": "SUP-1"}]}` {
 		t.Errorf("outcome of a page = %s, %v; want it written from its items as they are", got, err)
 	}

@@ -1,7 +1,9 @@
 package mcptools
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -295,9 +297,11 @@ var (
 			if err != nil {
 				return ListTicketsOut{}, err
 			}
-			page := encodedPage[tickets.Ticket]{view: func(t tickets.Ticket) any { return contract.SummaryOf(t) }}
+			// Room for the page the service measures, which is at most the limit.
+			room := cmp.Or(min(max(in.Limit, 0), tickets.MaxTicketLimit), tickets.DefaultTicketLimit)
+			page := encodedPage[tickets.Ticket]{encode: contract.SummaryJSON, encoded: make([]json.RawMessage, 0, room)}
 			if in.Detail == contract.DetailFull {
-				page.view = func(t tickets.Ticket) any { return contract.FromTicket(t) }
+				page.encode = func(t tickets.Ticket) ([]byte, error) { return json.Marshal(contract.FromTicket(t)) }
 			}
 			listed, err := svc.ListTickets(ctx, c.caller(), tickets.ListTicketsParams{
 				ProjectID: in.ProjectID, Statuses: in.Status.Domain(), Query: in.Query, Assignee: in.Assignee, Label: in.Label,

@@ -3,15 +3,12 @@ package tickets
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"gorm.io/gorm"
 )
 
 // Limits on search input.
@@ -184,108 +181,6 @@ func (f ticketFilter) scope(tenant string) string {
 		fmt.Sprint(f.unassigned), f.label, string(f.priority), since, string(f.sort), f.parent}, f.words...), "\x00")
 }
 
-// priorityRank orders priorities for SortPriorityDesc, in SQL both
-// dialects run.
-const priorityRank = "(CASE priority WHEN 'urgent' THEN 4 WHEN 'high' THEN 3 WHEN 'normal' THEN 2 ELSE 1 END)"
-
-// rankOf is priorityRank in Go, for the cursor.
-func rankOf(p string) int {
-	switch Priority(p) {
-	case PriorityUrgent:
-		return 4
-	case PriorityHigh:
-		return 3
-	case PriorityNormal:
-		return 2
-	}
-	return 1
-}
-
-// order returns the ORDER BY of the filter's sort.
-func (f ticketFilter) order() string {
-	switch f.sort {
-	case SortUpdatedDesc:
-		return "updated_at DESC, id DESC"
-	case SortPriorityDesc:
-		return priorityRank + " DESC, id DESC"
-	}
-	// UUIDv7 ids sort in creation order, so id is the whole keyset.
-	return "id DESC"
-}
-
-// after limits q to the rows after pos in the filter's order.
-func (f ticketFilter) after(q *gorm.DB, pos ticketPosition) *gorm.DB {
-	switch {
-	case f.sort == SortUpdatedDesc && pos.UpdatedAt != nil:
-		return q.Where("(updated_at < ? OR (updated_at = ? AND id < ?))", *pos.UpdatedAt, *pos.UpdatedAt, pos.ID)
-	case f.sort == SortPriorityDesc:
-		return q.Where("("+priorityRank+" < ? OR ("+priorityRank+" = ? AND id < ?))", pos.Rank, pos.Rank, pos.ID)
-	}
-	return q.Where("id < ?", pos.ID)
-}
-
-// position is where a page that ends with r ends, in the filter's order.
-func (f ticketFilter) position(r ticketRow) ticketPosition {
-	pos := ticketPosition{ID: r.ID}
-	switch f.sort {
-	case SortUpdatedDesc:
-		t := r.UpdatedAt.UTC()
-		pos.UpdatedAt = &t
-	case SortPriorityDesc:
-		pos.Rank = rankOf(r.Priority)
-	}
-	return pos
-}
-
-// apply adds the filter's conditions to q.
-func (f ticketFilter) apply(q *gorm.DB, postgres bool) (*gorm.DB, error) {
-	if f.projectID != "" {
-		q = q.Where("project_id = ?", f.projectID)
-	}
-	if f.parent != "" {
-		q = q.Where("parent_id = ?", f.parent)
-	}
-	if len(f.statuses) > 0 {
-		q = q.Where("status IN ?", f.statuses)
-	}
-	switch {
-	case f.unassigned:
-		q = q.Where("assignee IS NULL")
-	case f.assignee != "":
-		q = q.Where("assignee = ?", f.assignee)
-	}
-	if f.updatedSince != nil {
-		q = q.Where("updated_at >= ?", *f.updatedSince)
-	}
-	if f.priority != "" {
-		q = q.Where("priority = ?", string(f.priority))
-	}
-	if f.label != "" {
-		if postgres {
-			contains, err := json.Marshal([]string{f.label})
-			if err != nil {
-				return nil, fmt.Errorf("encode label filter: %w", err)
-			}
-			q = q.Where("labels::jsonb @> ?::jsonb", string(contains))
-		} else {
-			q = q.Where("EXISTS (SELECT 1 FROM json_each(tickets.labels) WHERE json_each.value = ?)", f.label)
-		}
-	}
-	if len(f.words) > 0 {
-		if postgres {
-			// The words are letters and digits only: plainto_tsquery ANDs them.
-			q = q.Where("search @@ plainto_tsquery('simple', ?)", strings.Join(f.words, " "))
-		} else {
-			quoted := make([]string, len(f.words))
-			for i, w := range f.words {
-				quoted[i] = `"` + w + `"` // FTS5 strings; implicit AND
-			}
-			q = q.Where("tickets.rowid IN (SELECT rowid FROM tickets_fts WHERE tickets_fts MATCH ?)", strings.Join(quoted, " "))
-		}
-	}
-	return q, nil
-}
-
 // ListTickets returns the tenant's tickets in the order p.Sort names, a
 // page at a time; a page also ends early at p.MaxBytes (MaxPageBytes if
 // unset). Cursors are bound to the tenant, the filters and the order.
@@ -317,26 +212,17 @@ func (s *Service) ListTickets(ctx context.Context, c Caller, p ListTicketsParams
 			return TicketPage{}, invalidField("cursor", "not a cursor issued for this list; start again without one")
 		}
 	}
-	base, err := f.apply(s.reads.WithContext(ctx).Model(&ticketRow{}).Select(ticketColumns).Where("tenant_id = ?", tenant), s.db.Dialector.Name() == "postgres")
+	lister, err := newTicketLister(s.reads, s.db.Dialector.Name() == "postgres", tenant, f)
 	if err != nil {
 		return TicketPage{}, err
 	}
 	fetch := func(after *ticketRow, n int) ([]ticketRow, error) {
-		q := base.Session(&gorm.Session{})
-		switch {
-		case after != nil:
-			q = f.after(q, f.position(*after))
-		case start != nil:
-			q = f.after(q, *start)
+		pos := start
+		if after != nil {
+			at := f.position(*after)
+			pos = &at
 		}
-		rows, err := q.Order(f.order()).Limit(n).Rows()
-		if err == nil {
-			var page []ticketRow
-			if page, err = scanTicketRows(rows, n); err == nil {
-				return page, nil
-			}
-		}
-		return nil, fmt.Errorf("%w: list tickets: %v", ErrUnavailable, err)
+		return lister.fetch(ctx, pos, n)
 	}
 	maxBytes, measure := cmp.Or(p.MaxBytes, MaxPageBytes), p.Measure
 	if measure == nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -130,20 +131,35 @@ func rawFirst(tx *gorm.DB, query string, args map[string]any, dest ...any) (foun
 	return found, err
 }
 
-// scanTicketRows reads every row of rows (ticketColumns, in order), by
-// hand for the reason scanFirst gives, and closes rows.
-func scanTicketRows(rows *sql.Rows, capacity int) (out []ticketRow, err error) {
-	defer func() {
-		if cerr := rows.Close(); err == nil {
-			err = cerr
-		}
-	}()
-	out = make([]ticketRow, 0, capacity)
+// rowScanner is what scanTicketRows reads: *sql.Rows, and pgx.Rows.
+type rowScanner interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// listColumns are the columns of ticketColumns a list reads: what a Ticket
+// and a list's cursor need, not the tenant the list is of, the number (the
+// key carries it) or the operation that created the ticket, which cost a
+// string each per row to scan for nothing.
+const listColumns = "id, project_id, key, title, description, priority, status, labels, reporter, version, assignee, " +
+	"external_id, external_url, created_at, updated_at"
+
+// listed returns scan targets for listColumns, in order.
+func (r *ticketRow) listed() []any {
+	return []any{&r.ID, &r.ProjectID, &r.Key, &r.Title, &r.Description, &r.Priority, &r.Status, &r.Labels, &r.Reporter,
+		&r.Version, &r.Assignee, &r.ExternalID, &r.ExternalURL, &r.CreatedAt, &r.UpdatedAt}
+}
+
+// scanTicketRows reads every row of rows (listColumns, in order), by hand
+// for the reason scanFirst gives; the caller closes rows.
+func scanTicketRows(rows rowScanner, capacity int) ([]ticketRow, error) {
+	out := make([]ticketRow, 0, capacity)
 	for rows.Next() {
 		// Scanned in place: a row scanned into a local escapes (columns
 		// hands out pointers into it) and was then copied into out.
 		out = append(out, ticketRow{})
-		if err := rows.Scan(out[len(out)-1].columns()...); err != nil {
+		if err := rows.Scan(out[len(out)-1].listed()...); err != nil {
 			return nil, err
 		}
 	}
@@ -155,8 +171,8 @@ func (r ticketRow) toTicket() (Ticket, error) {
 	if err != nil {
 		return Ticket{}, fmt.Errorf("ticket row %q: bad id: %w", r.ID, err)
 	}
-	labels := []string{}
-	if err := json.Unmarshal([]byte(r.Labels), &labels); err != nil {
+	labels, err := decodeLabels(r.Labels)
+	if err != nil {
 		return Ticket{}, fmt.Errorf("ticket row %s: bad labels: %w", r.ID, err)
 	}
 	assignee := ""
@@ -170,4 +186,51 @@ func (r ticketRow) toTicket() (Ticket, error) {
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
 		ExternalID: deref(r.ExternalID), ExternalURL: deref(r.ExternalURL),
 	}, nil
+}
+
+// decodeLabels reads a labels column, the JSON array of strings ticketd
+// writes, as json.Unmarshal reads it into a non-nil []string. An array as
+// json.Marshal writes plain labels ([], ["a","b"]: no escapes) is sliced
+// out of raw rather than decoded: json.Unmarshal's reflection and a copy of
+// each label were a fifth of a list page's allocations (docs/perf.md).
+// Anything else (an escape, a space, invalid UTF-8) goes to json.Unmarshal.
+func decodeLabels(raw string) ([]string, error) {
+	if labels, ok := plainLabels(raw); ok {
+		return labels, nil
+	}
+	labels := []string{}
+	if err := json.Unmarshal([]byte(raw), &labels); err != nil {
+		return nil, err
+	}
+	return labels, nil
+}
+
+// plainLabels splits ["a","b"], written without spaces, escapes or control
+// characters, into its valid UTF-8 strings; ok is false for anything else.
+func plainLabels(raw string) (labels []string, ok bool) {
+	inner, open := strings.CutPrefix(raw, "[")
+	inner, closed := strings.CutSuffix(inner, "]")
+	if !open || !closed {
+		return nil, false
+	}
+	labels = make([]string, 0, strings.Count(inner, `"`)/2)
+	for inner != "" {
+		rest, quoted := strings.CutPrefix(inner, `"`)
+		end := strings.IndexByte(rest, '"')
+		if !quoted || end < 0 {
+			return nil, false
+		}
+		label := rest[:end]
+		if strings.ContainsFunc(label, func(r rune) bool { return r == '\\' || r < 0x20 || r == utf8.RuneError }) {
+			return nil, false
+		}
+		labels, inner = append(labels, label), rest[end+1:]
+		if inner != "" {
+			var comma bool
+			if inner, comma = strings.CutPrefix(inner, ","); !comma || inner == "" {
+				return nil, false
+			}
+		}
+	}
+	return labels, true
 }

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -23,6 +24,23 @@ func Ledger(ctx context.Context, action string) (context.Context, trace.Span) {
 	return tracer(ctx).Start(ctx, "ledger "+action,
 		trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(attribute.String("ticketd.action", action)),
+	)
+}
+
+// Statement starts the span of one PostgreSQL statement ticketd sends
+// without GORM (observe.TraceGORM traces GORM's), as that plugin names and
+// describes its own: a client span "<operation> <table>" under the span in
+// ctx, carrying the statement's text with its placeholders, never its
+// arguments. Outside a recording span it starts none, as that plugin does
+// not, and returns ctx with a span whose End does nothing.
+func Statement(ctx context.Context, operation, table, query string) (context.Context, trace.Span) {
+	if !trace.SpanFromContext(ctx).IsRecording() {
+		return ctx, trace.SpanFromContext(context.Background())
+	}
+	return tracer(ctx).Start(ctx, operation+" "+table,
+		trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(semconv.DBSystemNamePostgreSQL, semconv.DBQueryText(query),
+			semconv.DBOperationName(operation), semconv.DBCollectionName(table)),
 	)
 }
 

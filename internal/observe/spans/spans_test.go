@@ -54,3 +54,41 @@ func TestLedgerWithoutTracingIsANoOp(t *testing.T) {
 	}
 	spans.End(span, nil)
 }
+
+func TestStatementIsAClientSpanWithoutArguments(t *testing.T) {
+	t.Parallel()
+	exporter := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+
+	ctx, request := tp.Tracer("test").Start(context.Background(), "request")
+	_, statement := spans.Statement(ctx, "SELECT", "tickets", "SELECT id FROM tickets WHERE tenant_id = $1")
+	spans.End(statement, nil)
+	request.End()
+
+	got := exporter.GetSpans()
+	if len(got) != 2 {
+		t.Fatalf("%d spans, want the request and its statement", len(got))
+	}
+	s := got[0]
+	if s.Name != "SELECT tickets" || s.SpanKind != trace.SpanKindClient || s.Parent.SpanID() != request.SpanContext().SpanID() {
+		t.Errorf("span %q (%v) under %v, want the client span \"SELECT tickets\" under the request", s.Name, s.SpanKind, s.Parent.SpanID())
+	}
+	want := attribute.String("db.query.text", "SELECT id FROM tickets WHERE tenant_id = $1")
+	found := false
+	for _, a := range s.Attributes {
+		found = found || a == want
+	}
+	if !found {
+		t.Errorf("attributes %v lack %v", s.Attributes, want)
+	}
+}
+
+func TestStatementOutsideATraceStartsNoSpan(t *testing.T) {
+	t.Parallel()
+	ctx, span := spans.Statement(context.Background(), "SELECT", "tickets", "SELECT 1")
+	if span.IsRecording() || trace.SpanFromContext(ctx).SpanContext().IsValid() {
+		t.Error("a statement outside any trace started a span")
+	}
+	spans.End(span, nil)
+}

@@ -1,0 +1,106 @@
+package db
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+	"gorm.io/gorm"
+
+	"github.com/ticketd/ticketd/internal/observe/spans"
+)
+
+// Statement is one PostgreSQL SELECT for Query.
+type Statement struct {
+	SQL   string // with $1, $2, … placeholders
+	Args  []any
+	Table string // the table it reads, for its span's name
+	// InIndexOrder plans the statement with sorting off, so its rows come
+	// in the order of an index that provides its ORDER BY. It is for a
+	// keyset page: on tables never analysed the planner takes an equality
+	// to match 0.5 % of the rows (for one tenant's rows, about a page at a
+	// few thousand tickets), so reading them all, by a bitmap scan or by any
+	// index that starts with the tenant, and sorting them looks as cheap as
+	// walking the index for a page, and it goes on doing so however large
+	// the tenant has grown (docs/perf.md). Without a sort the walk is the
+	// plan, with statistics or without. Set it only when every filter the
+	// statement has is either the walked index's or one the walk applies
+	// to the rows it reads (a sort of a more selective index's rows would
+	// read fewer).
+	InIndexOrder bool
+}
+
+// inIndexOrder is the setting InIndexOrder sends, local to the implicit
+// transaction the statement runs in so it ends with it: a full sort or an
+// incremental one (an index's order completed by sorting each group).
+const inIndexOrder = "SELECT set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true)"
+
+// Query runs st on a connection of g's pool (for Replica.Reads, the standby
+// or the primary as for any read) and passes its rows to scan, which must
+// not keep them. A planner setting travels in the same round trip, before
+// the statement and in the one implicit transaction that ends at the
+// pipeline's Sync, so it never reaches another statement.
+//
+// Query is for a hot read that GORM would cost more than it does: it
+// builds no statement, and pgx scans the rows without database/sql's
+// conversions. Its span is the one observe.TraceGORM gives a GORM query.
+func Query(ctx context.Context, g *gorm.DB, st Statement, scan func(pgx.Rows) error) (err error) {
+	pool, err := poolOf(ctx, g)
+	if err != nil {
+		return err
+	}
+	ctx, span := spans.Statement(ctx, "SELECT", st.Table, st.SQL)
+	defer func() { spans.End(span, err) }()
+	conn, err := pool.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("query %s: %w", st.Table, err)
+	}
+	defer func() { err = errors.Join(err, conn.Close()) }()
+	return conn.Raw(func(driverConn any) error {
+		c, ok := driverConn.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("query %s: %T is not a pgx connection", st.Table, driverConn)
+		}
+		batch := &pgx.Batch{}
+		if st.InIndexOrder {
+			batch.Queue(inIndexOrder)
+		}
+		batch.Queue(st.SQL, st.Args...)
+		results := c.Conn().SendBatch(ctx, batch)
+		return errors.Join(readResults(results, st.InIndexOrder, scan), results.Close())
+	})
+}
+
+// readResults reads the setting's result, if one was sent, then passes the
+// statement's rows to scan.
+func readResults(results pgx.BatchResults, setting bool, scan func(pgx.Rows) error) error {
+	if setting {
+		if _, err := results.Exec(); err != nil {
+			return fmt.Errorf("planner setting: %w", err)
+		}
+	}
+	rows, err := results.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	if err := scan(rows); err != nil {
+		return err
+	}
+	rows.Close()
+	return rows.Err()
+}
+
+// poolOf is the pool g's statements run on.
+func poolOf(ctx context.Context, g *gorm.DB) (*sql.DB, error) {
+	switch pool := g.Statement.ConnPool.(type) {
+	case *sql.DB:
+		return pool, nil
+	case *routingPool:
+		return pool.pick(ctx), nil
+	}
+	return nil, fmt.Errorf("query: %T is not a connection pool", g.Statement.ConnPool)
+}
