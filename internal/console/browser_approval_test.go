@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/links"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -101,7 +102,7 @@ func TestBrowserApproval(t *testing.T) {
 	key := created.Tickets[0].Key
 
 	// Links, both ends, and the assignee picker, on the ticket page.
-	b.do(chromedp.SetValue(chromedp.CSS("#link-kind"), string(tickets.LinkBlocks)),
+	b.do(chromedp.SetValue(chromedp.CSS("#link-kind"), string(links.Blocks)),
 		chromedp.SetValue(chromedp.CSS("#link-target"), "SUP-2"))
 	b.submit(chromedp.Click(chromedp.CSS(`#link-form button[type="submit"]`)))
 	if n := b.text(".notice"); n != "Link added." {

@@ -3,6 +3,7 @@ package console
 import (
 	"net/http"
 
+	"github.com/ticketd/ticketd/internal/links"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -15,14 +16,14 @@ type linkForm struct {
 // the key its remove button submits: one form each, so removing one link
 // twice (a double click, a resubmit) is one change.
 type linkView struct {
-	tickets.Link
+	links.Link
 	RemoveID string
 }
 
 // linkViews renders the links with a fresh key for each remove form.
-func linkViews(links []tickets.Link) []linkView {
-	out := make([]linkView, len(links))
-	for i, l := range links {
+func linkViews(all []links.Link) []linkView {
+	out := make([]linkView, len(all))
+	for i, l := range all {
 		out[i] = linkView{Link: l, RemoveID: newOperationID()}
 	}
 	return out
@@ -38,7 +39,7 @@ func (c *console) linkTicket(w http.ResponseWriter, r *http.Request, req *reques
 	id, err := operationID(f.OperationID)
 	if err == nil {
 		res, err = c.svc.LinkTickets(r.Context(), req.caller(), id, tickets.LinkChange{
-			Ticket: r.PathValue("ref"), Kind: tickets.LinkKind(f.Kind), Target: f.Target, Remove: remove})
+			Ticket: r.PathValue("ref"), Kind: links.Kind(f.Kind), Target: f.Target, Remove: remove})
 	}
 	if err != nil {
 		p, status := c.problemOf(r, err)

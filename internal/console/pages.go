@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/links"
 	"github.com/ticketd/ticketd/internal/people"
 	"github.com/ticketd/ticketd/internal/subtasks"
 	"github.com/ticketd/ticketd/internal/tickets"
@@ -220,7 +221,7 @@ type ticketData struct {
 	// Links are the ticket's links, both ends' (each read from this end),
 	// and Link the form that adds one.
 	Links     []linkView
-	LinkKinds []tickets.LinkKind
+	LinkKinds []links.Kind
 	Link      linkForm
 	// People is the tenant directory, the assignee picker's choices.
 	People []people.User
@@ -247,7 +248,7 @@ func (c *console) loadTicket(r *http.Request, req *request, ref string) (ticketD
 	if err != nil {
 		return ticketData{}, err
 	}
-	links, err := c.svc.TicketLinks(ctx, tenant, t.ID)
+	ticketLinks, err := c.svc.TicketLinks(ctx, tenant, t.ID)
 	if err != nil {
 		return ticketData{}, err
 	}
@@ -267,8 +268,8 @@ func (c *console) loadTicket(r *http.Request, req *request, ref string) (ticketD
 		Status:  statusForm{OperationID: newOperationID(), IfVersion: t.Version},
 		Assign:  assignForm{OperationID: newOperationID(), IfVersion: t.Version, Assignee: t.Assignee},
 		Comment: commentForm{OperationID: newOperationID()},
-		Links:   linkViews(links), LinkKinds: tickets.LinkKinds, People: people,
-		Link:   linkForm{OperationID: newOperationID(), Kind: string(tickets.LinkBlocks)},
+		Links:   linkViews(ticketLinks), LinkKinds: links.Kinds, People: people,
+		Link:   linkForm{OperationID: newOperationID(), Kind: string(links.Blocks)},
 		Parent: parent, Children: children,
 	}
 	base := "/console/tickets/" + url.PathEscape(t.Key)

@@ -3,7 +3,7 @@ package contract
 import (
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/ticketd/ticketd/internal/tickets"
+	"github.com/ticketd/ticketd/internal/links"
 )
 
 // Link is one of a ticket's links as get_ticket shows it: how this ticket
@@ -15,9 +15,9 @@ type Link struct {
 }
 
 // FromLinks converts a ticket's links; never nil.
-func FromLinks(links []tickets.Link) []Link {
-	out := make([]Link, len(links))
-	for i, l := range links {
+func FromLinks(all []links.Link) []Link {
+	out := make([]Link, len(all))
+	for i, l := range all {
 		out[i] = Link{Link: string(l.Kind), ID: l.TicketID.String(), Key: l.Key}
 	}
 	return out
@@ -34,7 +34,7 @@ type LinkFields struct {
 // LinkFieldsSchema is LinkFields' JSON Schema.
 func LinkFieldsSchema() *jsonschema.Schema {
 	s := Infer[LinkFields]()
-	s.Properties["link"].Enum = StringEnum(tickets.LinkKinds...)
+	s.Properties["link"].Enum = StringEnum(links.Kinds...)
 	return s
 }
 
@@ -46,6 +46,6 @@ type LinkList struct {
 // LinkListSchema is LinkList's JSON Schema.
 func LinkListSchema() *jsonschema.Schema {
 	s := Infer[LinkList]()
-	s.Properties["links"].Items.Properties["link"].Enum = StringEnum(tickets.LinkKinds...)
+	s.Properties["links"].Items.Properties["link"].Enum = StringEnum(links.Kinds...)
 	return s
 }

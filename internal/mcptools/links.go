@@ -7,6 +7,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/contract"
+	"github.com/ticketd/ticketd/internal/links"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
@@ -46,15 +47,15 @@ var linkTickets = newTool(spec[LinkTicketsIn, LinkTicketsOut]{
 		p["operation_id"].Pattern = operationIDPattern
 		p["id"].MinLength, p["id"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(maxTicketRef)
 		p["target"].MinLength, p["target"].MaxLength = jsonschema.Ptr(1), jsonschema.Ptr(maxTicketRef)
-		p["link"].Enum = stringEnum(tickets.LinkKinds...)
+		p["link"].Enum = stringEnum(links.Kinds...)
 	},
 	output: func(s *jsonschema.Schema) {
 		s.Properties["status"] = succeeded()
-		s.Properties["links"].Items.Properties["link"].Enum = stringEnum(tickets.LinkKinds...)
+		s.Properties["links"].Items.Properties["link"].Enum = stringEnum(links.Kinds...)
 	},
 	handle: func(ctx context.Context, svc *tickets.Service, c call, in LinkTicketsIn) (LinkTicketsOut, error) {
 		res, err := svc.LinkTickets(ctx, c.caller(), c.operationID, tickets.LinkChange{
-			Ticket: in.ID, Kind: tickets.LinkKind(in.Link), Target: in.Target, Remove: in.Remove,
+			Ticket: in.ID, Kind: links.Kind(in.Link), Target: in.Target, Remove: in.Remove,
 		})
 		if err != nil {
 			return LinkTicketsOut{}, err

@@ -14,6 +14,7 @@ import (
 	"github.com/ticketd/ticketd/internal/authn"
 	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/errcode"
+	"github.com/ticketd/ticketd/internal/links"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
@@ -247,7 +248,7 @@ var (
 		},
 		output: func(s *jsonschema.Schema) {
 			s.Properties["ticket"] = ref(defTicket)
-			s.Properties["links"].Items.Properties["link"].Enum = stringEnum(tickets.LinkKinds...)
+			s.Properties["links"].Items.Properties["link"].Enum = stringEnum(links.Kinds...)
 			s.Properties["parent"] = contract.Nullable(s.Properties["parent"])
 		},
 		handle: func(ctx context.Context, svc *tickets.Service, c call, in GetTicketIn) (GetTicketOut, error) {
@@ -258,7 +259,7 @@ var (
 			if err != nil {
 				return GetTicketOut{}, err
 			}
-			links, err := svc.TicketLinks(ctx, c.principal.Tenant, tk.ID)
+			ticketLinks, err := svc.TicketLinks(ctx, c.principal.Tenant, tk.ID)
 			if err != nil {
 				return GetTicketOut{}, err
 			}
@@ -266,7 +267,7 @@ var (
 			if err != nil {
 				return GetTicketOut{}, err
 			}
-			out := GetTicketOut{Ticket: contract.FromTicket(tk), Links: contract.FromLinks(links)}
+			out := GetTicketOut{Ticket: contract.FromTicket(tk), Links: contract.FromLinks(ticketLinks)}
 			out.Parent, out.Children = contract.FromFamily(parent, children)
 			return out, nil
 		},

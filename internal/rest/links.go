@@ -6,6 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/ticketd/ticketd/internal/contract"
+	"github.com/ticketd/ticketd/internal/links"
 	"github.com/ticketd/ticketd/internal/tickets"
 )
 
@@ -25,7 +26,7 @@ func (a *api) linkTickets(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := a.svc.LinkTickets(r.Context(), caller(r), id, tickets.LinkChange{
-		Ticket: chi.URLParam(r, "id_or_key"), Kind: tickets.LinkKind(body.Link), Target: body.Target, Remove: body.Remove,
+		Ticket: chi.URLParam(r, "id_or_key"), Kind: links.Kind(body.Link), Target: body.Target, Remove: body.Remove,
 	})
 	if err != nil {
 		fail(w, r, err, key)
@@ -45,10 +46,10 @@ func (a *api) listLinks(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err, "")
 		return
 	}
-	links, err := a.svc.TicketLinks(r.Context(), tenant, t.ID)
+	ticketLinks, err := a.svc.TicketLinks(r.Context(), tenant, t.ID)
 	if err != nil {
 		fail(w, r, err, "")
 		return
 	}
-	writeJSON(w, http.StatusOK, contract.LinkList{Links: contract.FromLinks(links)})
+	writeJSON(w, http.StatusOK, contract.LinkList{Links: contract.FromLinks(ticketLinks)})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"github.com/ticketd/ticketd/internal/links"
 	"github.com/ticketd/ticketd/internal/operations"
 )
 
@@ -25,45 +26,11 @@ const (
 	EventUnlinked EventKind = "unlinked"
 )
 
-// MaxLinks bounds the links one ticket holds, so that get_ticket's list of
-// them stays bounded.
-const MaxLinks = 100
-
-// LinkKind is how a ticket relates to another, read from the ticket's end.
-type LinkKind string
-
-// The link kinds; each end of a link reads the other's inverse.
-const (
-	LinkBlocks       LinkKind = "blocks"
-	LinkBlockedBy    LinkKind = "blocked_by"
-	LinkRelatesTo    LinkKind = "relates_to"
-	LinkDuplicates   LinkKind = "duplicates"
-	LinkDuplicatedBy LinkKind = "duplicated_by"
-)
-
-// LinkKinds lists every link kind, in the order the contract documents them.
-var LinkKinds = []LinkKind{LinkBlocks, LinkBlockedBy, LinkRelatesTo, LinkDuplicates, LinkDuplicatedBy}
-
-var inverseLinks = map[LinkKind]LinkKind{
-	LinkBlocks: LinkBlockedBy, LinkBlockedBy: LinkBlocks, LinkRelatesTo: LinkRelatesTo,
-	LinkDuplicates: LinkDuplicatedBy, LinkDuplicatedBy: LinkDuplicates,
-}
-
-// Inverse is the kind the other end of a link reads.
-func (k LinkKind) Inverse() LinkKind { return inverseLinks[k] }
-
-// Link is one of a ticket's links: how it relates to the other ticket.
-type Link struct {
-	Kind     LinkKind
-	TicketID uuid.UUID
-	Key      string
-}
-
 // LinkChange is the caller's intent for link_tickets: ticket Ticket is
 // Kind of Target (both a UUID or a key), or no longer is when Remove.
 type LinkChange struct {
 	Ticket string
-	Kind   LinkKind
+	Kind   links.Kind
 	Target string
 	Remove bool
 }
@@ -73,36 +40,21 @@ type LinkResult struct {
 	OperationID uuid.UUID
 	// Ticket is the ticket the call named and Links its links as they are now.
 	Ticket Ticket
-	Links  []Link
+	Links  []links.Link
 	// Changed says the operation added or removed the link; false when it
 	// was already as asked.
 	Changed  bool
 	Replayed bool
 }
 
-// storedLink is the one row a link is kept as: blocked_by and duplicated_by
-// turned round, relates_to from the smaller ID, so either end's call finds
-// the same row.
-func storedLink(kind LinkKind, from, to uuid.UUID) (LinkKind, uuid.UUID, uuid.UUID) {
-	switch kind {
-	case LinkBlockedBy, LinkDuplicatedBy:
-		return kind.Inverse(), to, from
-	case LinkRelatesTo:
-		if strings.Compare(to.String(), from.String()) < 0 {
-			return kind, to, from
-		}
-	}
-	return kind, from, to
-}
-
 // linkFingerprint identifies a link_tickets intent: both resolved tickets,
 // the kind and whether it is a removal.
-func linkFingerprint(from, to uuid.UUID, kind LinkKind, remove bool) string {
+func linkFingerprint(from, to uuid.UUID, kind links.Kind, remove bool) string {
 	canonical, err := json.Marshal(struct {
-		TicketID string   `json:"ticket_id"`
-		Link     LinkKind `json:"link"`
-		TargetID string   `json:"target_id"`
-		Remove   bool     `json:"remove"`
+		TicketID string     `json:"ticket_id"`
+		Link     links.Kind `json:"link"`
+		TargetID string     `json:"target_id"`
+		Remove   bool       `json:"remove"`
 	}{from.String(), kind, to.String(), remove})
 	if err != nil {
 		panic(fmt.Sprintf("marshal fingerprint input: %v", err)) // strings and a bool only: cannot fail
@@ -129,9 +81,9 @@ func (s *Service) LinkTickets(ctx context.Context, c Caller, opID operations.ID,
 		return LinkResult{}, err
 	}
 	id := opID.UUID()
-	kind := LinkKind(strings.ToLower(strings.TrimSpace(string(in.Kind))))
-	if _, ok := inverseLinks[kind]; !ok {
-		return LinkResult{OperationID: id}, invalidField("link", "must be one of blocks, blocked_by, relates_to, duplicates, duplicated_by; got %q", in.Kind)
+	kind, err := links.ParseKind(string(in.Kind))
+	if err != nil {
+		return LinkResult{OperationID: id}, err
 	}
 	if err := checkActor(c.Subject); err != nil {
 		return LinkResult{OperationID: id}, err
@@ -177,21 +129,10 @@ func (s *Service) LinkTickets(ctx context.Context, c Caller, opID operations.ID,
 type linkWrite struct {
 	tenant, actor string
 	opID, eventID uuid.UUID
-	kind          LinkKind
+	kind          links.Kind
 	from, to      Ticket
 	remove        bool
 }
-
-type linkRow struct {
-	TenantID    string    `gorm:"column:tenant_id;primaryKey"`
-	SourceID    string    `gorm:"column:source_id;primaryKey"`
-	TargetID    string    `gorm:"column:target_id;primaryKey"`
-	Kind        string    `gorm:"column:kind;primaryKey"`
-	OperationID string    `gorm:"column:operation_id"`
-	CreatedAt   time.Time `gorm:"column:created_at"`
-}
-
-func (linkRow) TableName() string { return "ticket_links" }
 
 // writeLink locks both tickets (in ID order, so two links of one pair never
 // deadlock), checks the change, writes it and, when it changed something,
@@ -202,16 +143,10 @@ func (s *Service) writeLink(tx *gorm.DB, w linkWrite) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	stored, source, target := storedLink(w.kind, w.from.ID, w.to.ID)
-	row := linkRow{TenantID: w.tenant, SourceID: source.String(), TargetID: target.String(), Kind: string(stored),
-		OperationID: w.opID.String(), CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
-	var changed int64
-	if w.remove {
-		changed, err = deleteLink(tx, row)
-	} else {
-		changed, err = s.insertLink(tx, row, stored == LinkBlocks)
-	}
-	if err != nil || changed == 0 {
+	at := time.Now().UTC().Truncate(time.Microsecond)
+	changed, err := links.Write(tx, links.Change{Tenant: w.tenant, Kind: w.kind, From: w.from.ID, To: w.to.ID,
+		OperationID: w.opID, At: at, Remove: w.remove})
+	if err != nil || !changed {
 		return false, err
 	}
 	kind := EventLinked
@@ -236,11 +171,11 @@ func (s *Service) writeLink(tx *gorm.DB, w linkWrite) (bool, error) {
 		if i == 0 {
 			sourceChanges = changes
 		}
-		if err := appendEvent(tx, end.row, end.eventID, w.opID, w.actor, kind, changes, row.CreatedAt); err != nil {
+		if err := appendEvent(tx, end.row, end.eventID, w.opID, w.actor, kind, changes, at); err != nil {
 			return false, err
 		}
 	}
-	return true, s.enqueue(tx, WriteEvent{ID: w.eventID, Tenant: w.tenant, Kind: kind, OperationID: w.opID, At: row.CreatedAt,
+	return true, s.enqueue(tx, WriteEvent{ID: w.eventID, Tenant: w.tenant, Kind: kind, OperationID: w.opID, At: at,
 		Ticket: w.from, Changes: sourceChanges})
 }
 
@@ -274,70 +209,21 @@ func lockTickets(tx *gorm.DB, tenant string, ids ...uuid.UUID) (map[uuid.UUID]ti
 	return out, nil
 }
 
-func deleteLink(tx *gorm.DB, row linkRow) (int64, error) {
-	res := tx.Exec(`DELETE FROM ticket_links WHERE tenant_id = ? AND source_id = ? AND target_id = ? AND kind = ?`,
-		row.TenantID, row.SourceID, row.TargetID, row.Kind)
-	if res.Error != nil {
-		return 0, fmt.Errorf("%w: delete link: %v", ErrUnavailable, res.Error)
-	}
-	return res.RowsAffected, nil
+// TicketLinks returns the links of the tenant's ticket (links.Of).
+//
+// Errors: ErrUnavailable.
+func (s *Service) TicketLinks(ctx context.Context, tenant string, ticketID uuid.UUID) ([]links.Link, error) {
+	return links.Of(s.db.WithContext(ctx), tenant, ticketID)
 }
 
-// insertLink adds the link unless it is there, after the checks: each end
-// below MaxLinks and, for blocks, no cycle. A blocks link first takes the
-// tenant's blocks lock (PostgreSQL; SQLite has one writer), so that two
-// links that would close a cycle together cannot both pass the check.
-func (s *Service) insertLink(tx *gorm.DB, row linkRow, blocks bool) (int64, error) {
-	var exists int64
-	if err := tx.Model(&linkRow{}).Where(&linkRow{TenantID: row.TenantID, SourceID: row.SourceID, TargetID: row.TargetID, Kind: row.Kind}).
-		Count(&exists).Error; err != nil {
-		return 0, fmt.Errorf("%w: read link: %v", ErrUnavailable, err)
-	}
-	if exists > 0 {
-		return 0, nil
-	}
-	for _, end := range []string{row.SourceID, row.TargetID} {
-		if err := checkLinkCount(tx, row.TenantID, end); err != nil {
-			return 0, err
-		}
-	}
-	if blocks {
-		if err := lockBlocks(tx, row.TenantID); err != nil {
-			return 0, err
-		}
-		if err := checkBlocksCycle(tx, row.TenantID, row.SourceID, row.TargetID); err != nil {
-			return 0, err
-		}
-	}
-	res := tx.Exec(`INSERT INTO ticket_links (tenant_id, source_id, target_id, kind, operation_id, created_at)
-		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-		row.TenantID, row.SourceID, row.TargetID, row.Kind, row.OperationID, row.CreatedAt)
-	if res.Error != nil {
-		return 0, fmt.Errorf("%w: insert link: %v", ErrUnavailable, res.Error)
-	}
-	return res.RowsAffected, nil
-}
-
-func checkLinkCount(tx *gorm.DB, tenant, ticketID string) error {
+// operationLeftEvent reports whether the operation left an event in the
+// ticket's history: whether a replayed link_tickets changed anything.
+func (s *Service) operationLeftEvent(ctx context.Context, tenant string, opID, ticketID uuid.UUID) (bool, error) {
 	var n int64
-	if err := tx.Model(&linkRow{}).Where("tenant_id = ? AND (source_id = ? OR target_id = ?)", tenant, ticketID, ticketID).
+	if err := s.db.WithContext(ctx).Model(&eventRow{}).
+		Where("tenant_id = ? AND operation_id = ? AND ticket_id = ?", tenant, opID.String(), ticketID.String()).
 		Count(&n).Error; err != nil {
-		return fmt.Errorf("%w: count links: %v", ErrUnavailable, err)
+		return false, fmt.Errorf("%w: read event: %v", ErrUnavailable, err)
 	}
-	if n >= MaxLinks {
-		return invalidField("link", "a ticket holds at most %d links; remove one first", MaxLinks)
-	}
-	return nil
-}
-
-// lockBlocks serialises the tenant's blocks links until the transaction
-// ends (a PostgreSQL advisory lock keyed by the tenant).
-func lockBlocks(tx *gorm.DB, tenant string) error {
-	if tx.Dialector.Name() != "postgres" {
-		return nil
-	}
-	if err := tx.Exec(`SELECT pg_advisory_xact_lock(hashtextextended(?, 0))`, "ticket_links:blocks:"+tenant).Error; err != nil {
-		return fmt.Errorf("%w: lock blocks links: %v", ErrUnavailable, err)
-	}
-	return nil
+	return n > 0, nil
 }

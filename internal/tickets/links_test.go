@@ -9,6 +9,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/links"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
@@ -19,13 +20,13 @@ func link(tb testing.TB, svc *tickets.Service, tenant, opID string, in tickets.L
 	return svc.LinkTickets(context.Background(), tickets.Caller{Tenant: tenant, Subject: "alice"}, ticketstest.OpID(opID), in)
 }
 
-func linksOf(tb testing.TB, svc *tickets.Service, tenant string, tk tickets.Ticket) []tickets.Link {
+func linksOf(tb testing.TB, svc *tickets.Service, tenant string, tk tickets.Ticket) []links.Link {
 	tb.Helper()
-	links, err := svc.TicketLinks(context.Background(), tenant, tk.ID)
+	got, err := svc.TicketLinks(context.Background(), tenant, tk.ID)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return links
+	return got
 }
 
 func countLinks(tb testing.TB, d *db.DB, tenant string) int64 {
@@ -45,7 +46,7 @@ func TestLinkTickets(t *testing.T) {
 
 		t.Run("BothEndsShowItAndARetryReplays", func(t *testing.T) {
 			op := newID()
-			in := tickets.LinkChange{Ticket: a.Key, Kind: tickets.LinkBlocks, Target: b.Key}
+			in := tickets.LinkChange{Ticket: a.Key, Kind: links.Blocks, Target: b.Key}
 			first, err := link(t, svc, tenantA, op, in)
 			if err != nil || first.Replayed || !first.Changed {
 				t.Fatalf("link = %+v, %v", first, err)
@@ -54,10 +55,10 @@ func TestLinkTickets(t *testing.T) {
 			if err != nil || !retry.Replayed || !retry.Changed {
 				t.Fatalf("retry = %+v, %v; want replayed and changed", retry, err)
 			}
-			if got := linksOf(t, svc, tenantA, a); len(got) != 1 || got[0].Kind != tickets.LinkBlocks || got[0].Key != b.Key {
+			if got := linksOf(t, svc, tenantA, a); len(got) != 1 || got[0].Kind != links.Blocks || got[0].Key != b.Key {
 				t.Errorf("links of %s = %+v", a.Key, got)
 			}
-			if got := linksOf(t, svc, tenantA, b); len(got) != 1 || got[0].Kind != tickets.LinkBlockedBy || got[0].Key != a.Key {
+			if got := linksOf(t, svc, tenantA, b); len(got) != 1 || got[0].Kind != links.BlockedBy || got[0].Key != a.Key {
 				t.Errorf("links of %s = %+v, want blocked_by %s", b.Key, got, a.Key)
 			}
 			page, err := svc.ListEvents(context.Background(), tenantA, b.Key, tickets.ListParams{})
@@ -72,21 +73,21 @@ func TestLinkTickets(t *testing.T) {
 
 		t.Run("SameIDOtherInputConflicts", func(t *testing.T) {
 			op := newID()
-			if _, err := link(t, svc, tenantA, op, tickets.LinkChange{Ticket: a.Key, Kind: tickets.LinkRelatesTo, Target: c.Key}); err != nil {
+			if _, err := link(t, svc, tenantA, op, tickets.LinkChange{Ticket: a.Key, Kind: links.RelatesTo, Target: c.Key}); err != nil {
 				t.Fatal(err)
 			}
-			_, err := link(t, svc, tenantA, op, tickets.LinkChange{Ticket: a.Key, Kind: tickets.LinkDuplicates, Target: c.Key})
+			_, err := link(t, svc, tenantA, op, tickets.LinkChange{Ticket: a.Key, Kind: links.Duplicates, Target: c.Key})
 			if !errors.Is(err, operations.ErrConflict) {
 				t.Fatalf("err = %v, want conflict", err)
 			}
 		})
 
 		t.Run("CycleRefused", func(t *testing.T) {
-			if _, err := link(t, svc, tenantA, newID(), tickets.LinkChange{Ticket: c.Key, Kind: tickets.LinkBlockedBy, Target: b.Key}); err != nil {
+			if _, err := link(t, svc, tenantA, newID(), tickets.LinkChange{Ticket: c.Key, Kind: links.BlockedBy, Target: b.Key}); err != nil {
 				t.Fatal(err) // b blocks c
 			}
 			before := countLinks(t, d, tenantA)
-			_, err := link(t, svc, tenantA, newID(), tickets.LinkChange{Ticket: c.Key, Kind: tickets.LinkBlocks, Target: a.Key})
+			_, err := link(t, svc, tenantA, newID(), tickets.LinkChange{Ticket: c.Key, Kind: links.Blocks, Target: a.Key})
 			want := a.Key + " blocks " + b.Key
 			if !errors.Is(err, tickets.ErrInvalid) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), c.Key+" blocks "+a.Key) {
 				t.Fatalf("err = %v, want invalid naming the cycle", err)
@@ -97,7 +98,7 @@ func TestLinkTickets(t *testing.T) {
 		})
 
 		t.Run("SelfLinkRefused", func(t *testing.T) {
-			_, err := link(t, svc, tenantA, newID(), tickets.LinkChange{Ticket: a.Key, Kind: tickets.LinkRelatesTo, Target: a.ID.String()})
+			_, err := link(t, svc, tenantA, newID(), tickets.LinkChange{Ticket: a.Key, Kind: links.RelatesTo, Target: a.ID.String()})
 			if !errors.Is(err, tickets.ErrInvalid) {
 				t.Fatalf("err = %v, want invalid", err)
 			}
@@ -105,14 +106,14 @@ func TestLinkTickets(t *testing.T) {
 
 		t.Run("OtherTenantsTargetNotFound", func(t *testing.T) {
 			other := newTicket(t, svc, tenantB)
-			_, err := link(t, svc, tenantA, newID(), tickets.LinkChange{Ticket: a.Key, Kind: tickets.LinkRelatesTo, Target: other.ID.String()})
+			_, err := link(t, svc, tenantA, newID(), tickets.LinkChange{Ticket: a.Key, Kind: links.RelatesTo, Target: other.ID.String()})
 			if !errors.Is(err, tickets.ErrNotFound) {
 				t.Fatalf("err = %v, want not found", err)
 			}
 		})
 
 		t.Run("RemoveUnlinksBothEnds", func(t *testing.T) {
-			res, err := link(t, svc, tenantA, newID(), tickets.LinkChange{Ticket: b.Key, Kind: tickets.LinkBlockedBy, Target: a.Key, Remove: true})
+			res, err := link(t, svc, tenantA, newID(), tickets.LinkChange{Ticket: b.Key, Kind: links.BlockedBy, Target: a.Key, Remove: true})
 			if err != nil || !res.Changed {
 				t.Fatalf("unlink = %+v, %v", res, err)
 			}
@@ -143,7 +144,7 @@ func TestConcurrentIdenticalLinksMakeOneLink(t *testing.T) {
 					id = newID() // the same link under its own operation
 				}
 				for {
-					res, err := link(t, svc, tenantA, id, tickets.LinkChange{Ticket: a.Key, Kind: tickets.LinkBlocks, Target: b.Key})
+					res, err := link(t, svc, tenantA, id, tickets.LinkChange{Ticket: a.Key, Kind: links.Blocks, Target: b.Key})
 					if errors.Is(err, operations.ErrInProgress) {
 						continue
 					}
