@@ -7,6 +7,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/ticketd/ticketd/internal/authn"
+	"github.com/ticketd/ticketd/internal/changelog"
 	"github.com/ticketd/ticketd/internal/contract"
 	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
@@ -57,7 +58,7 @@ func bulkSummary(r tickets.BulkResult) string {
 		verb = "Replayed: this operation already updated"
 	}
 	line := fmt.Sprintf("%s %d of %d tickets (operation %s)", verb, changed, len(r.Items), r.OperationID)
-	if what := tickets.DescribeChanges(perTicket); what != "" {
+	if what := changelog.Describe(perTicket); what != "" {
 		line += ": " + what
 	}
 	return line + ". Per ticket key, version and changes are in the structured result; get_ticket shows a whole ticket."

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ticketd/ticketd/internal/approval"
+	"github.com/ticketd/ticketd/internal/changelog"
 	"github.com/ticketd/ticketd/internal/operations"
 )
 
@@ -73,14 +74,14 @@ func updateProposal(action, opID string, cur []Ticket, n TicketUpdate, bulk bool
 		slices.Sort(fields)
 		for _, f := range fields {
 			c := changes[f]
-			item.Changes = append(item.Changes, approval.FieldChange{Field: f, From: changeText(c.From), To: changeText(c.To)})
+			item.Changes = append(item.Changes, approval.FieldChange{Field: f, From: changelog.Text(c.From), To: changelog.Text(c.To)})
 		}
 		if len(item.Changes) > 0 {
 			changing = append(changing, t.Key)
 		}
 		p.Items = append(p.Items, item)
 	}
-	p.Summary = proposalSummary(action, opID, changing, len(cur), DescribeChanges(perTicket), p.Urgent)
+	p.Summary = proposalSummary(action, opID, changing, len(cur), changelog.Describe(perTicket), p.Urgent)
 	return p
 }
 
@@ -141,19 +142,10 @@ func (s *Service) recheckApproval(p approval.Proposal, changed []Changes) error 
 	return nil
 }
 
-// changeText renders one side of a Change for a person: a string, "none"
-// (unassigned) or a label list.
-func changeText(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "none"
-	case string:
-		return x
-	case []string, []any:
-		if l := labelList(x); len(l) > 0 {
-			return strings.Join(l, ", ")
-		}
-		return "no labels"
+// listKeys names the first keys and counts the rest: "OPS-1, OPS-2 and 7 more".
+func listKeys(keys []string, first int) string {
+	if len(keys) <= first {
+		return strings.Join(keys, ", ")
 	}
-	return fmt.Sprint(v)
+	return fmt.Sprintf("%s and %d more", strings.Join(keys[:first], ", "), len(keys)-first)
 }

@@ -1,4 +1,4 @@
-package tickets
+package changelog
 
 import (
 	"cmp"
@@ -15,13 +15,13 @@ var describedFields = []string{"status", "priority", "assignee", "labels", "titl
 // before it counts the rest.
 const maxMoves = 3
 
-// DescribeChanges says in one line what a write did (or would do) to a set
+// Describe says in one line what a write did (or would do) to a set
 // of tickets, field by field with the moves and how many tickets made each:
 // "status open → closed (10), resolved → closed (2); priority high → low (12)".
 // Labels are told as added (+) and removed (-). It is "" when nothing
 // changes. Both the approval prompt and the bulk answer's text say it, so
 // "close 12 tickets" and "reassign 12 and lower their priority" read apart.
-func DescribeChanges(perTicket []Changes) string {
+func Describe(perTicket []Changes) string {
 	var parts []string
 	for _, field := range describedFields {
 		counts := map[string]int{}
@@ -63,7 +63,7 @@ func moveTexts(field string, ch Change) []string {
 	case "title", "description":
 		return []string{"changed"}
 	}
-	return []string{changeText(ch.From) + " → " + changeText(ch.To)}
+	return []string{Text(ch.From) + " → " + Text(ch.To)}
 }
 
 // countedMoves renders moves with their counts, the most common first, at
@@ -103,10 +103,19 @@ func labelList(v any) []string {
 	return nil
 }
 
-// listKeys names the first keys and counts the rest: "OPS-1, OPS-2 and 7 more".
-func listKeys(keys []string, first int) string {
-	if len(keys) <= first {
-		return strings.Join(keys, ", ")
+// Text renders one side of a Change for a person: a string, "none"
+// (unassigned) or a label list.
+func Text(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "none"
+	case string:
+		return x
+	case []string, []any:
+		if l := labelList(x); len(l) > 0 {
+			return strings.Join(l, ", ")
+		}
+		return "no labels"
 	}
-	return fmt.Sprintf("%s and %d more", strings.Join(keys[:first], ", "), len(keys)-first)
+	return fmt.Sprint(v)
 }
