@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -137,6 +138,14 @@ func TestBodiesCountUploads(t *testing.T) {
 	}()
 	if _, err := finish.Write([]byte(`{"jsonrpc":`)); err != nil {
 		t.Fatal(err)
+	}
+	// The client has sent the first bytes; the server counts the upload once
+	// its handler has them, which a loaded machine may take a moment to reach.
+	probe := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if status, _ := postStatus(t, srv.URL, probe, http.Header{"Authorization": {"Bearer read"}}); status == http.StatusTooManyRequests {
+			break
+		}
 	}
 
 	for _, body := range []string{
