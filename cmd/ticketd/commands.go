@@ -155,7 +155,7 @@ func stdio(ctx context.Context, args []string, getenv func(string) string, stdin
 		}
 	}
 	logger.Info("serving MCP over stdio", "tenant", principal.Tenant, "subject", principal.Subject)
-	if err := mcptools.ServeStdio(ctx, svc, principal, logger, io.NopCloser(stdin), nopWriteCloser{stdout}, cfg.Toolsets); err != nil {
+	if err := mcptools.ServeStdio(ctx, svc, principal, logger, io.NopCloser(stdin), nopWriteCloser{stdout}, mcptools.StdioOptions{Toolsets: cfg.Toolsets, ReadOnly: cfg.ReadOnly}); err != nil {
 		return fmt.Errorf("stdio: %w", err)
 	}
 	return nil

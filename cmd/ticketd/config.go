@@ -23,14 +23,14 @@ const (
 	groupDev                       // --dev and its data directory
 	groupToken                     // the stdio principal's token
 	groupMetrics                   // where /metrics is served
-	groupEdge                      // Origin/Host allow-lists, tenant limits, read-only
+	groupEdge                      // Origin/Host allow-lists, tenant limits
 	groupWebhook                   // webhook delivery
 	groupPublic                    // the public URL alone, for stdio: it derives the audience but listens nowhere
 	groupMint                      // what minting a token needs: issuer, audience, HS256 secret, tenant claim
 	groupReplica                   // the read replica (serve and stdio, which read)
 	groupApprove                   // approval of consequential writes
 	groupTracker                   // tracker-backed projects: credentials, endpoints, bounds (every command that opens the store)
-	groupTools                     // the MCP toolsets (serve and stdio)
+	groupTools                     // the MCP toolsets and read-only (serve and stdio)
 )
 
 // Defaults that also appear in help and error messages.
@@ -184,7 +184,7 @@ var settings = []setting{
 	{groupToken, "TICKETD_TOKEN", "token", "", "bearer token whose principal the stdio session acts as (required; prefer the variable)", func(c *config) decoder { return stringInto(&c.Token) }},
 	{groupMigrate, "TICKETD_MIGRATE", "migrate", "true", "apply migrations at start", func(c *config) decoder { return boolInto(&c.Migrate) }},
 	{groupTools, "TICKETD_TOOLSETS", "toolsets", mcptools.DefaultToolsets, "comma-separated sets of MCP tools to serve: tickets, comments, links, bulk, people, or all; every tool offered costs every client context on every turn", func(c *config) decoder { return toolsetsInto(&c.Toolsets) }},
-	{groupEdge, "TICKETD_READ_ONLY", "read-only", "false", "serve the read tools only and refuse REST writes", func(c *config) decoder { return boolInto(&c.ReadOnly) }},
+	{groupTools, "TICKETD_READ_ONLY", "read-only", "false", "serve the read tools only and refuse REST writes (serve and stdio)", func(c *config) decoder { return boolInto(&c.ReadOnly) }},
 	{groupWebhook, "TICKETD_WEBHOOK_RETRY_MIN", "webhook-retry-min", "5s", "the delay (a `duration`) before a webhook delivery's first retry; later ones double, with jitter", func(c *config) decoder { return positiveDurationInto(&c.WebhookRetryMin) }},
 	{groupWebhook, "TICKETD_WEBHOOK_MAX_ATTEMPTS", "webhook-max-attempts", "12", "the `count` of attempts of one webhook delivery before it is failed", func(c *config) decoder { return atLeastInto(&c.WebhookMaxAttempts, 1) }},
 	{groupWebhook, "TICKETD_WEBHOOK_ALLOW_PRIVATE", "webhook-allow-private", "false", "allow http:// and loopback or private webhook URLs; --dev allows loopback", func(c *config) decoder { return boolInto(&c.WebhookAllowPrivate) }},

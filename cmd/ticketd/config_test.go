@@ -189,7 +189,7 @@ func TestSubcommandHelpListsOnlyWhatItUses(t *testing.T) {
 	}{
 		{[]string{"projects", "-h"}, []string{"ticketd projects create", "ticketd projects list"}, nil},
 		{[]string{"projects", "help"}, []string{"ticketd projects create", "ticketd projects list"}, nil},
-		{[]string{"stdio", "-h"}, []string{"-token", "-public-url", "-jwt-jwks-url", "-migrate"}, []string{"-addr", "-metrics-addr", "-read-only", "-webhook"}},
+		{[]string{"stdio", "-h"}, []string{"-token", "-public-url", "-jwt-jwks-url", "-migrate", "-read-only"}, []string{"-addr", "-metrics-addr", "-webhook"}},
 		{[]string{"token", "-h"}, []string{"-tenant", "-addr", "-public-url", "-jwt-hs256-secret", "-jwt-issuer"}, []string{"jwks", "public-key-file", "-log-level"}},
 		{[]string{"serve", "-h"}, []string{"-addr", "-read-only", "-webhook-retry-min duration", "-webhook-max-attempts count", "-migrate\n"}, nil},
 	} {
@@ -217,7 +217,7 @@ func TestSubcommandHelpListsOnlyWhatItUses(t *testing.T) {
 func TestSwitchesAndTypedSettings(t *testing.T) {
 	t.Parallel()
 	env := getenv(map[string]string{"TICKETD_WEBHOOK_RETRY_MIN": "3s", "TICKETD_MIGRATE": "false"})
-	cfg, err := parseConfig(flag.NewFlagSet("serve", flag.ContinueOnError), groupHTTP|groupMigrate|groupEdge|groupWebhook|groupTracker,
+	cfg, err := parseConfig(flag.NewFlagSet("serve", flag.ContinueOnError), groupHTTP|groupMigrate|groupEdge|groupWebhook|groupTracker|groupTools,
 		[]string{"--read-only", "--webhook-max-attempts", "4"}, env, io.Discard)
 	if err != nil {
 		t.Fatal(err)

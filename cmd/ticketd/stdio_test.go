@@ -95,6 +95,43 @@ func TestStdio(t *testing.T) {
 		}
 	})
 
+	// TICKETD_READ_ONLY holds for stdio as for serve: a write token still
+	// gets the read tools only, and a write tool is unknown.
+	t.Run("ReadOnlyServesTheReadToolsOnly", func(t *testing.T) {
+		t.Parallel()
+		rawURL := dbtest.SQLiteURL(t)
+		seedProject(t, rawURL, "acme")
+		tok := mint(t, authn.TokenRequest{Tenant: "acme", Subject: "carol", Scopes: []string{authn.ScopeRead, authn.ScopeWrite}, TTL: time.Hour})
+		cmd := command(rawURL, tok)
+		cmd.Env = append(cmd.Env, "TICKETD_READ_ONLY=true")
+		var stderr logtest.Buffer
+		cmd.Stderr = &stderr
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		session, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+		if err != nil {
+			t.Fatalf("connect: %v\nstderr:\n%s", err, &stderr)
+		}
+		defer session.Close()
+		tools, err := session.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, tool := range tools.Tools {
+			names = append(names, tool.Name)
+			if tool.Annotations == nil || !tool.Annotations.ReadOnlyHint {
+				t.Errorf("read-only stdio serves %s, which is not read-only", tool.Name)
+			}
+		}
+		if !slices.Contains(names, "get_ticket") || !slices.Contains(names, "list_tickets") {
+			t.Errorf("read-only tools/list = %v, want the read tools", names)
+		}
+		if _, out, err := createTicket(ctx, session, "Filed over read-only stdio"); err == nil {
+			t.Errorf("create_ticket on a read-only stdio server made %+v, want it refused", out)
+		}
+	})
+
 	for _, tc := range []struct {
 		name  string
 		token func(testing.TB) string

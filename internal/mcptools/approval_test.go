@@ -445,7 +445,7 @@ func stdioWith(t *testing.T, svc *tickets.Service, opts *mcp.ClientOptions, vers
 	done := make(chan error, 1)
 	p := authn.Principal{Tenant: "acme", Subject: "alice", Scopes: []string{authn.ScopeRead, authn.ScopeWrite}, Expires: time.Now().Add(time.Hour)}
 	go func() {
-		done <- mcptools.ServeStdio(context.Background(), svc, p, nil, serverIn, serverOut, mcptools.Toolsets{})
+		done <- mcptools.ServeStdio(context.Background(), svc, p, nil, serverIn, serverOut, mcptools.StdioOptions{})
 		_ = serverOut.Close()
 	}()
 	client := mcp.NewClient(&mcp.Implementation{Name: "stdio-approval-test", Version: "v0"}, opts)

@@ -121,18 +121,26 @@ func callerScopes(ctx context.Context, req mcp.Request) []string {
 	return GrantedScopes(p)
 }
 
+// StdioOptions are the operator's choices a stdio session serves with, as
+// the HTTP server's: the toolsets, and ReadOnly (the read tools only).
+type StdioOptions struct {
+	Toolsets Toolsets
+	ReadOnly bool
+}
+
 // ServeStdio serves the tools over in and out (newline-delimited JSON-RPC,
 // as `ticketd stdio` does with stdin and stdout) until ctx ends or the client
 // closes in. Every call acts as p, the principal of a token the caller
 // verified at start-up; its scopes and expiry are re-checked on every call.
 // Nothing but protocol is written to out, so logger must write elsewhere
-// (stderr). It serves the tools of toolsets (the zero value: the default).
+// (stderr). It serves the tools opts names (the zero value: the default
+// toolsets, read and write).
 //
 // The input goes through stdioguard: a malformed line, a batch or anything
 // mcpedge.CheckMessage refuses is answered with a JSON-RPC error and the
 // session goes on; when in ends, requests already read are answered (up to
 // stdioguard.DefaultDrainTimeout) before ServeStdio returns.
-func ServeStdio(ctx context.Context, svc *tickets.Service, p authn.Principal, logger *slog.Logger, in io.ReadCloser, out io.WriteCloser, toolsets Toolsets) error {
+func ServeStdio(ctx context.Context, svc *tickets.Service, p authn.Principal, logger *slog.Logger, in io.ReadCloser, out io.WriteCloser, opts StdioOptions) error {
 	if p.Tenant == "" {
 		return errors.New("serve stdio: the principal has no tenant")
 	}
@@ -143,7 +151,7 @@ func ServeStdio(ctx context.Context, svc *tickets.Service, p authn.Principal, lo
 	if err != nil {
 		return fmt.Errorf("serve stdio: %w", err)
 	}
-	s := NewServer(svc, logger, Options{Admission: admission, Toolsets: toolsets})
+	s := NewServer(svc, logger, Options{Admission: admission, Toolsets: opts.Toolsets, ReadOnly: opts.ReadOnly})
 	// Added last, so outermost: every later middleware and handler sees the
 	// principal in its context, the stdio counterpart of the HTTP token.
 	s.AddReceivingMiddleware(withPrincipal(p))

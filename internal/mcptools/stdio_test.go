@@ -28,7 +28,7 @@ func serveStdio(t *testing.T, svc *tickets.Service, p authn.Principal) (*mcp.Cli
 	clientIn, serverOut := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- mcptools.ServeStdio(context.Background(), svc, p, nil, serverIn, serverOut, mcptools.Toolsets{})
+		done <- mcptools.ServeStdio(context.Background(), svc, p, nil, serverIn, serverOut, mcptools.StdioOptions{})
 		_ = serverOut.Close()
 	}()
 	client := mcp.NewClient(&mcp.Implementation{Name: "stdio-test", Version: "v0"}, nil)
@@ -95,7 +95,7 @@ func TestServeStdioRechecksExpiryAndScope(t *testing.T) {
 
 func TestServeStdioRefusesAPrincipalWithoutTenant(t *testing.T) {
 	t.Parallel()
-	err := mcptools.ServeStdio(context.Background(), nil, authn.Principal{Subject: "a"}, nil, io.NopCloser(strings.NewReader("")), nopWriteCloser{io.Discard}, mcptools.Toolsets{})
+	err := mcptools.ServeStdio(context.Background(), nil, authn.Principal{Subject: "a"}, nil, io.NopCloser(strings.NewReader("")), nopWriteCloser{io.Discard}, mcptools.StdioOptions{})
 	if err == nil {
 		t.Fatal("ServeStdio accepted a principal without a tenant")
 	}
@@ -236,7 +236,7 @@ func TestServeStdioSurvivesBadLinesAndAnswersBeforeEOF(t *testing.T) {
 		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"create_ticket","arguments":` + string(args) + `}}`,
 	}, "\n") + "\n"
 	var out logtest.Buffer
-	if err := mcptools.ServeStdio(context.Background(), env.Service, p, nil, io.NopCloser(strings.NewReader(input)), nopWriteCloser{&out}, mcptools.Toolsets{}); err != nil {
+	if err := mcptools.ServeStdio(context.Background(), env.Service, p, nil, io.NopCloser(strings.NewReader(input)), nopWriteCloser{&out}, mcptools.StdioOptions{}); err != nil {
 		t.Fatalf("ServeStdio = %v, want nil at the end of input", err)
 	}
 	answers := map[string]string{}
