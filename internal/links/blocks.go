@@ -6,6 +6,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/fault"
 )
 
@@ -17,10 +18,7 @@ const maxCycleSearch = 10000
 // lockBlocks serialises the tenant's blocks links until the transaction
 // ends (a PostgreSQL advisory lock keyed by the tenant).
 func lockBlocks(tx *gorm.DB, tenant string) error {
-	if tx.Dialector.Name() != "postgres" {
-		return nil
-	}
-	if err := tx.Exec(`SELECT pg_advisory_xact_lock(hashtextextended(?, 0))`, "ticket_links:blocks:"+tenant).Error; err != nil {
+	if err := db.LockUntilCommit(tx, "ticket_links:blocks:"+tenant); err != nil {
 		return fmt.Errorf("%w: lock blocks links: %v", fault.ErrUnavailable, err)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/fault"
 )
 
@@ -124,10 +125,7 @@ func Check(tx *gorm.DB, tenant string, child Ref, parentID string) (*Ref, error)
 // moves, each valid alone (a under b, b under a), both commit, and so do two
 // that each stay within MaxDepth but together pass it.
 func lockTree(tx *gorm.DB, tenant string) error {
-	if tx.Dialector.Name() != "postgres" {
-		return nil
-	}
-	if err := tx.Exec(`SELECT pg_advisory_xact_lock(hashtextextended(?, 0))`, "tickets:parents:"+tenant).Error; err != nil {
+	if err := db.LockUntilCommit(tx, "tickets:parents:"+tenant); err != nil {
 		return fmt.Errorf("%w: lock the parent tree: %v", fault.ErrUnavailable, err)
 	}
 	return nil
