@@ -49,23 +49,30 @@ func TestStdio(t *testing.T) {
 		}
 		return cmd
 	}
-
-	t.Run("ListsAndCallsTools", func(t *testing.T) {
-		t.Parallel()
+	// start runs the binary for carol of acme, with a write token, over a
+	// fresh database with acme's project, plus env, and connects to it.
+	start := func(t *testing.T, env ...string) (context.Context, *mcp.ClientSession, *logtest.Buffer, string) {
+		t.Helper()
 		rawURL := dbtest.SQLiteURL(t)
 		seedProject(t, rawURL, "acme")
 		tok := mint(t, authn.TokenRequest{Tenant: "acme", Subject: "carol", Scopes: []string{authn.ScopeRead, authn.ScopeWrite}, TTL: time.Hour})
 		cmd := command(rawURL, tok)
+		cmd.Env = append(cmd.Env, env...)
 		// Read while the process may still write it (a failed connect).
-		var stderr logtest.Buffer
-		cmd.Stderr = &stderr
-
+		stderr := &logtest.Buffer{}
+		cmd.Stderr = stderr
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
+		t.Cleanup(cancel)
 		session, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 		if err != nil {
-			t.Fatalf("connect: %v\nstderr:\n%s", err, &stderr)
+			t.Fatalf("connect: %v\nstderr:\n%s", err, stderr)
 		}
+		return ctx, session, stderr, tok
+	}
+
+	t.Run("ListsAndCallsTools", func(t *testing.T) {
+		t.Parallel()
+		ctx, session, stderr, tok := start(t)
 		tools, err := session.ListTools(ctx, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -81,14 +88,14 @@ func TestStdio(t *testing.T) {
 		}
 		_, out, err := createTicket(ctx, session, "Filed over stdio")
 		if err != nil {
-			t.Fatalf("create_ticket: %v\nstderr:\n%s", err, &stderr)
+			t.Fatalf("create_ticket: %v\nstderr:\n%s", err, stderr)
 		}
 		if out.Ticket.Key != "SUP-1" || out.Ticket.Reporter != "carol" {
 			t.Fatalf("create_ticket = %+v, want SUP-1 reported by carol", out)
 		}
 		// Closing stdin is how a client stops a stdio server; it must exit 0.
 		if err := session.Close(); err != nil {
-			t.Fatalf("ticketd stdio exited with %v; stderr:\n%s", err, &stderr)
+			t.Fatalf("ticketd stdio exited with %v; stderr:\n%s", err, stderr)
 		}
 		if strings.Contains(stderr.String(), tok) {
 			t.Fatal("stderr contains the token")
@@ -99,19 +106,7 @@ func TestStdio(t *testing.T) {
 	// gets the read tools only, and a write tool is unknown.
 	t.Run("ReadOnlyServesTheReadToolsOnly", func(t *testing.T) {
 		t.Parallel()
-		rawURL := dbtest.SQLiteURL(t)
-		seedProject(t, rawURL, "acme")
-		tok := mint(t, authn.TokenRequest{Tenant: "acme", Subject: "carol", Scopes: []string{authn.ScopeRead, authn.ScopeWrite}, TTL: time.Hour})
-		cmd := command(rawURL, tok)
-		cmd.Env = append(cmd.Env, "TICKETD_READ_ONLY=true")
-		var stderr logtest.Buffer
-		cmd.Stderr = &stderr
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		session, err := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			t.Fatalf("connect: %v\nstderr:\n%s", err, &stderr)
-		}
+		ctx, session, _, _ := start(t, "TICKETD_READ_ONLY=true")
 		defer session.Close()
 		tools, err := session.ListTools(ctx, nil)
 		if err != nil {
