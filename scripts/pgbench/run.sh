@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What one statement costs PostgreSQL, apart from ticketd (docs/perf.md, "Where the CPU goes"):
 #   scripts/pgbench/run.sh NAME "SQL to apply to the copy first, or empty" [SCRIPT]
-# copies the database TEMPLATE (default exp_td, left by scripts/cpu-split.py td_create; exp_naive for the naive
+# copies the database TEMPLATE (default bench_td, left by scripts/cpu-split.py td_create_pg; bench_naive for the naive
 # peer's scripts) to pgb_NAME, applies the SQL (DROP INDEX ..., to price an index), runs SCRIPT (default create.sql,
 # ticketd's one-statement create with literals) with pgbench, 16 clients, 3 s warm-up, T seconds (default 10),
 # at RATE transactions/s when set, and prints the machine's CPU per transaction and PostgreSQL's own (every
@@ -10,7 +10,7 @@ set -euo pipefail
 name=$1; alter=$2; script=$(cd "$(dirname "$0")" && pwd)/${3:-create.sql}
 db=pgb_$name
 P="psql -X -q -h 127.0.0.1 -U postgres"
-$P -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db TEMPLATE ${TEMPLATE:-exp_td}"
+$P -d postgres -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db TEMPLATE ${TEMPLATE:-bench_td}"
 [ -n "$alter" ] && $P -d $db -c "$alter"
 $P -d $db -c "ANALYZE"
 pgc() { local pm; pm=$(pgrep -o -x postgres || pgrep -o postgres); { for p in $(pgrep postgres); do awk '{print $14+$15}' /proc/$p/stat 2>/dev/null; done; awk '{print $16+$17}' /proc/$pm/stat; } | awk '{s+=$1} END{print s}'; }
