@@ -33,8 +33,8 @@ func createTickets(t *testing.T, cs *mcp.ClientSession, n int, priority string) 
 // TestBulkAnswerOfNinetyNineTicketsFitsEightKiB closes 99 tickets over MCP:
 // the structured answer lists per ticket only key, version and changes, in
 // at most 8 KiB (the full tickets it carried before 591a4c7 were 49,566 B:
-// docs/agents.md), and its
-// text block is one line saying what changed; the replay answers the same.
+// docs/agents.md), and its text block is one line saying what changed; the
+// replay answers the same.
 func TestBulkAnswerOfNinetyNineTicketsFitsEightKiB(t *testing.T) {
 	t.Parallel()
 	env := startEnv(t, dbtest.SQLite(t))
