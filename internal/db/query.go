@@ -13,11 +13,12 @@ import (
 	"github.com/ticketd/ticketd/internal/observe/spans"
 )
 
-// Statement is one PostgreSQL SELECT for Query.
+// Statement is one PostgreSQL statement that returns rows, for Query.
 type Statement struct {
 	SQL   string // with $1, $2, … placeholders
 	Args  []any
 	Table string // the table it reads, for its span's name
+	Verb  string // its first verb, for its span's name; "" is SELECT
 	// InIndexOrder plans the statement with sorting off, so its rows come
 	// in the order of an index that provides its ORDER BY. It is for a
 	// keyset page: on tables never analysed the planner takes an equality
@@ -31,12 +32,43 @@ type Statement struct {
 	// to the rows it reads (a sort of a more selective index's rows would
 	// read fewer).
 	InIndexOrder bool
+	// ByKey plans the statement once per connection, before any execution
+	// can make it depend on statistics, with index scans and nested loops
+	// only: for a statement that reads only rows it names by a unique key
+	// (a record by its key, a ticket by its ID), where that plan is the
+	// only good one on any table. The session's own plans are made for
+	// each execution (plan_cache_mode, session.go), which keeps them right
+	// as tables grow but costs planning every time; for a statement over
+	// tables with many indexes, such as a create's, planning is most of
+	// what PostgreSQL spends on it (docs/perf.md). A generic plan would be
+	// made once, on a small table, and kept as it grows: a sequential scan
+	// there, a whole tenant read for every key later, unless scans other
+	// than an index's are off when it is made.
+	ByKey bool
 }
 
 // inIndexOrder is the setting InIndexOrder sends, local to the implicit
 // transaction the statement runs in so it ends with it: a full sort or an
 // incremental one (an index's order completed by sorting each group).
 const inIndexOrder = "SELECT set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true)"
+
+// byKey is the setting ByKey sends, local as inIndexOrder is: a generic
+// plan, made with only index scans and nested loops. PostgreSQL still
+// takes a path it turned off when none other is left (a table with no
+// index for the statement), so the setting cannot make a statement fail.
+const byKey = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true), " +
+	"set_config('enable_bitmapscan', 'off', true), set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)"
+
+// setting is the planner setting st sends before itself, or "".
+func (st Statement) setting() string {
+	switch {
+	case st.ByKey:
+		return byKey
+	case st.InIndexOrder:
+		return inIndexOrder
+	}
+	return ""
+}
 
 // Query runs st on a connection of g's pool (for Replica.Reads, the standby
 // or the primary as for any read) and passes its rows to scan, which must
@@ -52,7 +84,11 @@ func Query(ctx context.Context, g *gorm.DB, st Statement, scan func(pgx.Rows) er
 	if err != nil {
 		return err
 	}
-	ctx, span := spans.Statement(ctx, "SELECT", st.Table, st.SQL)
+	verb := st.Verb
+	if verb == "" {
+		verb = "SELECT"
+	}
+	ctx, span := spans.Statement(ctx, verb, st.Table, st.SQL)
 	defer func() { spans.End(span, err) }()
 	conn, err := pool.Conn(ctx)
 	if err != nil {
@@ -65,12 +101,13 @@ func Query(ctx context.Context, g *gorm.DB, st Statement, scan func(pgx.Rows) er
 			return fmt.Errorf("query %s: %T is not a pgx connection", st.Table, driverConn)
 		}
 		batch := &pgx.Batch{}
-		if st.InIndexOrder {
-			batch.Queue(inIndexOrder)
+		setting := st.setting()
+		if setting != "" {
+			batch.Queue(setting)
 		}
 		batch.Queue(st.SQL, st.Args...)
 		results := c.Conn().SendBatch(ctx, batch)
-		return errors.Join(readResults(results, st.InIndexOrder, scan), results.Close())
+		return errors.Join(readResults(results, setting != "", scan), results.Close())
 	})
 }
 

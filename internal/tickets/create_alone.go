@@ -6,8 +6,11 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 
+	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/operations"
 )
 
@@ -30,14 +33,16 @@ SELECT ` + operations.ClaimWon + `, (SELECT number FROM t), (SELECT key FROM t),
 
 // createAlone is a fresh create in one statement with nothing to commit
 // beside it (createAloneSQL): BEGIN and COMMIT are two round trips of the
-// four a create costs otherwise. A create with a parent needs the
+// four a create costs otherwise. Every row the statement reads it names by
+// a unique key, so it is planned once per connection (db.Statement.ByKey),
+// not for every create. A create with a parent needs the
 // transaction (subtasks.Set locks the tenant's tree and writes), and so does
 // one whose outbox reads the subscriptions itself or whose tenant has a
 // subscription: ran false, with nothing written, sends those to
 // createLocal's transaction. The outbox's check of the event runs before the
 // statement, since nothing can fail after it.
-func (s *Service) createAlone(db *gorm.DB, claim *operations.Fold, w Write, ticketID, eventID uuid.UUID, n NewTicket) (t Ticket, ran bool, err error) {
-	if n.Parent != "" || s.writeSQL.createAlone == "" || s.lastSubscribed(w.Tenant) {
+func (s *Service) createAlone(g *gorm.DB, claim *operations.Fold, w Write, ticketID, eventID uuid.UUID, n NewTicket) (t Ticket, ran bool, err error) {
+	if n.Parent != "" || s.writeSQL.createAlone.SQL == "" || s.lastSubscribed(w.Tenant) {
 		return Ticket{}, false, nil
 	}
 	row, created, err := newTicketRows(w.Tenant, w.Actor, ticketID, eventID, w.ID, n)
@@ -53,12 +58,22 @@ func (s *Service) createAlone(db *gorm.DB, claim *operations.Fold, w Write, tick
 		return Ticket{}, false, err
 	}
 	claim.Args(args)
+	positional, err := s.writeSQL.createAlone.Args(args)
+	if err != nil {
+		return Ticket{}, false, err
+	}
 	var (
 		won, subscribed, project bool
 		number                   sql.NullInt64
 		key                      sql.NullString
 	)
-	_, err = rawFirst(db, s.writeSQL.createAlone, args, &won, &number, &key, &subscribed, &project)
+	st := db.Statement{SQL: s.writeSQL.createAlone.SQL, Args: positional, Table: "tickets", Verb: "INSERT", ByKey: true}
+	err = translated(db.Query(g.Statement.Context, g, st, func(rows pgx.Rows) error {
+		if !rows.Next() {
+			return rows.Err()
+		}
+		return rows.Scan(&won, &number, &key, &subscribed, &project)
+	}))
 	claim.Report(won, err)
 	switch {
 	case errors.Is(err, gorm.ErrDuplicatedKey):
@@ -71,7 +86,7 @@ func (s *Service) createAlone(db *gorm.DB, claim *operations.Fold, w Write, tick
 	case subscribed:
 		return Ticket{}, false, nil
 	case !project:
-		return Ticket{}, true, unknownProject(db, w.Tenant, n.ProjectID)
+		return Ticket{}, true, unknownProject(g, w.Tenant, n.ProjectID)
 	case !won:
 		return Ticket{}, true, nil // the ledger reads who holds the key
 	}
@@ -94,10 +109,20 @@ func (s *Service) lastSubscribed(tenant string) bool {
 // subscription are kept, and only with an outbox that has a probe.
 func (s *Service) noteSubscribed(tenant string, subscribed bool) {
 	switch {
-	case s.writeSQL.createAlone == "":
+	case s.writeSQL.createAlone.SQL == "":
 	case subscribed:
 		s.subscribed.Store(tenant, struct{}{})
 	case s.lastSubscribed(tenant):
 		s.subscribed.Delete(tenant)
 	}
+}
+
+// translated is err with gorm.ErrDuplicatedKey for a unique violation, as
+// GORM translates its own statements' errors: db.Query is not GORM's.
+func translated(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return fmt.Errorf("%w: %w", gorm.ErrDuplicatedKey, err)
+	}
+	return err
 }

@@ -1,6 +1,9 @@
 package tickets
 
-import "github.com/ticketd/ticketd/internal/operations"
+import (
+	"github.com/ticketd/ticketd/internal/db"
+	"github.com/ticketd/ticketd/internal/operations"
+)
 
 // writeStatements are the PostgreSQL statements that begin a write, built
 // once per Service because each also selects its outbox's subscription
@@ -8,9 +11,10 @@ import "github.com/ticketd/ticketd/internal/operations"
 // anyway whether the outbox needs to read the tenant's subscriptions.
 type writeStatements struct {
 	createClaiming, create string // createTicketSQL, with the ledger's claim and without
-	// createAlone is createAloneSQL; empty for an outbox without a probe,
-	// which reads the subscriptions itself in the write's transaction.
-	createAlone  string
+	// createAlone is createAloneSQL, numbered for db.Query; empty for an
+	// outbox without a probe, which reads the subscriptions itself in the
+	// write's transaction.
+	createAlone  db.Named
 	lockClaiming string // lockClaimingSQL
 }
 
@@ -21,7 +25,7 @@ func newWriteStatements(subscribed string) writeStatements {
 		lockClaiming:   lockClaimingSQL(subscribed),
 	}
 	if subscribed != subscribedUnknown {
-		st.createAlone = createAloneSQL(subscribed)
+		st.createAlone = db.NewNamed(createAloneSQL(subscribed))
 	}
 	return st
 }
