@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# What planning costs PostgreSQL, apart from executing (docs/perf.md, "Planning, not executing"):
+#   scripts/pgbench/planning.sh [DB]
+# EXPLAIN (SUMMARY) of ticketd's create statement (create.sql, which EXPLAIN plans but does not run) and of a
+# replay's lookup (the record with its ticket joined, for one of DB's operations), five times each on one
+# connection, prints each planning time: what a custom plan costs, paid on every execution by ticketd's sessions
+# (plan_cache_mode=force_custom_plan, internal/db/session.go) unless the statement is sent ByKey. DB defaults to
+# bench_td, the database scripts/cpu-split.py td_create_pg leaves.
+set -euo pipefail
+db=${1:-bench_td}
+here=$(cd "$(dirname "$0")" && pwd)
+P="psql -X -q -At -h 127.0.0.1 -U postgres -d $db"
+op=$($P -c "SELECT operation_id FROM operations WHERE status = 'succeeded' LIMIT 1")
+tenant=$($P -c "SELECT tenant_id FROM operations WHERE operation_id = '$op'")
+lookup="SELECT o.fingerprint, o.status, o.result_id, o.error, o.approval_id, o.created_at, o.updated_at,
+	r.id IS NOT NULL, r.id, r.tenant_id, r.project_id, r.number, r.key, r.title, r.description, r.priority, r.status,
+	r.labels, r.reporter, r.operation_id, r.version, r.assignee, r.external_id, r.external_url, r.created_at, r.updated_at
+FROM operations o LEFT JOIN tickets r ON r.tenant_id = o.tenant_id AND r.id = CAST(o.result_id AS uuid) AND o.status = 'succeeded'
+WHERE o.tenant_id = '$tenant' AND o.action = 'create_ticket' AND o.operation_id = '$op'
+UNION ALL SELECT fingerprint, 'expired', NULL, NULL, NULL, pruned_at, pruned_at, false, NULL, NULL, NULL, NULL, NULL, NULL,
+	NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
+FROM operation_tombstones WHERE tenant_id = '$tenant' AND action = 'create_ticket' AND operation_id = '$op'"
+for what in create lookup; do
+  if [ $what = create ]; then sql=$(cat "$here/create.sql"); else sql=$lookup; fi
+  times=$(for _ in 1 2 3 4 5; do echo "EXPLAIN (SUMMARY) ${sql%;};"; done | $P | sed -n 's/^Planning Time: //p' | tr '\n' ' ')
+  echo "$what planning: $times"
+done
