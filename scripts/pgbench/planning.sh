@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What planning costs PostgreSQL, apart from executing (docs/perf.md, "Planning, not executing"):
 #   scripts/pgbench/planning.sh [DB]
-# EXPLAIN (SUMMARY) of ticketd's create statement (create.sql, which EXPLAIN plans but does not run) and of a
-# replay's lookup (the record with its ticket joined, for one of DB's operations), five times each on one
+# EXPLAIN (SUMMARY) of ticketd's create statement (create.sql, which EXPLAIN plans but does not run), of a
+# replay's lookup (the record with its ticket joined, for one of DB's operations) and of the lookup a create makes
+# first (missing: a new key, nothing joined), five times each on one
 # connection, prints each planning time: what a custom plan costs, paid on every execution by ticketd's sessions
 # (plan_cache_mode=force_custom_plan, internal/db/session.go) unless the statement is sent ByKey. DB defaults to
 # bench_td, the database scripts/cpu-split.py td_create_pg leaves.
@@ -20,8 +21,17 @@ WHERE o.tenant_id = '$tenant' AND o.action = 'create_ticket' AND o.operation_id 
 UNION ALL SELECT fingerprint, 'expired', NULL, NULL, NULL, pruned_at, pruned_at, false, NULL, NULL, NULL, NULL, NULL, NULL,
 	NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
 FROM operation_tombstones WHERE tenant_id = '$tenant' AND action = 'create_ticket' AND operation_id = '$op'"
-for what in create lookup; do
-  if [ $what = create ]; then sql=$(cat "$here/create.sql"); else sql=$lookup; fi
+# A create's lookup first: the record or tombstone of a key no one used, nothing joined.
+missing="SELECT fingerprint, status, result_id, error, approval_id, created_at, updated_at FROM operations
+WHERE tenant_id = '$tenant' AND action = 'create_ticket' AND operation_id = gen_random_uuid()
+UNION ALL SELECT fingerprint, 'expired', NULL, NULL, NULL, pruned_at, pruned_at FROM operation_tombstones
+WHERE tenant_id = '$tenant' AND action = 'create_ticket' AND operation_id = gen_random_uuid()"
+for what in create lookup missing; do
+  case $what in
+    create) sql=$(cat "$here/create.sql") ;;
+    lookup) sql=$lookup ;;
+    missing) sql=$missing ;;
+  esac
   times=$(for _ in 1 2 3 4 5; do echo "EXPLAIN (SUMMARY) ${sql%;};"; done | $P | sed -n 's/^Planning Time: //p' | tr '\n' ' ')
   echo "$what planning: $times"
 done
