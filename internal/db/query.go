@@ -32,18 +32,22 @@ type Statement struct {
 	// to the rows it reads (a sort of a more selective index's rows would
 	// read fewer).
 	InIndexOrder bool
-	// ByKey plans the statement once per connection, before any execution
-	// can make it depend on statistics, with index scans and nested loops
-	// only: for a statement that reads only rows it names by a unique key
-	// (a record by its key, a ticket by its ID), where that plan is the
-	// only good one on any table. The session's own plans are made for
-	// each execution (plan_cache_mode, session.go), which keeps them right
-	// as tables grow but costs planning every time; for a statement over
-	// tables with many indexes, such as a create's, planning is most of
-	// what PostgreSQL spends on it (docs/perf.md). A generic plan would be
-	// made once, on a small table, and kept as it grows: a sequential scan
-	// there, a whole tenant read for every key later, unless scans other
-	// than an index's are off when it is made.
+	// ByKey plans the statement once per connection (a generic plan) with
+	// index scans and nested loops only, rather than on every execution as
+	// the session plans (plan_cache_mode, session.go): that keeps plans
+	// right as tables grow but costs planning each time, and for a
+	// statement over tables with many indexes, such as a create's, planning
+	// is a large part of what PostgreSQL spends on it (docs/perf.md). A
+	// generic plan is made once, possibly on small tables, and kept as they
+	// grow: a sequential scan there, a whole tenant read for every key
+	// later, unless scans other than an index's are off when it is made.
+	// Set it only on a statement that reads rows by a unique key where no
+	// other index of the table starts with that key's leading columns, or
+	// where that other index holds few rows per key: two such indexes cost
+	// the same on small tables, and which one a plan keeps varies (the
+	// replay's lookup, operations_pkey against operations_tenant_created,
+	// was tried and not kept). The plans test
+	// (TestReplayReadsOnlyItsOwnKeyAfterTheTablesGrow) shows a change.
 	ByKey bool
 }
 
