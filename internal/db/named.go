@@ -18,7 +18,9 @@ type Named struct {
 }
 
 // NewNamed numbers query's @name placeholders. An @ not followed by a
-// letter or underscore (jsonb's @> operator) is left as it is.
+// letter or underscore (jsonb's @> operator) is left as it is; quoted text
+// and comments are not skipped, so query must have no @name in them
+// (Args would then ask for an argument that GORM would have left alone).
 func NewNamed(query string) Named {
 	var (
 		b     strings.Builder

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -32,7 +33,9 @@ type Statement struct {
 	// to the rows it reads (a sort of a more selective index's rows would
 	// read fewer).
 	InIndexOrder bool
-	// ByKey plans the statement once per connection (a generic plan) with
+	// ByKey plans the statement once per connection (a generic plan, kept
+	// with pgx's cached prepared statement until an error or the cache's
+	// eviction drops it) with
 	// index scans and nested loops only, rather than on every execution as
 	// the session plans (plan_cache_mode, session.go): that keeps plans
 	// right as tables grow but costs planning each time, and for a
@@ -54,31 +57,39 @@ type Statement struct {
 // inIndexOrder is the setting InIndexOrder sends, local to the implicit
 // transaction the statement runs in so it ends with it: a full sort or an
 // incremental one (an index's order completed by sorting each group).
-const inIndexOrder = "SELECT set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true)"
+const inIndexOrder = "set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true)"
 
 // byKey is the setting ByKey sends, local as inIndexOrder is: a generic
 // plan, made with only index scans and nested loops. PostgreSQL still
 // takes a path it turned off when none other is left (a table with no
 // index for the statement), so the setting cannot make a statement fail.
-const byKey = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true), " +
+const byKey = "set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true), " +
 	"set_config('enable_bitmapscan', 'off', true), set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)"
 
-// setting is the planner setting st sends before itself, or "".
+// setting is the planner setting st sends before itself, or "": both, when
+// both are asked for.
 func (st Statement) setting() string {
-	switch {
-	case st.ByKey:
-		return byKey
-	case st.InIndexOrder:
-		return inIndexOrder
+	var calls []string
+	if st.ByKey {
+		calls = append(calls, byKey)
 	}
-	return ""
+	if st.InIndexOrder {
+		calls = append(calls, inIndexOrder)
+	}
+	if len(calls) == 0 {
+		return ""
+	}
+	return "SELECT " + strings.Join(calls, ", ")
 }
 
 // Query runs st on a connection of g's pool (for Replica.Reads, the standby
 // or the primary as for any read) and passes its rows to scan, which must
 // not keep them. A planner setting travels in the same round trip, before
 // the statement and in the one implicit transaction that ends at the
-// pipeline's Sync, so it never reaches another statement.
+// pipeline's Sync, so the setting never reaches another statement; what
+// was planned under it is kept (ByKey's plan, and the plans of the
+// foreign-key checks its statement runs, which are generic too under
+// force_generic_plan: the session's force_custom_plan replans those).
 //
 // Query is for a hot read that GORM would cost more than it does: it
 // builds no statement, and pgx scans the rows without database/sql's

@@ -43,6 +43,41 @@ func TestQueryInIndexOrderSettingsEndWithTheStatement(t *testing.T) {
 	}
 }
 
+// ByKey's settings hold for the statement, together with InIndexOrder's
+// when both are asked for, and end with it.
+func TestQueryByKeySettingsEndWithTheStatement(t *testing.T) {
+	t.Parallel()
+	d := openTestPostgres(t)
+	pool, err := d.Gorm.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.SetMaxOpenConns(1) // one session: the second query runs where the first did
+	settings := func(st Statement) (got [3]string) {
+		t.Helper()
+		st.SQL = "SELECT current_setting('plan_cache_mode'), current_setting('enable_seqscan'), current_setting('enable_sort') WHERE $1::int = 1"
+		st.Args, st.Table = []any{1}, "settings"
+		err := Query(context.Background(), d.Gorm, st, func(rows pgx.Rows) error {
+			for rows.Next() {
+				if err := rows.Scan(&got[0], &got[1], &got[2]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := settings(Statement{ByKey: true, InIndexOrder: true}); got != [3]string{"force_generic_plan", "off", "off"} {
+		t.Errorf("by key and in index order: plan_cache_mode, enable_seqscan, enable_sort = %q", got)
+	}
+	if got := settings(Statement{}); got != [3]string{"force_custom_plan", "on", "on"} {
+		t.Errorf("the next statement: %q; want the session's force_custom_plan, on, on", got)
+	}
+}
+
 // Through Replica.Reads a Query is routed as any read is: with the
 // "standby" a primary (so never caught up), it runs on the primary.
 func TestQueryThroughTheReadPathIsRouted(t *testing.T) {

@@ -31,7 +31,9 @@ type Outbox interface {
 // transaction when the probe says false (createAloneSQL), and then never
 // calls Enqueue: Check is what Enqueue checks of every event, subscribed or
 // not, and that create calls it before its statement, with the event as it
-// stands then (its ticket not yet numbered).
+// stands then (its ticket not yet numbered). That statement is planned
+// once per connection with sequential scans off (db.Statement.ByKey), so
+// the probe must read through an index that starts with tenant_id.
 type SubscriptionProbe interface {
 	SubscribedSQL() string
 	Check(ev WriteEvent) error
