@@ -36,15 +36,9 @@ sdk="$cache/sdk-$sdkver"
 [ -d "$sdk/node_modules/@cursor/sdk" ] || npm install --silent --prefix "$sdk" "@cursor/sdk@$sdkver" >&2
 log "node $(node --version), @cursor/sdk $sdkver"
 
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-waitfor() { for _ in $(seq 100); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.2; done; log "timed out waiting for '$2' in $1"; exit 1; }
-
-(cd "$repo" && go build -o "$work/ticketd" ./cmd/ticketd)
-port=$(freeport)
-setsid "$work/ticketd" serve --dev --data-dir "$work/data" --addr "127.0.0.1:$port" >"$work/ticketd.out" 2>"$work/ticketd.err" &
-pids+=($!)
-waitfor "$work/ticketd.out" '^REST (curl'
-token=$(grep -m1 '^eyJ' "$work/ticketd.out")
+# shellcheck source=scripts/try-client-lib.sh
+. "$repo/scripts/try-client-lib.sh"
+start_ticketd
 # The doc's snippet, with the URL replaced as the doc says.
 mkdir -p "$work/proj/.cursor"
 awk '/^\*\*Cursor\.\*\*/{f=1} f&&/^```json/{g=1;next} g&&/^```/{exit} g' "$repo/docs/agents.md" |

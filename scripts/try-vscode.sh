@@ -63,15 +63,9 @@ if [ ! -d "$cache/pw/node_modules/playwright-core" ]; then
 fi
 log "$("$cs/out/node/entry.js" --version)"
 
-freeport() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-waitfor() { for _ in $(seq 100); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.2; done; log "timed out waiting for '$2' in $1"; exit 1; }
-
-(cd "$repo" && go build -o "$work/ticketd" ./cmd/ticketd)
-tport=$(freeport)
-setsid "$work/ticketd" serve --dev --data-dir "$work/data" --addr "127.0.0.1:$tport" >"$work/ticketd.out" 2>"$work/ticketd.err" &
-pids+=($!)
-waitfor "$work/ticketd.out" '^REST (curl'
-token=$(grep -m1 '^eyJ' "$work/ticketd.out")
+# shellcheck source=scripts/try-client-lib.sh
+. "$repo/scripts/try-client-lib.sh"
+start_ticketd
 # The banner's .vscode/mcp.json: the indented block after its "VS Code (" line.
 awk '/^VS Code \(/{f=1;next} f&&/^$/{exit} f' "$work/ticketd.out" | sed 's/^  //' >"$work/ws/.vscode/mcp.json"
 python3 -m json.tool "$work/ws/.vscode/mcp.json" >/dev/null

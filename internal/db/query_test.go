@@ -7,59 +7,26 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// InIndexOrder's settings hold for the statement and end with it: the next
-// statement on the same connection sorts again.
-func TestQueryInIndexOrderSettingsEndWithTheStatement(t *testing.T) {
+// A Statement's planner settings hold for it and end with it: the next
+// statement on the same connection plans as the session does (each
+// execution, sorting on, sequential scans on). ByKey and InIndexOrder
+// combine.
+func TestQuerySettingsEndWithTheStatement(t *testing.T) {
 	t.Parallel()
 	d := openTestPostgres(t)
 	pool, err := d.Gorm.DB()
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool.SetMaxOpenConns(1) // one session: the second query runs where the first did
-	ctx := context.Background()
-	settings := func(st Statement) (sort, incremental string) {
+	pool.SetMaxOpenConns(1) // one session: each query runs where the one before did
+	settings := func(st Statement) (got [4]string) {
 		t.Helper()
-		st.SQL = "SELECT current_setting('enable_sort'), current_setting('enable_incremental_sort') WHERE $1::int = 1"
-		st.Args, st.Table = []any{1}, "settings"
-		err := Query(ctx, d.Gorm, st, func(rows pgx.Rows) error {
-			for rows.Next() {
-				if err := rows.Scan(&sort, &incremental); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sort, incremental
-	}
-	if sort, incremental := settings(Statement{InIndexOrder: true}); sort != "off" || incremental != "off" {
-		t.Errorf("in index order: enable_sort %q, enable_incremental_sort %q; want both off", sort, incremental)
-	}
-	if sort, incremental := settings(Statement{}); sort != "on" || incremental != "on" {
-		t.Errorf("the next statement: enable_sort %q, enable_incremental_sort %q; want both on again", sort, incremental)
-	}
-}
-
-// ByKey's settings hold for the statement, together with InIndexOrder's
-// when both are asked for, and end with it.
-func TestQueryByKeySettingsEndWithTheStatement(t *testing.T) {
-	t.Parallel()
-	d := openTestPostgres(t)
-	pool, err := d.Gorm.DB()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool.SetMaxOpenConns(1) // one session: the second query runs where the first did
-	settings := func(st Statement) (got [3]string) {
-		t.Helper()
-		st.SQL = "SELECT current_setting('plan_cache_mode'), current_setting('enable_seqscan'), current_setting('enable_sort') WHERE $1::int = 1"
+		st.SQL = `SELECT current_setting('plan_cache_mode'), current_setting('enable_seqscan'),
+	current_setting('enable_sort'), current_setting('enable_incremental_sort') WHERE $1::int = 1`
 		st.Args, st.Table = []any{1}, "settings"
 		err := Query(context.Background(), d.Gorm, st, func(rows pgx.Rows) error {
 			for rows.Next() {
-				if err := rows.Scan(&got[0], &got[1], &got[2]); err != nil {
+				if err := rows.Scan(&got[0], &got[1], &got[2], &got[3]); err != nil {
 					return err
 				}
 			}
@@ -70,11 +37,22 @@ func TestQueryByKeySettingsEndWithTheStatement(t *testing.T) {
 		}
 		return got
 	}
-	if got := settings(Statement{ByKey: true, InIndexOrder: true}); got != [3]string{"force_generic_plan", "off", "off"} {
-		t.Errorf("by key and in index order: plan_cache_mode, enable_seqscan, enable_sort = %q", got)
-	}
-	if got := settings(Statement{}); got != [3]string{"force_custom_plan", "on", "on"} {
-		t.Errorf("the next statement: %q; want the session's force_custom_plan, on, on", got)
+	session := [4]string{"force_custom_plan", "on", "on", "on"}
+	for _, c := range []struct {
+		name string
+		st   Statement
+		want [4]string
+	}{
+		{"InIndexOrder", Statement{InIndexOrder: true}, [4]string{"force_custom_plan", "on", "off", "off"}},
+		{"ByKey", Statement{ByKey: true}, [4]string{"force_generic_plan", "off", "on", "on"}},
+		{"Both", Statement{ByKey: true, InIndexOrder: true}, [4]string{"force_generic_plan", "off", "off", "off"}},
+	} {
+		if got := settings(c.st); got != c.want {
+			t.Errorf("%s: plan_cache_mode, enable_seqscan, enable_sort, enable_incremental_sort = %q, want %q", c.name, got, c.want)
+		}
+		if got := settings(Statement{}); got != session {
+			t.Errorf("the statement after %s: %q, want the session's %q", c.name, got, session)
+		}
 	}
 }
 
