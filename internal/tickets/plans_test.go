@@ -12,16 +12,15 @@ import (
 	"github.com/ticketd/ticketd/internal/webhooks"
 )
 
-// TestReplayReadsOnlyItsOwnKeyAfterTheTablesGrow is the collapse of issue
-// 33: a replay's lookup, planned while the tables were small (never
-// analysed, or analysed then and never since: autovacuum has not run),
-// must not go on scanning the whole tenant once they have grown; nor must
-// a fresh create's statement, whose plan is made once per connection
-// (db.Statement.ByKey): made with sequential scans allowed, it read every
-// tombstone and every subscription for each create here (450,195 rows for
-// ten creates, tables analysed while small). Rows read, index
-// entries and rows of sequential scans, are counted by PostgreSQL itself,
-// so the test needs no timing.
+// TestReplayReadsOnlyItsOwnKeyAfterTheTablesGrow is the collapse of issue 33:
+// a replay's lookup, planned while the tables were small (never analysed, or
+// analysed then and never since: autovacuum has not run), must not go on
+// scanning the whole tenant once they have grown; nor must a fresh create's
+// statement, whose plan is made once per connection (db.Statement.ByKey): made
+// with sequential scans allowed, it read every tombstone and every
+// subscription for each create here (450,195 rows for ten creates, tables
+// analysed while small). Rows read, index entries and rows of sequential
+// scans, are counted by PostgreSQL itself, so the test needs no timing.
 func TestReplayReadsOnlyItsOwnKeyAfterTheTablesGrow(t *testing.T) {
 	t.Parallel()
 	for _, analysed := range []bool{false, true} {
