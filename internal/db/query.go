@@ -43,12 +43,14 @@ type Statement struct {
 	// is made once, possibly on small tables, and kept as they grow: a sequential
 	// scan there, a whole tenant read for every key later, unless scans other
 	// than an index's are off when it is made. Set it only on a statement that
-	// reads rows by a unique key where no other index of the table starts with
-	// that key's leading columns, or where that other index holds few rows per
-	// key: two such indexes cost the same on small tables, and which one a plan
-	// keeps varies (the replay's lookup, operations_pkey against
-	// operations_tenant_created, was tried and not kept). The plans test
-	// (TestReplayReadsOnlyItsOwnKeyAfterTheTablesGrow) shows a change.
+	// reads rows by a unique key where no other index it can use (a partial
+	// index whose predicate it does not state is none) starts with that key's
+	// leading columns, or where that other index holds few rows per key: two
+	// such indexes cost the same on small tables, and which one a plan keeps
+	// varies (operations_pkey against operations_tenant_created, until the
+	// second was made partial for the ledger's lookup: migrations 00017). The
+	// plans test (TestReplayReadsOnlyItsOwnKeyAfterTheTablesGrow) shows a
+	// change.
 	ByKey bool
 }
 

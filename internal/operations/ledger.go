@@ -119,9 +119,10 @@ func (l *Ledger) RunGated(ctx context.Context, key Key, fingerprint, resultID st
 	return l.RunReplaying(ctx, key, fingerprint, resultID, gate, Replay{}, write)
 }
 
-// RunReplaying is RunGated whose fast path also reads replay's result row
-// in the same query as the record, so that a replay costs one query
-// instead of two: Outcome.ResultRead then says replay.Into holds it.
+// RunReplaying is RunGated whose fast path, on SQLite, also reads replay's
+// result row in the same query as the record, so that a replay costs one
+// query instead of two: Outcome.ResultRead then says replay.Into holds it
+// (on PostgreSQL the record is read alone: lookupPostgres).
 func (l *Ledger) RunReplaying(ctx context.Context, key Key, fingerprint, resultID string, gate GateFunc, replay Replay, write WriteFunc) (Outcome, error) {
 	return l.run(ctx, key, fingerprint, resultID, gate, replay, false, nil, func(tx *gorm.DB, _ *Fold) error { return write(tx) })
 }
@@ -333,7 +334,9 @@ type Position struct {
 // List returns up to limit of the tenant's records, newest first, strictly
 // after the position when one is given, optionally only those with status.
 func (l *Ledger) List(ctx context.Context, tenant string, status Status, after *Position, limit int) ([]Record, error) {
-	q := l.db.WithContext(ctx).Where("tenant_id = ?", tenant)
+	// created_at IS NOT NULL is operations_tenant_created's predicate: the
+	// index is partial so that lookups by key cannot take it (migrations 00017).
+	q := l.db.WithContext(ctx).Where("tenant_id = ? AND created_at IS NOT NULL", tenant)
 	if status != "" {
 		q = q.Where("status = ?", string(status))
 	}

@@ -92,32 +92,41 @@ SELECT '` + tenantA + `', 'create_ticket', gen_random_uuid(), repeat('0', 64), n
 SELECT 'other-' || g, gen_random_uuid(), 'https://example.com/hook', '*', 'secret', 'active', now(), now()
 FROM generate_series(1, ` + strconv.Itoa(grown/4) + `) AS g`)
 
-	before := keyedTuplesRead(t, d)
+	before, pagesBefore := keyedTuplesRead(t, d), keyedPagesTouched(t, d)
 	for _, id := range ids {
 		res, err := svc.CreateTicket(ctx, caller, ticketstest.OpID(id), printerTicket())
 		if err != nil || !res.Replayed {
 			t.Fatalf("replay = %+v, %v; want a replay", res, err)
 		}
 	}
-	after := keyedTuplesRead(t, d)
+	after, pagesAfter := keyedTuplesRead(t, d), keyedPagesTouched(t, d)
 	// A replay reads its record and its ticket by key: a few rows each,
-	// nowhere near the tenant's 20,000.
-	read := after - before
-	t.Logf("%d replays read %d rows", len(ids), read)
+	// nowhere near the tenant's 20,000, and a few pages of each table and
+	// index it reads, not the tenant's hundreds in an index whose first
+	// column alone bounds the walk (entries the walk skips are not counted
+	// as rows read).
+	read, pages := after-before, pagesAfter-pagesBefore
+	t.Logf("%d replays read %d rows, %d pages", len(ids), read, pages)
 	if read > int64(len(ids))*20 {
 		t.Errorf("%d replays read %d rows over tables of %d rows: a lookup scans the tenant", len(ids), read, grown)
 	}
+	if pages > int64(len(ids))*20 {
+		t.Errorf("%d replays touched %d pages over tables of %d rows: a lookup walks the tenant", len(ids), pages, grown)
+	}
 
-	before = after
+	before, pagesBefore = after, pagesAfter
 	for range ids {
 		if res, err := svc.CreateTicket(ctx, caller, ticketstest.OpID(newID()), printerTicket()); err != nil || res.Replayed {
 			t.Fatalf("create = %+v, %v; want a fresh ticket", res, err)
 		}
 	}
-	read = keyedTuplesRead(t, d) - before
-	t.Logf("%d creates read %d rows", len(ids), read)
+	read, pages = keyedTuplesRead(t, d)-before, keyedPagesTouched(t, d)-pagesBefore
+	t.Logf("%d creates read %d rows, %d pages", len(ids), read, pages)
 	if read > int64(len(ids))*20 {
 		t.Errorf("%d creates read %d rows over tables of %d rows: a create scans the tenant", len(ids), read, grown)
+	}
+	if pages > int64(len(ids))*100 {
+		t.Errorf("%d creates touched %d pages over tables of %d rows: a create walks the tenant", len(ids), pages, grown)
 	}
 }
 
@@ -232,6 +241,16 @@ func keyedTuplesRead(tb testing.TB, d *db.DB) int64 {
 		n += tuplesRead(tb, d, table)
 	}
 	return n
+}
+
+// keyedPagesTouched is how many pages of the tables keyedTuplesRead counts,
+// and of their indexes, the test's schema has read or found in PostgreSQL's
+// buffers.
+func keyedPagesTouched(tb testing.TB, d *db.DB) int64 {
+	tb.Helper()
+	return readCounter(tb, d, `SELECT coalesce(sum(coalesce(heap_blks_read, 0) + coalesce(heap_blks_hit, 0) + coalesce(idx_blks_read, 0) + coalesce(idx_blks_hit, 0)), 0)
+FROM pg_statio_user_tables WHERE schemaname = current_schema()
+AND relname IN ('operations', 'operation_tombstones', 'tickets', 'projects', 'webhook_subscriptions')`)
 }
 
 // tuplesRead is how many rows the test's schema has read from table: index

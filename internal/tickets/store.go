@@ -91,7 +91,7 @@ const ticketColumns = "id, tenant_id, project_id, number, key, title, descriptio
 	"reporter, operation_id, version, assignee, external_id, external_url, created_at, updated_at"
 
 // ticketResult reads a create_ticket record's ticket in the same query as
-// the record (operations.Ledger.RunFolded), into ticketRow.columns.
+// the record on SQLite (operations.Join), into ticketRow.columns.
 var ticketResult = operations.NewJoin("tickets", strings.Split(ticketColumns, ", "))
 
 // columns returns scan targets for ticketColumns, in order.

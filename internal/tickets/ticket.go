@@ -35,14 +35,20 @@ func (s *Service) ticketByID(ctx context.Context, tenant, id string) (Ticket, er
 	return s.ticketWhere(ctx, "tenant_id = ? AND id = ?", tenant, id)
 }
 
+// ticketWhere reads the ticket query selects, scanned by hand (scanFirst):
+// a create's replay on PostgreSQL reads its ticket here.
 func (s *Service) ticketWhere(ctx context.Context, query string, args ...any) (Ticket, error) {
 	var row ticketRow
-	err := s.db.WithContext(ctx).Select(ticketColumns).Where(query, args...).Take(&row).Error
+	found := false
+	rows, err := s.db.WithContext(ctx).Raw("SELECT "+ticketColumns+" FROM tickets WHERE "+query+" LIMIT 1", args...).Rows()
+	if err == nil {
+		found, err = scanFirst(rows, row.columns()...)
+	}
 	switch {
-	case errors.Is(err, gorm.ErrRecordNotFound):
-		return Ticket{}, fmt.Errorf("ticket: %w", ErrNotFound)
 	case err != nil:
 		return Ticket{}, fmt.Errorf("%w: read ticket: %v", ErrUnavailable, err)
+	case !found:
+		return Ticket{}, fmt.Errorf("ticket: %w", ErrNotFound)
 	}
 	return row.toTicket()
 }
