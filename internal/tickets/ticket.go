@@ -2,14 +2,18 @@ package tickets
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"regexp"
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"github.com/ticketd/ticketd/internal/db"
 )
 
 // One ticket by reference: read for an answer (GetTicket) or, inside a
@@ -28,21 +32,36 @@ func (s *Service) GetTicket(ctx context.Context, tenant, idOrKey string) (Ticket
 	if !ticketKeyPattern.MatchString(idOrKey) {
 		return Ticket{}, invalidField("id", "must be a ticket UUID or a key like SUP-42, got %q", idOrKey)
 	}
-	return s.ticketWhere(ctx, "tenant_id = ? AND key = ?", tenant, strings.ToUpper(idOrKey))
+	return s.ticketWhere(ctx, "key", tenant, strings.ToUpper(idOrKey))
 }
 
 func (s *Service) ticketByID(ctx context.Context, tenant, id string) (Ticket, error) {
-	return s.ticketWhere(ctx, "tenant_id = ? AND id = ?", tenant, id)
+	return s.ticketWhere(ctx, "id", tenant, id)
 }
 
-// ticketWhere reads the ticket query selects, scanned by hand (scanFirst):
-// a create's replay on PostgreSQL reads its ticket here.
-func (s *Service) ticketWhere(ctx context.Context, query string, args ...any) (Ticket, error) {
+// ticketWhere reads the tenant's ticket whose column (id or key, each unique
+// within the tenant) is value, scanned by hand. On PostgreSQL it goes to pgx
+// directly (db.Query), without database/sql's and GORM's statement building:
+// a create's replay reads its ticket here, after the ledger's lookup.
+func (s *Service) ticketWhere(ctx context.Context, column, tenant, value string) (Ticket, error) {
 	var row ticketRow
 	found := false
-	rows, err := s.db.WithContext(ctx).Raw("SELECT "+ticketColumns+" FROM tickets WHERE "+query+" LIMIT 1", args...).Rows()
-	if err == nil {
-		found, err = scanFirst(rows, row.columns()...)
+	var err error
+	if s.db.Dialector.Name() == "postgres" {
+		st := db.Statement{SQL: "SELECT " + ticketColumns + " FROM tickets WHERE tenant_id = $1 AND " + column + " = $2", Args: []any{tenant, value}, Table: "tickets"}
+		err = db.Query(ctx, s.db, st, func(rows pgx.Rows) error {
+			if !rows.Next() {
+				return rows.Err()
+			}
+			found = true
+			return rows.Scan(row.columns()...)
+		})
+	} else {
+		var rows *sql.Rows
+		rows, err = s.db.WithContext(ctx).Raw("SELECT "+ticketColumns+" FROM tickets WHERE tenant_id = ? AND "+column+" = ?", tenant, value).Rows()
+		if err == nil {
+			found, err = scanFirst(rows, row.columns()...)
+		}
 	}
 	switch {
 	case err != nil:
