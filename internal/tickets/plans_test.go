@@ -7,6 +7,7 @@ import (
 
 	"github.com/ticketd/ticketd/internal/db"
 	"github.com/ticketd/ticketd/internal/dbtest"
+	"github.com/ticketd/ticketd/internal/operations"
 	"github.com/ticketd/ticketd/internal/tickets"
 	"github.com/ticketd/ticketd/internal/tickets/ticketstest"
 	"github.com/ticketd/ticketd/internal/webhooks"
@@ -114,7 +115,22 @@ FROM generate_series(1, ` + strconv.Itoa(grown/4) + `) AS g`)
 		t.Errorf("%d replays touched %d pages over tables of %d rows: a lookup walks the tenant", len(ids), pages, grown)
 	}
 
-	before, pagesBefore = after, pagesAfter
+	// get_operation_status knows the ID, not the action: it must not walk
+	// the tenant's records either.
+	pagesBefore = keyedPagesTouched(t, d)
+	for _, id := range ids {
+		st, err := svc.GetOperation(ctx, tenantA, ticketstest.OpID(id))
+		if err != nil || st.Record.Status != operations.StatusSucceeded {
+			t.Fatalf("operation status = %+v, %v; want succeeded", st, err)
+		}
+	}
+	pages = keyedPagesTouched(t, d) - pagesBefore
+	t.Logf("%d operation lookups by ID touched %d pages", len(ids), pages)
+	if pages > int64(len(ids))*20 {
+		t.Errorf("%d operation lookups by ID touched %d pages over tables of %d rows: a lookup walks the tenant", len(ids), pages, grown)
+	}
+
+	before, pagesBefore = keyedTuplesRead(t, d), keyedPagesTouched(t, d)
 	for range ids {
 		if res, err := svc.CreateTicket(ctx, caller, ticketstest.OpID(newID()), printerTicket()); err != nil || res.Replayed {
 			t.Fatalf("create = %+v, %v; want a fresh ticket", res, err)
