@@ -92,8 +92,8 @@ func (l *Ledger) lookup(ctx context.Context, key Key, replay Replay) (Record, bo
 // lookupPostgres is lookup on PostgreSQL: the record or tombstone alone, with
 // a plan made once per connection (db.Statement.ByKey), since every write
 // sends it first. Planned on each execution, as the session plans, the
-// statement with the result's row joined cost PostgreSQL about 0.24 ms a
-// planning and 0.05 executing (docs/perf.md); a replay now reads its result
+// statement with the result's row joined cost PostgreSQL 0.15-0.28 ms a
+// planning and about 0.05 executing (docs/perf.md); a replay now reads its result
 // in a second statement (Outcome.ResultRead is false), planned as the
 // session plans, which the write that finds no record never sends. Each
 // table has one index its key can use: operations_tenant_created is partial
@@ -148,9 +148,10 @@ type Replay struct {
 }
 
 // Join is the query that reads a record together with the row its
-// result_id names (the row's id within the tenant), on SQLite, where the
-// statement is prepared once and the second one a replay would otherwise
-// send costs more than the join.
+// result_id names (the row's id within the tenant), on SQLite only: there a
+// second statement would be one more preparation, and PostgreSQL's reason to
+// read the record alone (lookupPostgres: the join planned on every
+// execution) does not apply.
 type Join struct {
 	sqlite  string
 	columns int
