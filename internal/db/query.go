@@ -126,6 +126,19 @@ func Query(ctx context.Context, g *gorm.DB, st Statement, scan func(pgx.Rows) er
 	})
 }
 
+// QueryFirst runs st as Query does and scans its first row into dest;
+// found is false when it returned none.
+func QueryFirst(ctx context.Context, g *gorm.DB, st Statement, dest ...any) (found bool, err error) {
+	err = Query(ctx, g, st, func(rows pgx.Rows) error {
+		if !rows.Next() {
+			return rows.Err()
+		}
+		found = true
+		return rows.Scan(dest...)
+	})
+	return found, err
+}
+
 // readResults reads the setting's result, if one was sent, then passes the
 // statement's rows to scan.
 func readResults(results pgx.BatchResults, setting bool, scan func(pgx.Rows) error) error {

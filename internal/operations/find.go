@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"gorm.io/gorm"
 
 	"github.com/ticketd/ticketd/internal/db"
@@ -19,17 +18,17 @@ import (
 // proves nothing ran under the ID for the tenant.
 func (l *Ledger) Find(ctx context.Context, tenant string, operationID uuid.UUID) (Record, error) {
 	var row record
-	db := l.db.WithContext(ctx)
+	g := l.db.WithContext(ctx)
 	const byID = "tenant_id = ? AND operation_id = ?"
 	var err error
 	if l.db.Dialector.Name() == "postgres" {
 		err = l.findPostgres(ctx, tenant, operationID.String(), &row)
 	} else {
-		err = db.Where(byID, tenant, operationID.String()).Order("created_at DESC").Take(&row).Error
+		err = g.Where(byID, tenant, operationID.String()).Order("created_at DESC").Take(&row).Error
 	}
 	switch {
 	case errors.Is(err, gorm.ErrRecordNotFound):
-		rec, err := findTombstone(db, byID, tenant, operationID.String())
+		rec, err := findTombstone(g, byID, tenant, operationID.String())
 		if errors.Is(err, ErrNotFound) {
 			return Record{}, fmt.Errorf("%w (tenant %s, id %s)", ErrNotFound, tenant, operationID)
 		}
@@ -47,15 +46,8 @@ func (l *Ledger) Find(ctx context.Context, tenant string, operationID uuid.UUID)
 // up the key once per action the tenant has used, each action found by one
 // descent of the same index.
 func (l *Ledger) findPostgres(ctx context.Context, tenant, operationID string, row *record) error {
-	found := false
 	st := db.Statement{SQL: findByIDSQL, Args: []any{tenant, operationID}, Table: "operations"}
-	err := db.Query(ctx, l.db, st, func(rows pgx.Rows) error {
-		if !rows.Next() {
-			return rows.Err()
-		}
-		found = true
-		return rows.Scan(append([]any{&row.Action}, row.lookupColumns()...)...)
-	})
+	found, err := db.QueryFirst(ctx, l.db, st, append([]any{&row.Action}, row.lookupColumns()...)...)
 	switch {
 	case err != nil:
 		return err

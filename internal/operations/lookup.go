@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/ticketd/ticketd/internal/db"
 )
 
@@ -102,14 +100,7 @@ func (l *Ledger) lookup(ctx context.Context, key Key, replay Replay) (Record, bo
 func (l *Ledger) lookupPostgres(ctx context.Context, key Key) (Record, error) {
 	row := record{TenantID: key.Tenant, Action: key.Action, OperationID: key.OperationID.String()}
 	st := db.Statement{SQL: lookupPostgresSQL, Args: []any{key.Tenant, key.Action, row.OperationID}, Table: "operations", ByKey: true}
-	found := false
-	err := db.Query(ctx, l.db, st, func(rows pgx.Rows) error {
-		if !rows.Next() {
-			return rows.Err()
-		}
-		found = true
-		return rows.Scan(row.lookupColumns()...)
-	})
+	found, err := db.QueryFirst(ctx, l.db, st, row.lookupColumns()...)
 	switch {
 	case err != nil:
 		return Record{}, fmt.Errorf("%w: look up operation: %v", ErrUnavailable, err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"gorm.io/gorm"
 
@@ -73,12 +72,8 @@ func (s *Service) createAlone(g *gorm.DB, claim *operations.Fold, w Write, ticke
 		key                      sql.NullString
 	)
 	st := db.Statement{SQL: s.writeSQL.createAlone.SQL, Args: positional, Table: "tickets", Verb: "INSERT", ByKey: true}
-	err = translated(db.Query(g.Statement.Context, g, st, func(rows pgx.Rows) error {
-		if !rows.Next() {
-			return rows.Err()
-		}
-		return rows.Scan(&won, &number, &key, &subscribed, &project)
-	}))
+	_, err = db.QueryFirst(g.Statement.Context, g, st, &won, &number, &key, &subscribed, &project)
+	err = translated(err)
 	claim.Report(won, err)
 	switch {
 	case errors.Is(err, gorm.ErrDuplicatedKey):

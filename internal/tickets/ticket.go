@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
@@ -32,34 +31,29 @@ func (s *Service) GetTicket(ctx context.Context, tenant, idOrKey string) (Ticket
 	if !ticketKeyPattern.MatchString(idOrKey) {
 		return Ticket{}, invalidField("id", "must be a ticket UUID or a key like SUP-42, got %q", idOrKey)
 	}
-	return s.ticketWhere(ctx, "key", tenant, strings.ToUpper(idOrKey))
+	return s.ticketWhere(ctx, readTicketByKey, tenant, strings.ToUpper(idOrKey))
 }
 
 func (s *Service) ticketByID(ctx context.Context, tenant, id string) (Ticket, error) {
-	return s.ticketWhere(ctx, "id", tenant, id)
+	return s.ticketWhere(ctx, readTicketByID, tenant, id)
 }
 
-// ticketWhere reads the tenant's ticket whose column (id or key, each unique
-// within the tenant) is value, scanned by hand. On PostgreSQL it goes to pgx
-// directly (db.Query), without database/sql's and GORM's statement building:
-// a create's replay reads its ticket here, after the ledger's lookup.
-func (s *Service) ticketWhere(ctx context.Context, column, tenant, value string) (Ticket, error) {
-	var row ticketRow
-	found := false
-	var err error
+// ticketWhere reads the tenant's ticket that by selects, scanned by hand. On
+// PostgreSQL it goes to pgx directly (db.QueryFirst), without database/sql's
+// and GORM's statement building: a create's replay reads its ticket here,
+// after the ledger's lookup.
+func (s *Service) ticketWhere(ctx context.Context, by ticketRead, tenant, value string) (Ticket, error) {
+	var (
+		row   ticketRow
+		found bool
+		err   error
+	)
 	if s.db.Dialector.Name() == "postgres" {
-		st := db.Statement{SQL: "SELECT " + ticketColumns + " FROM tickets WHERE tenant_id = $1 AND " + column + " = $2", Args: []any{tenant, value}, Table: "tickets"}
-		err = db.Query(ctx, s.db, st, func(rows pgx.Rows) error {
-			if !rows.Next() {
-				return rows.Err()
-			}
-			found = true
-			return rows.Scan(row.columns()...)
-		})
+		st := db.Statement{SQL: by.postgres, Args: []any{tenant, value}, Table: "tickets"}
+		found, err = db.QueryFirst(ctx, s.db, st, row.columns()...)
 	} else {
 		var rows *sql.Rows
-		rows, err = s.db.WithContext(ctx).Raw("SELECT "+ticketColumns+" FROM tickets WHERE tenant_id = ? AND "+column+" = ?", tenant, value).Rows()
-		if err == nil {
+		if rows, err = s.db.WithContext(ctx).Raw(by.sqlite, tenant, value).Rows(); err == nil {
 			found, err = scanFirst(rows, row.columns()...)
 		}
 	}
@@ -70,6 +64,20 @@ func (s *Service) ticketWhere(ctx context.Context, column, tenant, value string)
 		return Ticket{}, fmt.Errorf("ticket: %w", ErrNotFound)
 	}
 	return row.toTicket()
+}
+
+// ticketRead is ticketWhere's statement, in each dialect's placeholders, by
+// the tenant and one column unique within it.
+type ticketRead struct{ postgres, sqlite string }
+
+var (
+	readTicketByID  = newTicketRead("id")
+	readTicketByKey = newTicketRead("key")
+)
+
+func newTicketRead(column string) ticketRead {
+	q := "SELECT " + ticketColumns + " FROM tickets WHERE tenant_id = %s AND " + column + " = %s"
+	return ticketRead{postgres: fmt.Sprintf(q, "$1", "$2"), sqlite: fmt.Sprintf(q, "?", "?")}
 }
 
 // lockTicket reads the tenant's ticket for a write and, on PostgreSQL, locks
