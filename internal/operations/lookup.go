@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/ticketd/ticketd/internal/db"
 )
 
@@ -26,17 +28,18 @@ func (l *Ledger) Lookup(ctx context.Context, key Key) (Record, error) {
 }
 
 // lookup reads key's record, or its tombstone as a record of status
-// expired, and, on SQLite, when replay names a result and the record
-// succeeded, that result's row into replay.Into, in the same query; it
-// reports whether the row was read. On PostgreSQL it reads the record alone
-// (lookupPostgres). The columns are scanned by hand: GORM's reflective Scan
+// expired, and, when replay names a result and the record succeeded, that
+// result's row into replay.Into, in the same query; it reports whether the
+// row was read. The columns are scanned by hand: GORM's reflective Scan
 // was most of a replay's allocations in the store. A missing record is the
 // bare ErrNotFound: every fresh write meets it, and RunReplaying only
 // tests for it.
 func (l *Ledger) lookup(ctx context.Context, key Key, replay Replay) (Record, bool, error) {
+	if replay.Join != nil && len(replay.Into) != replay.Join.columns {
+		return Record{}, false, fmt.Errorf("operation %s: %d scan targets for %d result columns", key, len(replay.Into), replay.Join.columns)
+	}
 	if l.db.Dialector.Name() == "postgres" {
-		rec, err := l.lookupPostgres(ctx, key)
-		return rec, false, err
+		return l.lookupPostgres(ctx, key, replay)
 	}
 	var (
 		row  record
@@ -74,10 +77,7 @@ func (l *Ledger) lookup(ctx context.Context, key Key, replay Replay) (Record, bo
 		return Record{}, false, fmt.Errorf("%w: read operation: %v", ErrUnavailable, err)
 	}
 	if found {
-		if len(replay.Into) != replay.Join.columns {
-			return Record{}, false, fmt.Errorf("operation %s: %d scan targets for %d result columns", key, len(replay.Into), replay.Join.columns)
-		}
-		copy(dest[8:], replay.Into)
+		copy(dest[len(dest)-replay.Join.columns:], replay.Into)
 		if err := rows.Scan(dest...); err != nil {
 			return Record{}, false, fmt.Errorf("%w: read operation result: %v", ErrUnavailable, err)
 		}
@@ -87,27 +87,50 @@ func (l *Ledger) lookup(ctx context.Context, key Key, replay Replay) (Record, bo
 	return rec, found, err
 }
 
-// lookupPostgres is lookup on PostgreSQL: the record or tombstone alone, with
-// a plan made once per connection (db.Statement.ByKey), since every write
-// sends it first. Planned on each execution, as the session plans, the
-// statement with the result's row joined cost PostgreSQL 0.15-0.28 ms a
-// planning and about 0.05 executing (docs/perf.md); a replay now reads its result
-// in a second statement (Outcome.ResultRead is false), planned as the
-// session plans, which the write that finds no record never sends. Each
-// table has one index its key can use: operations_tenant_created is partial
-// (migrations/postgres/00017) so that it cannot cost the same as the
-// primary key on small tables, as it did (TestReplayReadsOnlyItsOwnKeyAfterTheTablesGrow).
-func (l *Ledger) lookupPostgres(ctx context.Context, key Key) (Record, error) {
+// lookupPostgres is lookup on PostgreSQL, with a plan made once per
+// connection (db.Statement.ByKey), since every write sends it first.
+// Planned on each execution, as the session plans, the statement with the
+// result's row joined cost PostgreSQL 0.15-0.28 ms a planning and about
+// 0.05 executing (docs/perf.md). Each table has one index its key can use:
+// operations_tenant_created is partial (migrations/postgres/00017) so that
+// it cannot cost the same as the primary key on small tables, as it did
+// (TestReplayReadsOnlyItsOwnKeyAfterTheTablesGrow); the result's row is
+// read as Join.postgres says.
+func (l *Ledger) lookupPostgres(ctx context.Context, key Key, replay Replay) (Record, bool, error) {
 	row := record{TenantID: key.Tenant, Action: key.Action, OperationID: key.OperationID.String()}
 	st := db.Statement{SQL: lookupPostgresSQL, Args: []any{key.Tenant, key.Action, row.OperationID}, Table: "operations", ByKey: true}
-	found, err := db.QueryFirst(ctx, l.db, st, row.lookupColumns()...)
+	if replay.Join != nil {
+		st.SQL, st.InIndexOrder = replay.Join.postgres, true
+		st.Args = append(st.Args, string(StatusSucceeded))
+	}
+	var found, read bool
+	err := db.Query(ctx, l.db, st, func(rows pgx.Rows) error {
+		if !rows.Next() {
+			return rows.Err()
+		}
+		found = true
+		dest := row.lookupColumns()
+		if replay.Join == nil {
+			return rows.Scan(dest...)
+		}
+		// pgx skips a nil destination: the result's columns are read only
+		// when the join found the row (they are NULL when not).
+		dest = append(dest, &read)
+		dest = append(dest, make([]any, replay.Join.columns)...)
+		if err := rows.Scan(dest...); err != nil || !read {
+			return err
+		}
+		copy(dest[len(dest)-replay.Join.columns:], replay.Into)
+		return rows.Scan(dest...)
+	})
 	switch {
 	case err != nil:
-		return Record{}, fmt.Errorf("%w: look up operation: %v", ErrUnavailable, err)
+		return Record{}, false, fmt.Errorf("%w: look up operation: %v", ErrUnavailable, err)
 	case !found:
-		return Record{}, ErrNotFound
+		return Record{}, false, ErrNotFound
 	}
-	return row.toRecord()
+	rec, err := row.toRecord()
+	return rec, read, err
 }
 
 // lookupColumns are the scan targets of the columns lookupSQL reads.
@@ -139,17 +162,15 @@ type Replay struct {
 }
 
 // Join is the query that reads a record together with the row its
-// result_id names (the row's id within the tenant), on SQLite only: there a
-// second statement would be one more preparation, and PostgreSQL's reason to
-// read the record alone (lookupPostgres: the join planned on every
-// execution) does not apply.
+// result_id names (the row's id within the tenant), in each dialect.
 type Join struct {
-	sqlite  string
-	columns int
+	sqlite, postgres string
+	columns          int
 }
 
 // NewJoin returns the Join for result rows of table, reading columns in
-// order.
+// order. The table's primary key must be (tenant_id, id), with id a uuid
+// on PostgreSQL.
 func NewJoin(table string, columns []string) *Join {
 	qualified := make([]string, len(columns))
 	for i, c := range columns {
@@ -157,11 +178,27 @@ func NewJoin(table string, columns []string) *Join {
 	}
 	// A tombstone has no result: its row finds none and reads NULLs.
 	none := strings.Repeat(", NULL", len(columns))
-	q := `SELECT o.fingerprint, o.status, o.result_id, o.error, o.approval_id, o.created_at, o.updated_at,
+	sqlite := `SELECT o.fingerprint, o.status, o.result_id, o.error, o.approval_id, o.created_at, o.updated_at,
 	r.id IS NOT NULL, ` + strings.Join(qualified, ", ") + `
 FROM operations o LEFT JOIN "` + table + `" r ON r.tenant_id = o.tenant_id AND r.id = o.result_id AND o.status = ?
 WHERE o.tenant_id = ? AND o.action = ? AND o.operation_id = ?
 UNION ALL SELECT fingerprint, 'expired', NULL, NULL, NULL, pruned_at, pruned_at, false` + none + `
 FROM operation_tombstones WHERE tenant_id = ? AND action = ? AND operation_id = ?`
-	return &Join{sqlite: q, columns: len(columns)}
+	// The plan is made once (lookupPostgres), possibly on tables never
+	// analysed and nearly empty, where every index that starts with
+	// tenant_id looks as cheap as the primary key for "tenant_id = x AND
+	// id = y", and the one kept (tickets_tenant_updated_desc, in every
+	// case tried) walks the whole tenant once the table has grown. The id
+	// as a range of one, in id order, with sorting off (InIndexOrder),
+	// leaves only the indexes on (tenant_id, id) to the plan: an equality
+	// would make the order on id void, and any index would do.
+	postgres := `SELECT o.fingerprint, o.status, o.result_id, o.error, o.approval_id, o.created_at, o.updated_at,
+	r.found IS NOT NULL, ` + strings.Join(qualified, ", ") + `
+FROM operations o LEFT JOIN LATERAL (SELECT true AS found, ` + strings.Join(columns, ", ") + ` FROM "` + table + `" t
+	WHERE t.tenant_id = o.tenant_id AND t.id BETWEEN CAST(o.result_id AS uuid) AND CAST(o.result_id AS uuid) AND o.status = $4
+	ORDER BY t.id LIMIT 1) r ON true
+WHERE o.tenant_id = $1 AND o.action = $2 AND o.operation_id = $3
+UNION ALL SELECT fingerprint, 'expired', NULL, NULL, NULL, pruned_at, pruned_at, false` + none + `
+FROM operation_tombstones WHERE tenant_id = $1 AND action = $2 AND operation_id = $3`
+	return &Join{sqlite: sqlite, postgres: postgres, columns: len(columns)}
 }

@@ -20,9 +20,8 @@ import (
 // inserts ticket and event (no BEGIN, no COMMIT); a fresh update adds the ticket read before the ledger,
 // and takes two statements (claim with row lock, change with event) instead
 // of five, as does a comment (claim with row lock, comment with event); a
-// replay of either is the ticket read, the fast path's record and the
-// recorded event or comment read by its ID (not joined to the record: that
-// statement cost more to plan than the round trip, docs/perf.md).
+// replay of either is the ticket read and the fast path's record with the
+// recorded event or comment joined (a plan made once per connection).
 func TestWritesRoundTrips(t *testing.T) {
 	t.Parallel()
 	d, trips := dbtest.PostgresCounted(t)
@@ -78,11 +77,11 @@ func TestWritesRoundTrips(t *testing.T) {
 		if updates != 6 {
 			t.Errorf("a fresh update took %d round trips, want 6", updates)
 		}
-		if replays != 3 {
-			t.Errorf("an update's replay took %d round trips, want 3", replays)
+		if replays != 2 {
+			t.Errorf("an update's replay took %d round trips, want 2", replays)
 		}
-		if comments != 6 || commentReplays != 3 {
-			t.Errorf("a fresh comment took %d round trips and its replay %d, want 6 and 3", comments, commentReplays)
+		if comments != 6 || commentReplays != 2 {
+			t.Errorf("a fresh comment took %d round trips and its replay %d, want 6 and 2", comments, commentReplays)
 		}
 	}
 }
