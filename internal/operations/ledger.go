@@ -119,10 +119,9 @@ func (l *Ledger) RunGated(ctx context.Context, key Key, fingerprint, resultID st
 	return l.RunReplaying(ctx, key, fingerprint, resultID, gate, Replay{}, write)
 }
 
-// RunReplaying is RunGated whose fast path, on SQLite, also reads replay's
-// result row in the same query as the record, so that a replay costs one
-// query instead of two: Outcome.ResultRead then says replay.Into holds it
-// (on PostgreSQL the record is read alone: lookupPostgres).
+// RunReplaying is RunGated whose fast path also reads replay's result row in
+// the same query as the record, so that a replay costs one query instead of
+// two: Outcome.ResultRead then says replay.Into holds it.
 func (l *Ledger) RunReplaying(ctx context.Context, key Key, fingerprint, resultID string, gate GateFunc, replay Replay, write WriteFunc) (Outcome, error) {
 	return l.run(ctx, key, fingerprint, resultID, gate, replay, false, nil, func(tx *gorm.DB, _ *Fold) error { return write(tx) })
 }

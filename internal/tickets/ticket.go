@@ -40,8 +40,8 @@ func (s *Service) ticketByID(ctx context.Context, tenant, id string) (Ticket, er
 
 // ticketWhere reads the tenant's ticket that by selects, scanned by hand. On
 // PostgreSQL it goes to pgx directly (db.QueryFirst), without database/sql's
-// and GORM's statement building: a create's replay reads its ticket here,
-// after the ledger's lookup.
+// and GORM's statement building: an update's replay reads its ticket here
+// when the one read before the ledger predates the recorded event.
 func (s *Service) ticketWhere(ctx context.Context, by ticketRead, tenant, value string) (Ticket, error) {
 	var (
 		row   ticketRow
