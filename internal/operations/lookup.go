@@ -66,18 +66,13 @@ func (l *Ledger) lookup(ctx context.Context, key Key, replay Replay) (Record, bo
 	dest := row.lookupColumns()
 	var found bool
 	if replay.Join != nil {
-		// A row may be read twice: first to learn whether the join found
-		// the result (its columns are NULL when not), then into Into.
-		dest = append(dest, &found)
-		for range replay.Join.columns {
-			dest = append(dest, new(any))
-		}
+		dest = row.joinedColumns(replay, &found)
 	}
 	if err := rows.Scan(dest...); err != nil {
 		return Record{}, false, fmt.Errorf("%w: read operation: %v", ErrUnavailable, err)
 	}
 	if found {
-		copy(dest[len(dest)-replay.Join.columns:], replay.Into)
+		replay.into(dest)
 		if err := rows.Scan(dest...); err != nil {
 			return Record{}, false, fmt.Errorf("%w: read operation result: %v", ErrUnavailable, err)
 		}
@@ -109,18 +104,14 @@ func (l *Ledger) lookupPostgres(ctx context.Context, key Key, replay Replay) (Re
 			return rows.Err()
 		}
 		found = true
-		dest := row.lookupColumns()
 		if replay.Join == nil {
-			return rows.Scan(dest...)
+			return rows.Scan(row.lookupColumns()...)
 		}
-		// pgx skips a nil destination: the result's columns are read only
-		// when the join found the row (they are NULL when not).
-		dest = append(dest, &read)
-		dest = append(dest, make([]any, replay.Join.columns)...)
+		dest := row.joinedColumns(replay, &read)
 		if err := rows.Scan(dest...); err != nil || !read {
 			return err
 		}
-		copy(dest[len(dest)-replay.Join.columns:], replay.Into)
+		replay.into(dest)
 		return rows.Scan(dest...)
 	})
 	switch {
@@ -136,6 +127,23 @@ func (l *Ledger) lookupPostgres(ctx context.Context, key Key, replay Replay) (Re
 // lookupColumns are the scan targets of the columns lookupSQL reads.
 func (r *record) lookupColumns() []any {
 	return []any{&r.Fingerprint, &r.Status, &r.ResultID, &r.Error, &r.ApprovalID, &r.CreatedAt, &r.UpdatedAt}
+}
+
+// joinedColumns are lookupColumns, then a Join's found flag and a
+// placeholder per result column. A joined row is read twice: first to learn
+// whether the join found the result (its columns are NULL when not), then,
+// with its placeholders swapped for replay.Into (into), the result too.
+func (r *record) joinedColumns(replay Replay, found *bool) []any {
+	dest := append(r.lookupColumns(), found)
+	for range replay.Join.columns {
+		dest = append(dest, new(any))
+	}
+	return dest
+}
+
+// into puts Into in the place of joinedColumns' placeholders in dest.
+func (replay Replay) into(dest []any) {
+	copy(dest[len(dest)-replay.Join.columns:], replay.Into)
 }
 
 // lookupSQL reads a key's record or its tombstone, in the one round trip a
