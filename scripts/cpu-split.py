@@ -4,7 +4,8 @@ call, for the §24 suites, one after another on the servers ../shared/bench/run.
 CPU goes"). Unlike run.sh it reads PostgreSQL's and the load generator's share, and it does not rank: one round.
 
   BIN=DIR scripts/cpu-split.py SUITE...   suites: run_ticketd.py's (noop_go naive_create_pg naive_replay_pg
-                                          td_create_pg td_replay_pg td_list_pg)
+                                          td_create_pg td_replay_pg td_list_pg), and noop_json: the floor
+                                          answering with one JSON body (-json-response), as ticketd does
   BIN: mcpload and noop-mcp built from $SHARED/bench, and ticketd; SHARED (default ../shared); BENCH_PG as run.sh's
   (its databases bench_td and bench_naive are left for scripts/pgbench/run.sh); DUR seconds per suite (default 8);
   LOGSQL=1: PostgreSQL logs every statement of these connections (the log run.sh's statements were taken from).
@@ -39,13 +40,29 @@ def pg_ticks():
     return t
 
 
+# run.sh's floor answers every call with an SSE stream, go-sdk's default; ticketd answers with one JSON body
+# (JSONResponse). noop_json is the same floor with that one setting, to show what it is worth.
+rt.SUITES["noop_json"] = ("noop_json", "noop", rt.NOOP, [])
+rt.PORTS["noop_json"] = 18288
+
+
+def start(name, a, datadir):
+    if name != "noop_json":
+        return rt.start(name, a, datadir)
+    p = subprocess.Popen([os.path.join(a.bindir, "noop-mcp"), "-addr", f"127.0.0.1:{rt.PORTS[name]}", "-json-response",
+                          "-max-lifetime", "900s"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)
+    rt.wait_port(rt.PORTS[name])
+    return p, None, None
+
+
 a = argparse.Namespace(bindir=os.environ["BIN"], ticketd=os.path.join(os.environ["BIN"], "ticketd"))
 dur, servers = int(os.environ.get("DUR", "8")), {}
 try:
     for suite in sys.argv[1:]:
         srv, tool, args, extra = rt.SUITES[suite]
         if srv not in servers:
-            servers[srv] = rt.start(srv, a, tempfile.mkdtemp(prefix="cpu-split-"))
+            servers[srv] = start(srv, a, tempfile.mkdtemp(prefix="cpu-split-"))
         p, tok, _ = servers[srv]
         if srv in rt.SERVER_DB:
             rt.psql(rt.SERVER_DB[srv], "ANALYZE")
