@@ -161,7 +161,8 @@ func (c *console) ticketsPage(w http.ResponseWriter, r *http.Request, req *reque
 	}
 	cursor := q.Get("cursor")
 	params := f.listParams()
-	params.Limit, params.Cursor = pageSize, cursor
+	// The list shows no descriptions; the ticket's page reads its own.
+	params.Limit, params.Cursor, params.WithoutDescriptions = pageSize, cursor, true
 	page, err := c.svc.ListTickets(r.Context(), req.caller(), params)
 	l := layout{Title: "Tickets", Nav: "/console/tickets", Notice: notices[q.Get("done")]}
 	if err != nil {

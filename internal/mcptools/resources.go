@@ -233,7 +233,7 @@ func findProject(ctx context.Context, svc *tickets.Service, tenant, id string) (
 func openTickets(ctx context.Context, svc *tickets.Service, p authn.Principal, projectID string) ([]tickets.Ticket, bool, error) {
 	page, err := svc.ListTickets(ctx, tickets.Caller{Tenant: p.Tenant, Subject: p.Subject}, tickets.ListTicketsParams{
 		ProjectID: projectID, Statuses: []tickets.Status{tickets.StatusOpen}, Sort: tickets.SortPriorityDesc,
-		Limit: projectTickets, MaxBytes: pageItemsBudget,
+		Limit: projectTickets, MaxBytes: pageItemsBudget, WithoutDescriptions: true,
 	})
 	return page.Tickets, page.NextCursor != "", err
 }

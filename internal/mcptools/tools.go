@@ -308,7 +308,7 @@ var (
 				ProjectID: in.ProjectID, Statuses: in.Status.Domain(), Query: in.Query, Assignee: in.Assignee, Label: in.Label,
 				Priority: tickets.Priority(in.Priority), Parent: in.Parent, UpdatedSince: since, Sort: tickets.Sort(in.Sort),
 				Limit: in.Limit, Cursor: in.Cursor,
-				MaxBytes: pageItemsBudget, Measure: page.measure,
+				MaxBytes: pageItemsBudget, Measure: page.measure, WithoutDescriptions: in.Detail != contract.DetailFull,
 			})
 			if err != nil {
 				return ListTicketsOut{}, err

@@ -154,7 +154,7 @@ func (a *api) listTickets(w http.ResponseWriter, r *http.Request) {
 		ProjectID: q.Get("project_id"), Statuses: statuses, Query: q.Get("query"),
 		Assignee: q.Get("assignee"), Label: q.Get("label"),
 		Priority: tickets.Priority(q.Get("priority")), Parent: q.Get("parent"), UpdatedSince: since, Sort: tickets.Sort(q.Get("sort")),
-		Limit: limit, Cursor: q.Get("cursor"),
+		Limit: limit, Cursor: q.Get("cursor"), WithoutDescriptions: q.Get("detail") == contract.DetailSummary,
 	})
 	if err != nil {
 		fail(w, r, err, "")

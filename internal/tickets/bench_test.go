@@ -3,6 +3,8 @@ package tickets_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -159,23 +161,62 @@ func BenchmarkCreateTicketContention(b *testing.B) {
 // over 40 stored, so a page also has a next cursor to encode. Compare
 // allocs/op and B/op on a shared machine; ns/op on an idle one.
 func BenchmarkListTickets(b *testing.B) {
+	benchLists(b, printerTicket, func(b *testing.B, svc *tickets.Service, caller tickets.Caller) {
+		b.ReportAllocs()
+		for b.Loop() {
+			page, err := svc.ListTickets(context.Background(), caller, tickets.ListTicketsParams{Limit: 20})
+			if err != nil || len(page.Tickets) != 20 || page.NextCursor == "" {
+				b.Fatal(len(page.Tickets), err)
+			}
+		}
+	})
+}
+
+// BenchmarkListSummaries is BenchmarkListTickets' page over tickets with
+// long descriptions (8,000 characters of words that do not compress), read
+// whole and as a list for summaries reads it (WithoutDescriptions).
+func BenchmarkListSummaries(b *testing.B) {
+	words := rand.New(rand.NewPCG(1, 2))
+	long := func() tickets.NewTicket {
+		var s strings.Builder
+		for s.Len() < 8000 {
+			for range 1 + words.IntN(9) {
+				s.WriteByte(byte('a' + words.IntN(26)))
+			}
+			s.WriteByte(' ')
+		}
+		t := printerTicket()
+		t.Description = s.String()
+		return t
+	}
+	benchLists(b, long, func(b *testing.B, svc *tickets.Service, caller tickets.Caller) {
+		for _, without := range []bool{false, true} {
+			b.Run(map[bool]string{false: "whole", true: "summaries"}[without], func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					page, err := svc.ListTickets(context.Background(), caller, tickets.ListTicketsParams{Limit: 20, WithoutDescriptions: without})
+					if err != nil || len(page.Tickets) != 20 || (page.Tickets[0].Description == "") != without {
+						b.Fatal(len(page.Tickets), err)
+					}
+				}
+			})
+		}
+	})
+}
+
+// benchLists runs bench on each dialect against a service holding 40 of
+// newTicket's tickets in one tenant, with the caller to list them as.
+func benchLists(b *testing.B, newTicket func() tickets.NewTicket, bench func(*testing.B, *tickets.Service, tickets.Caller)) {
 	for name, open := range map[string]func(testing.TB) *db.DB{"postgres": dbtest.Postgres, "sqlite": dbtest.SQLite} {
 		b.Run(name, func(b *testing.B) {
 			svc := newService(b, open(b))
-			ctx := context.Background()
 			caller := tickets.Caller{Tenant: tenantA, Subject: "bench"}
 			for range 40 {
-				if _, err := svc.CreateTicket(ctx, caller, ticketstest.OpID(newID()), printerTicket()); err != nil {
+				if _, err := svc.CreateTicket(context.Background(), caller, ticketstest.OpID(newID()), newTicket()); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.ReportAllocs()
-			for b.Loop() {
-				page, err := svc.ListTickets(ctx, caller, tickets.ListTicketsParams{Limit: 20})
-				if err != nil || len(page.Tickets) != 20 || page.NextCursor == "" {
-					b.Fatal(len(page.Tickets), err)
-				}
-			}
+			bench(b, svc, caller)
 		})
 	}
 }

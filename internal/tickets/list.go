@@ -49,6 +49,10 @@ type ListTicketsParams struct {
 	// one measured may be left out for the budget), so a transport may
 	// keep what it measured and send that.
 	Measure func(Ticket) (int, error)
+	// WithoutDescriptions leaves every ticket's Description empty, unread:
+	// for a caller that sends summaries, a page of long tickets then costs
+	// the database and the process what its summaries cost.
+	WithoutDescriptions bool
 }
 
 // AssigneeNone is the assignee filter for unassigned tickets.
@@ -212,7 +216,11 @@ func (s *Service) ListTickets(ctx context.Context, c Caller, p ListTicketsParams
 			return TicketPage{}, invalidField("cursor", "not a cursor issued for this list; start again without one")
 		}
 	}
-	lister, err := newTicketLister(s.reads, s.db.Dialector.Name() == "postgres", tenant, f)
+	columns := listColumns
+	if p.WithoutDescriptions {
+		columns = listSummaryColumns
+	}
+	lister, err := newTicketLister(s.reads, s.db.Dialector.Name() == "postgres", tenant, columns, f)
 	if err != nil {
 		return TicketPage{}, err
 	}

@@ -192,9 +192,11 @@ type ticketLister struct {
 	args     []any  // the WHERE clause's
 }
 
-func newTicketLister(reads *gorm.DB, postgres bool, tenant string, f ticketFilter) (ticketLister, error) {
+// newTicketLister writes the list's SELECT of columns (listColumns or
+// listSummaryColumns) and its WHERE.
+func newTicketLister(reads *gorm.DB, postgres bool, tenant, columns string, f ticketFilter) (ticketLister, error) {
 	st := &listStatement{numbered: postgres}
-	st.sql.WriteString("SELECT " + listColumns + " FROM tickets")
+	st.sql.WriteString("SELECT " + columns + " FROM tickets")
 	if err := f.where(st, tenant, postgres); err != nil {
 		return ticketLister{}, err
 	}

@@ -141,9 +141,16 @@ type rowScanner interface {
 // listColumns are the columns of ticketColumns a list reads: what a Ticket
 // and a list's cursor need, not the tenant the list is of, the number (the
 // key carries it) or the operation that created the ticket, which cost a
-// string each per row to scan for nothing.
-const listColumns = "id, project_id, key, title, description, priority, status, labels, reporter, version, assignee, " +
-	"external_id, external_url, created_at, updated_at"
+// string each per row to scan for nothing. listSummaryColumns reads an
+// empty description in the column's place, for a list whose caller sends
+// summaries: a description can be 20,000 characters, stored out of line,
+// and a summary has none.
+const (
+	listColumns        = listColumnsHead + "description" + listColumnsTail
+	listSummaryColumns = listColumnsHead + "'' AS description" + listColumnsTail
+	listColumnsHead    = "id, project_id, key, title, "
+	listColumnsTail    = ", priority, status, labels, reporter, version, assignee, external_id, external_url, created_at, updated_at"
+)
 
 // listed returns scan targets for listColumns, in order.
 func (r *ticketRow) listed() []any {
