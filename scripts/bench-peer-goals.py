@@ -4,7 +4,7 @@
 Usage: bench-peer-goals.py OUT [OUT...] (OUT/analysed/raw.jsonl, and OUT/unanalysed/raw.jsonl when that run was
 made). Given several runs, the medians are over every round of all of them: on a machine whose rounds move more
 than the goals' margins, one run's three rounds can land a ratio on either side of its goal. Each ratio goal also
-prints its band, the lowest and highest of the rounds' own ratios (a round's suites ran within minutes).
+prints its band, the lowest, highest and median of the rounds' own ratios (a round's suites ran within minutes).
 A missed goal is printed as missed; the script's exit status stays 0, because a figure is reported, not asserted.
 """
 import json
@@ -25,13 +25,16 @@ def rows_of(paths):
 
 
 def band(rows, num, den):
-    """The lowest and highest of the rounds' own num ÷ den."""
+    """The lowest, highest and median of the rounds' own num ÷ den: on a machine whose speed drifts between rounds,
+    the ratio of two suites' medians can pair rounds that saw different machines; a round's own ratio cannot."""
     by = {}
     for r in rows:
         if "rps" in r:
             by.setdefault(r["round"], {})[r["suite"]] = r["rps"]
     ratios = [s[num] / s[den] for s in by.values() if num in s and den in s]
-    return f" (rounds {min(ratios):.2f}–{max(ratios):.2f})" if ratios else ""
+    if not ratios:
+        return ""
+    return f" (rounds {min(ratios):.2f}–{max(ratios):.2f}, median {statistics.median(ratios):.2f})"
 
 
 def medians(rows):
