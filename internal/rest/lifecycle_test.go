@@ -196,3 +196,26 @@ func TestListTicketsFilters(t *testing.T) {
 		wantFieldError(t, wantProblem(t, do(t, e, req{path: "/api/v1/tickets?" + q, token: tok}), http.StatusBadRequest, "invalid_input"), field, "")
 	}
 }
+
+// TestListTicketsDescriptionsFollowDetail checks that a whole list carries
+// each ticket's description and only a summary list leaves it unread
+// (tickets.ListTicketsParams.WithoutDescriptions).
+func TestListTicketsDescriptionsFollowDetail(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, dbtest.SQLite(t))
+	tok := token(t, "acme", authn.ScopeRead, authn.ScopeWrite)
+	decode[ticket](t, do(t, e, req{method: http.MethodPost, path: "/api/v1/tickets", token: tok, key: newKey(),
+		body: `{"project_id":"support","title":"Printer on fire","description":"Smoke from tray 2"}`}), http.StatusCreated)
+	for _, q := range []string{"", "?detail=full"} {
+		list := decode[ticketList](t, do(t, e, req{path: "/api/v1/tickets" + q, token: tok}), http.StatusOK)
+		if len(list.Tickets) != 1 || list.Tickets[0].Description != "Smoke from tray 2" {
+			t.Errorf("/api/v1/tickets%s listed %+v, want the ticket with its description", q, list.Tickets)
+		}
+	}
+	summaries := decode[struct {
+		Tickets []map[string]any `json:"tickets"`
+	}](t, do(t, e, req{path: "/api/v1/tickets?detail=summary", token: tok}), http.StatusOK)
+	if _, has := summaries.Tickets[0]["description"]; len(summaries.Tickets) != 1 || has {
+		t.Errorf("detail=summary listed %v, want one ticket without a description", summaries.Tickets)
+	}
+}
