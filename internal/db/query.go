@@ -31,7 +31,10 @@ type Statement struct {
 	// plan, with statistics or without. Set it only when every filter the
 	// statement has is either the walked index's or one the walk applies
 	// to the rows it reads (a sort of a more selective index's rows would
-	// read fewer).
+	// read fewer). Since the walk is the plan whatever the arguments, the
+	// statement is planned once per connection, as ByKey's are: planning
+	// it on every execution only found the same walk again, and cost
+	// PostgreSQL twice what the walk does (docs/perf.md).
 	InIndexOrder bool
 	// ByKey plans the statement once per connection (a generic plan, kept with
 	// pgx's cached prepared statement until an error or the cache's eviction
@@ -55,9 +58,11 @@ type Statement struct {
 }
 
 // inIndexOrder is the setting InIndexOrder sends, local to the implicit
-// transaction the statement runs in so it ends with it: a full sort or an
-// incremental one (an index's order completed by sorting each group).
-const inIndexOrder = "set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true)"
+// transaction the statement runs in so it ends with it: a generic plan,
+// made with neither a full sort nor an incremental one (an index's order
+// completed by sorting each group).
+const inIndexOrder = "set_config('plan_cache_mode', 'force_generic_plan', true), " +
+	"set_config('enable_sort', 'off', true), set_config('enable_incremental_sort', 'off', true)"
 
 // byKey is the setting ByKey sends, local as inIndexOrder is: a generic
 // plan, made with only index scans and nested loops. PostgreSQL still

@@ -43,7 +43,7 @@ func TestQuerySettingsEndWithTheStatement(t *testing.T) {
 		st   Statement
 		want [4]string
 	}{
-		{"InIndexOrder", Statement{InIndexOrder: true}, [4]string{"force_custom_plan", "on", "off", "off"}},
+		{"InIndexOrder", Statement{InIndexOrder: true}, [4]string{"force_generic_plan", "on", "off", "off"}},
 		{"ByKey", Statement{ByKey: true}, [4]string{"force_generic_plan", "off", "on", "on"}},
 		{"Both", Statement{ByKey: true, InIndexOrder: true}, [4]string{"force_generic_plan", "off", "off", "off"}},
 	} {

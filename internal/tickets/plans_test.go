@@ -239,6 +239,67 @@ FROM generate_series(?::int, ?::int) AS g`, tenantA, 1000+stored, 1000+grown-1).
 	t.Logf("a page of %d read at most %d rows, from 500 to %d tickets, never analysed and analysed", limit, most, stored)
 }
 
+// A list one index answers is planned once per connection: planning it on
+// every execution found the same walk each time and cost PostgreSQL twice
+// what the walk does (docs/perf.md). PostgreSQL counts, for each statement a
+// session prepared, how often it ran a generic plan and how often it made a
+// custom one. A search is left to the planner on each execution: which of
+// its indexes finds the fewest rows depends on the words.
+func TestListsOneIndexAnswersArePlannedOncePerConnection(t *testing.T) {
+	t.Parallel()
+	d := dbtest.Postgres(t)
+	pool, err := d.Gorm.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.SetMaxOpenConns(1) // pg_prepared_statements is the session's
+	svc := newService(t, d)
+	ctx := context.Background()
+	caller := tickets.Caller{Tenant: tenantA, Subject: "alice"}
+	for range 3 {
+		if _, err := svc.CreateTicket(ctx, caller, ticketstest.OpID(newID()), printerTicket()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const runs = 5
+	for _, l := range []struct {
+		name            string
+		p               tickets.ListTicketsParams
+		generic, custom int64 // each run's plans
+	}{
+		{"Newest", tickets.ListTicketsParams{Limit: 2}, 1, 0},
+		{"Project", tickets.ListTicketsParams{Limit: 2, ProjectID: "support"}, 1, 0},
+		{"LastUpdated", tickets.ListTicketsParams{Limit: 2, Sort: tickets.SortUpdatedDesc}, 1, 0},
+		{"Search", tickets.ListTicketsParams{Limit: 2, Query: "printer"}, 0, 1},
+	} {
+		genericBefore, customBefore := listPlans(t, d)
+		for range runs {
+			if _, err := svc.ListTickets(ctx, caller, l.p); err != nil {
+				t.Fatalf("%s: %v", l.name, err)
+			}
+		}
+		generic, custom := listPlans(t, d)
+		generic, custom = generic-genericBefore, custom-customBefore
+		if generic != runs*l.generic || custom != runs*l.custom {
+			t.Errorf("%s, %d runs: %d generic plans, %d custom; want %d and %d", l.name, runs, generic, custom, runs*l.generic, runs*l.custom)
+		}
+	}
+}
+
+// listPlans counts the plans the session has run for the lists it prepared
+// (statements with a LIMIT on tickets): generic, and custom ones made for
+// an execution. The pattern is an argument, so that this statement, which
+// the session prepares too, does not match it.
+func listPlans(tb testing.TB, d *db.DB) (generic, custom int64) {
+	tb.Helper()
+	err := d.Gorm.Raw(`SELECT coalesce(sum(generic_plans), 0), coalesce(sum(custom_plans), 0) FROM pg_prepared_statements
+WHERE statement LIKE ?`, "SELECT % FROM tickets WHERE % LIMIT $%").Row().Scan(&generic, &custom)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return generic, custom
+}
+
 // webhooksProbe is probeOutbox with the subscription probe of ticketd's
 // webhooks outbox, whose SubscribedSQL reads nothing of its service.
 type webhooksProbe struct{ *probeOutbox }
