@@ -157,20 +157,8 @@ FROM generate_series(1, ` + strconv.Itoa(grown/4) + `) AS g`)
 // through that range whatever the rows' width makes of it.
 func TestListReadsOnePageHoweverTheTableGrows(t *testing.T) {
 	t.Parallel()
-	d := dbtest.Postgres(t)
-	pool, err := d.Gorm.DB()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool.SetMaxOpenConns(1) // the counters are flushed from the session that read
-	svc := newService(t, d)
+	d, svc, caller := oneSessionWithTickets(t) // the counters are flushed from the session that read
 	ctx := context.Background()
-	caller := tickets.Caller{Tenant: tenantA, Subject: "alice"}
-	for range 3 {
-		if _, err := svc.CreateTicket(ctx, caller, ticketstest.OpID(newID()), printerTicket()); err != nil {
-			t.Fatal(err)
-		}
-	}
 	lists := []struct {
 		name string
 		p    tickets.ListTicketsParams
@@ -247,20 +235,8 @@ FROM generate_series(?::int, ?::int) AS g`, tenantA, 1000+stored, 1000+grown-1).
 // execution: which of its indexes finds the fewest rows depends on the words.
 func TestListsOneIndexAnswersArePlannedOncePerConnection(t *testing.T) {
 	t.Parallel()
-	d := dbtest.Postgres(t)
-	pool, err := d.Gorm.DB()
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool.SetMaxOpenConns(1) // pg_prepared_statements is the session's
-	svc := newService(t, d)
+	d, svc, caller := oneSessionWithTickets(t) // pg_prepared_statements is the session's
 	ctx := context.Background()
-	caller := tickets.Caller{Tenant: tenantA, Subject: "alice"}
-	for range 3 {
-		if _, err := svc.CreateTicket(ctx, caller, ticketstest.OpID(newID()), printerTicket()); err != nil {
-			t.Fatal(err)
-		}
-	}
 	const runs = 5
 	for _, l := range []struct {
 		name            string
@@ -284,6 +260,28 @@ func TestListsOneIndexAnswersArePlannedOncePerConnection(t *testing.T) {
 			t.Errorf("%s, %d runs: %d generic plans, %d custom; want %d and %d", l.name, runs, generic, custom, runs*l.generic, runs*l.custom)
 		}
 	}
+}
+
+// oneSessionWithTickets is a PostgreSQL database of the test's own whose
+// pool holds one connection, so that what the test reads of a session's
+// statistics or prepared statements is the session its lists ran in, and a
+// service over it whose caller has created three tickets.
+func oneSessionWithTickets(t *testing.T) (*db.DB, *tickets.Service, tickets.Caller) {
+	t.Helper()
+	d := dbtest.Postgres(t)
+	pool, err := d.Gorm.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool.SetMaxOpenConns(1)
+	svc := newService(t, d)
+	caller := tickets.Caller{Tenant: tenantA, Subject: "alice"}
+	for range 3 {
+		if _, err := svc.CreateTicket(context.Background(), caller, ticketstest.OpID(newID()), printerTicket()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d, svc, caller
 }
 
 // listPlans counts the plans the session has run for the lists it prepared
